@@ -1,0 +1,97 @@
+"""The whole exception hierarchy of localjudge.
+
+Every error carries a ``hint`` (what the user can do about it) and an ``exit_code`` the CLI
+uses. The runner catches exactly one base class, :class:`ItemError`: failures that belong to one
+item and one metric. Everything else is fatal and stops a run before (or instead of) scoring.
+"""
+
+from __future__ import annotations
+
+
+class LocalJudgeError(Exception):
+    """Base class of every error localjudge raises on purpose."""
+
+    exit_code: int = 1
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+# ---------------------------------------------------------------- per-item (data, not crashes)
+
+
+class ItemError(LocalJudgeError):
+    """A failure that concerns one item and one metric: recorded as a result row, never raised
+    out of a run."""
+
+    kind: str = "item_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        item_id: str | None = None,
+        hint: str = "",
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.field = field
+        self.item_id = item_id
+
+
+class InvalidItemError(ItemError):
+    """A required field is missing or empty, or a value has the wrong type."""
+
+    kind = "invalid_item"
+
+
+class ContextOverflowError(ItemError):
+    """The prompt plus the worst-case output does not fit in the context window."""
+
+    kind = "context_overflow"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        needed: int,
+        available: int,
+        field: str | None = None,
+        item_id: str | None = None,
+        hint: str = "",
+    ) -> None:
+        super().__init__(message, field=field, item_id=item_id, hint=hint)
+        self.needed = needed
+        self.available = available
+
+
+# ---------------------------------------------------------------- fatal
+
+
+class UsageError(LocalJudgeError):
+    """Bad options or arguments."""
+
+    exit_code = 2
+
+
+class DataError(LocalJudgeError):
+    """The dataset file cannot be read at all (missing, unknown format)."""
+
+    exit_code = 3
+
+
+class ModelError(LocalJudgeError):
+    """The judge model cannot be found or loaded (missing, not GGUF, truncated, wrong sha256)."""
+
+    exit_code = 4
+
+
+class ConstraintError(LocalJudgeError):
+    """Grammar-constrained decoding could not be applied; nothing unconstrained is ever returned."""
+
+    exit_code = 5

@@ -1,0 +1,125 @@
+"""The input record: ragas field names, Mastra aliases, and per-metric field checks.
+
+An :class:`Item` keeps the raw values it was given; the checks happen when a metric asks for a
+field, so a wrong value in a field one metric does not use never costs another metric its score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from localjudge.errors import InvalidItemError
+
+#: the fields SPEC.md defines, in ragas spelling
+FIELDS = ("user_input", "retrieved_contexts", "reference", "response")
+#: Mastra's names for the same fields
+ALIASES: Mapping[str, str] = {
+    "input": "user_input",
+    "output": "response",
+    "context": "retrieved_contexts",
+}
+
+
+@dataclass(frozen=True)
+class Item:
+    """One evaluation item. ``index`` is its 0-based position in the input; ``id`` is the
+    record's own id or, when it has none, ``"#<index>"``."""
+
+    id: str
+    index: int
+    values: Mapping[str, Any]
+
+    def has(self, name: str) -> bool:
+        """Whether the field is present and not null/empty (a cheap presence test)."""
+        value = self.values.get(name)
+        return value not in (None, "", [])
+
+    def text(self, name: str) -> str:
+        """A required, non-empty string field."""
+        value = self.values.get(name)
+        if value is None:
+            raise self._error(name, f"required field '{name}' is missing")
+        if not isinstance(value, str):
+            raise self._error(name, f"field '{name}' must be a string, got {_type_name(value)}")
+        if not value.strip():
+            raise self._error(name, f"field '{name}' is empty")
+        return value
+
+    def optional_text(self, name: str) -> str | None:
+        """An optional string field: ``None`` when absent or blank."""
+        value = self.values.get(name)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        if not isinstance(value, str):
+            raise self._error(name, f"field '{name}' must be a string, got {_type_name(value)}")
+        return value
+
+    def contexts(self, *, allow_empty: bool = False) -> list[str]:
+        """``retrieved_contexts`` as a list of strings, in retrieval order."""
+        name = "retrieved_contexts"
+        value = self.values.get(name)
+        if value is None:
+            if allow_empty:
+                return []
+            raise self._error(name, f"required field '{name}' is missing")
+        if isinstance(value, str) or not isinstance(value, (list, tuple)):
+            raise self._error(
+                name, f"field '{name}' must be a list of strings, got {_type_name(value)}"
+            )
+        for i, piece in enumerate(value):
+            if not isinstance(piece, str):
+                raise self._error(
+                    name, f"field '{name}[{i}]' must be a string, got {_type_name(piece)}"
+                )
+        if not value and not allow_empty:
+            raise self._error(name, f"field '{name}' is empty")
+        return list(value)
+
+    def _error(self, name: str, message: str) -> InvalidItemError:
+        return InvalidItemError(f"item {self.id}: {message}", field=name, item_id=self.id)
+
+
+def make_item(
+    record: Mapping[str, Any] | BaseModel,
+    *,
+    index: int,
+    mapping: Mapping[str, str] | None = None,
+) -> Item:
+    """Normalise one record: apply the user's ``mapping`` (our name -> their name), then the Mastra
+    aliases. Raises :class:`InvalidItemError` when the record is not an object or names one field
+    twice (``input`` and ``user_input``)."""
+    fallback_id = f"#{index}"
+    if isinstance(record, BaseModel):
+        record = record.model_dump()
+    if not isinstance(record, Mapping):
+        raise InvalidItemError(
+            f"item {fallback_id}: a record must be a JSON object, got {_type_name(record)}",
+            item_id=fallback_id,
+        )
+    raw_id = record.get("id")
+    item_id = str(raw_id) if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else ""
+    item_id = item_id or fallback_id
+    values: dict[str, Any] = {}
+    renames = dict(mapping or {})
+    for ours in FIELDS:
+        sources = [renames[ours]] if ours in renames else [ours]
+        sources += [alias for alias, target in ALIASES.items() if target == ours]
+        present = [s for s in sources if s in record and record[s] is not None]
+        if len(present) > 1:
+            raise InvalidItemError(
+                f"item {item_id}: fields {' and '.join(repr(p) for p in present)} both give "
+                f"'{ours}'; keep one",
+                field=ours,
+                item_id=item_id,
+            )
+        if present:
+            values[ours] = record[present[0]]
+    return Item(id=item_id, index=index, values=values)
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__

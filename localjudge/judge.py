@@ -1,0 +1,102 @@
+"""The narrow judge interface: messages + pydantic schema -> validated value, raw text, stats.
+
+The llama.cpp backend (:mod:`localjudge.llama`), the caching wrapper (:mod:`localjudge.cache`)
+and the scripted fake (:mod:`localjudge.testing`) all implement :class:`Judge`; the metrics and
+the runner know nothing else about models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar, Union, runtime_checkable
+
+from pydantic import BaseModel
+
+from localjudge.errors import ContextOverflowError
+
+M = TypeVar("M", bound=BaseModel)
+M_co = TypeVar("M_co", bound=BaseModel, covariant=True)
+
+#: One chat message, ``{"role": "system"|"user"|"assistant", "content": "..."}``.
+Message = Mapping[str, str]
+#: What a judge is asked: chat messages, or a plain completion prompt.
+Prompt = Union[str, Sequence[Message]]  # noqa: UP007 (a runtime alias; `|` needs 3.10 objects)
+
+
+@dataclass(frozen=True)
+class GenerationStats:
+    """Token counts and time of one judge call."""
+
+    prompt_tokens: int
+    #: prompt tokens actually evaluated (the rest came from llama.cpp's prefix cache)
+    evaluated_prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Generation(Generic[M_co]):
+    """The result of one judge call."""
+
+    value: M_co
+    raw: str
+    stats: GenerationStats
+    #: True when served from the cache: no model ran
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class JudgeIdentity:
+    """Everything about a judge that determines its output, recorded in results and cache keys."""
+
+    model: str
+    sha256: str
+    backend: str
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "sha256": self.sha256,
+            "backend": self.backend,
+            "settings": dict(self.settings),
+        }
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """A judge turns a prompt and an output schema into a validated instance of that schema."""
+
+    @property
+    def identity(self) -> JudgeIdentity: ...
+
+    def generate(self, prompt: Prompt, schema: type[M]) -> Generation[M]:
+        """Return ``schema``'s validated value for ``prompt``.
+
+        Raises :class:`~localjudge.errors.ContextOverflowError` (before generating) when the prompt
+        and the schema's worst-case output do not fit, and
+        :class:`~localjudge.errors.ConstraintError` when constrained decoding cannot be applied.
+        """
+        ...
+
+
+def as_messages(prompt: Prompt) -> list[dict[str, str]]:
+    """Normalise a prompt to a list of plain ``{"role", "content"}`` dicts."""
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    return [{"role": str(m["role"]), "content": str(m["content"])} for m in prompt]
+
+
+def check_fits(*, prompt_tokens: int, max_output_tokens: int, n_ctx: int) -> None:
+    """Fail before generating when the prompt plus the worst-case output exceeds the window."""
+    needed = prompt_tokens + max_output_tokens
+    if needed > n_ctx:
+        raise ContextOverflowError(
+            f"prompt ({prompt_tokens} tokens) plus worst-case output ({max_output_tokens} tokens) "
+            f"needs {needed} tokens but the context window holds {n_ctx}",
+            needed=needed,
+            available=n_ctx,
+            field="retrieved_contexts",
+            hint=f"raise it with -c/--n-ctx {needed} (library: n_ctx={needed}) or shorten the item",
+        )

@@ -1,0 +1,149 @@
+"""Output schemas for the judge: strict, bounded, and with a known worst-case size.
+
+Every judge output schema derives from :class:`StrictModel` (extra properties forbidden) and uses
+bounded field types (:func:`text`, bounded lists), so :func:`worst_case_tokens` can derive the
+largest number of tokens a conforming compact JSON output can take. The judge sets ``max_tokens``
+to that number: an output is never cut off.
+
+Strings exclude the characters JSON would have to escape (``"``, ``\\`` and control characters),
+so a string of ``n`` characters is exactly its UTF-8 bytes between two quotes; ``ascii``
+strings (reasons) take one byte per character. Every generated token carries at least one byte,
+so the byte bound of the JSON text is a token bound.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from localjudge.errors import ConstraintError
+
+#: characters that never need an escape in a JSON string: no quote, backslash, control char
+_ANY_CHAR = r'[^"\\\x00-\x1f\x7f]'
+_ASCII_CHAR = r"[ !#-\[\]-~]"  # printable ASCII without '"' and '\'
+#: bytes in the UTF-8 form of the widest allowed character
+_MAX_UTF8_BYTES = 4
+
+#: the whitespace-free JSON that llguidance is asked to emit
+GUIDANCE = {"whitespace_flexible": False}
+
+
+class StrictModel(BaseModel):
+    """Base of every judge output schema: no extra properties, immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def text(max_chars: int, *, ascii_only: bool = False, min_chars: int = 1) -> Any:
+    """A bounded string type for schema fields (``Annotated[str, ...]``)."""
+    char = _ASCII_CHAR if ascii_only else _ANY_CHAR
+    return Annotated[
+        str,
+        StringConstraints(
+            min_length=min_chars,
+            max_length=max_chars,
+            pattern=f"^{char}{{{min_chars},{max_chars}}}$",
+        ),
+    ]
+
+
+def bounded_list(item: Any, *, min_items: int, max_items: int) -> Any:
+    """A bounded list type for schema fields."""
+    return Annotated[list[item], Field(min_length=min_items, max_length=max_items)]
+
+
+class UnboundedSchemaError(ValueError):
+    """A schema has a string, list or number without an upper bound."""
+
+
+def json_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema the grammar is built from: pydantic's, plus compact-whitespace control."""
+    js = schema.model_json_schema()
+    js["x-guidance"] = dict(GUIDANCE)
+    return js
+
+
+def worst_case_bytes(schema: type[BaseModel]) -> int:
+    """Largest size in bytes of a compact JSON document conforming to ``schema``."""
+    js = schema.model_json_schema()
+    return _max_bytes(js, js.get("$defs", {}), path=schema.__name__)
+
+
+def worst_case_tokens(schema: type[BaseModel]) -> int:
+    """Upper bound on the tokens of a conforming output, end-of-sequence token included."""
+    return worst_case_bytes(schema) + 1
+
+
+def _max_bytes(node: Mapping[str, Any], defs: Mapping[str, Any], path: str) -> int:  # noqa: PLR0911, PLR0912
+    if "$ref" in node:
+        name = node["$ref"].rsplit("/", 1)[-1]
+        return _max_bytes(defs[name], defs, path)
+    if "const" in node:
+        return _json_len(node["const"])
+    if "enum" in node:
+        return max(_json_len(v) for v in node["enum"])
+    for combinator in ("anyOf", "oneOf"):
+        if combinator in node:
+            return max(_max_bytes(sub, defs, path) for sub in node[combinator])
+    kind = node.get("type")
+    if kind == "object":
+        if node.get("additionalProperties", False) not in (False, None):
+            raise UnboundedSchemaError(f"{path}: additional properties must be forbidden")
+        props: Mapping[str, Any] = node.get("properties", {})
+        inner = sum(
+            _json_len(key) + 1 + _max_bytes(sub, defs, f"{path}.{key}")
+            for key, sub in props.items()
+        )
+        return 2 + inner + max(len(props) - 1, 0)
+    if kind == "array":
+        prefix = node.get("prefixItems", [])
+        max_items = node.get("maxItems")
+        if max_items is None:
+            if prefix and node.get("items", False) is False:
+                max_items = len(prefix)
+            else:
+                raise UnboundedSchemaError(f"{path}: array without maxItems")
+        sizes = [_max_bytes(sub, defs, f"{path}[{i}]") for i, sub in enumerate(prefix)]
+        if max_items > len(prefix):
+            rest = _max_bytes(node["items"], defs, f"{path}[]")
+            sizes += [rest] * (max_items - len(prefix))
+        sizes = sizes[:max_items]
+        return 2 + sum(sizes) + max(len(sizes) - 1, 0)
+    if kind == "string":
+        max_len = node.get("maxLength")
+        if max_len is None:
+            raise UnboundedSchemaError(f"{path}: string without maxLength")
+        per_char = 1 if node.get("pattern", "").startswith("^" + _ASCII_CHAR) else _MAX_UTF8_BYTES
+        return 2 + int(max_len) * per_char
+    if kind == "boolean":
+        return len("false")
+    if kind == "integer":
+        lo, hi = node.get("minimum"), node.get("maximum")
+        if lo is None or hi is None:
+            raise UnboundedSchemaError(f"{path}: integer without minimum and maximum")
+        return max(len(str(int(lo))), len(str(int(hi))))
+    raise UnboundedSchemaError(f"{path}: unsupported schema node {dict(node)!r}")
+
+
+def _json_len(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def parse_output(schema: type[BaseModel], raw: str) -> BaseModel:
+    """Validate a judge's raw text against ``schema``: the one parse step, no repair.
+
+    Under constrained decoding this cannot fail; when it does, the constraint was not applied,
+    and the call fails loudly rather than returning a guess.
+    """
+    try:
+        return schema.model_validate_json(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "<root>"
+        raise ConstraintError(
+            f"judge output does not match schema {schema.__name__} at {where}: {first['msg']}",
+            hint="constrained decoding was not applied; the output was discarded",
+        ) from exc

@@ -1,0 +1,105 @@
+"""A scripted fake judge for tests: public, so users can test their own pipelines offline.
+
+It implements the :class:`~localjudge.judge.Judge` interface and validates each scripted output
+exactly as the real judge validates generated text (:func:`~localjudge.schemas.parse_output`),
+so a script that the real grammar could never produce fails the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from localjudge.judge import (
+    Generation,
+    GenerationStats,
+    JudgeIdentity,
+    M,
+    Prompt,
+    as_messages,
+    check_fits,
+)
+from localjudge.schemas import parse_output, worst_case_tokens
+
+#: a scripted reply: raw JSON text, a JSON-able value, or a function of (messages, schema)
+Reply = str | Mapping[str, Any] | Callable[[list[dict[str, str]], type[BaseModel]], Any]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One recorded call of the scripted judge."""
+
+    messages: list[dict[str, str]]
+    schema: type[BaseModel]
+    raw: str
+
+
+class ScriptedJudge:
+    """A judge that answers from a script instead of a model.
+
+    ``replies`` is consumed one per call; a single callable answers every call. ``n_ctx`` turns on
+    the context-window check, counting one token per whitespace-separated word of the prompt.
+    """
+
+    def __init__(
+        self,
+        replies: Iterable[Reply] | Callable[[list[dict[str, str]], type[BaseModel]], Any],
+        *,
+        model: str = "scripted",
+        n_ctx: int | None = None,
+    ) -> None:
+        self._next: Callable[[], Reply]
+        if callable(replies):
+            fn = replies
+            self._next = lambda: fn
+        else:
+            it: Iterator[Reply] = iter(replies)
+            self._next = lambda: next(it)
+        self.n_ctx = n_ctx
+        self.calls: list[Call] = []
+        self._identity = JudgeIdentity(
+            model=model, sha256="0" * 64, backend="scripted", settings={"n_ctx": n_ctx}
+        )
+
+    @property
+    def identity(self) -> JudgeIdentity:
+        return self._identity
+
+    def generate(self, prompt: Prompt, schema: type[M]) -> Generation[M]:
+        start = time.perf_counter()
+        messages = as_messages(prompt)
+        prompt_tokens = sum(len(m["content"].split()) for m in messages)
+        if self.n_ctx is not None:
+            check_fits(
+                prompt_tokens=prompt_tokens,
+                max_output_tokens=worst_case_tokens(schema),
+                n_ctx=self.n_ctx,
+            )
+        try:
+            reply = self._next()
+        except StopIteration:
+            raise AssertionError(
+                f"ScriptedJudge ran out of replies at call {len(self.calls) + 1}"
+            ) from None
+        if callable(reply):
+            reply = reply(messages, schema)
+        raw = (
+            reply
+            if isinstance(reply, str)
+            else json.dumps(reply, ensure_ascii=False, separators=(",", ":"))
+        )
+        value = parse_output(schema, raw)
+        assert isinstance(value, schema)
+        self.calls.append(Call(messages=messages, schema=schema, raw=raw))
+        stats = GenerationStats(
+            prompt_tokens=prompt_tokens,
+            evaluated_prompt_tokens=prompt_tokens,
+            completion_tokens=len(raw),
+            seconds=time.perf_counter() - start,
+        )
+        return Generation(value=value, raw=raw, stats=stats)
