@@ -1,0 +1,456 @@
+"""The llama.cpp judge: a GGUF model in-process, decoding under an llguidance grammar via outlines.
+
+This is the only module that imports ``llama_cpp``, ``outlines`` and ``llguidance``, and it does
+so when a judge is loaded, so ``import localjudge`` and ``localjudge --help`` stay light.
+
+How each guarantee is kept:
+
+- valid JSON: outlines' llguidance logits processor masks every token the schema's grammar
+  forbids; the text is then validated by the same pydantic schema (no repair).
+- never cut off: ``max_tokens`` is the schema's worst case (:func:`worst_case_tokens`), checked
+  against the window before generating.
+- never silently unconstrained: the processor runs inside a guard; an exception there (which
+  llama-cpp-python would only print from its ctypes callback) ends generation at once and the
+  call raises :class:`ConstraintError`, as does any matcher error or an output that is not
+  accepted by the grammar.
+- prefix reuse: we call ``Llama.create_completion`` on token ids ourselves and never reset the
+  model between calls, so llama.cpp keeps the KV cache of the shared instruction prefix.
+- reproducible: greedy decoding (temperature 0) with a fixed seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+import warnings
+from collections.abc import Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from localjudge.errors import ConstraintError, ModelError
+from localjudge.judge import (
+    Generation,
+    GenerationStats,
+    JudgeIdentity,
+    M,
+    Prompt,
+    as_messages,
+    check_fits,
+)
+from localjudge.models import ResolvedModel, check_gguf, file_sha256, resolve_model
+from localjudge.schemas import json_schema, parse_output, worst_case_tokens
+
+DEFAULT_N_CTX = 8192
+GRAMMAR_BACKEND = "llguidance"
+
+
+def _pkg_version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "absent"
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    tokens: list[int]
+    text: str
+
+
+class _Guard:
+    """Wraps the grammar's logits processor so that no failure can go unnoticed.
+
+    llama-cpp-python calls logits processors from a ctypes callback, where an exception is only
+    printed. The guard records the exception and forces end-of-sequence, so generation stops on
+    the next token and :meth:`LlamaJudge.generate` raises instead of returning free text.
+    """
+
+    def __init__(self, processor: Any, eos: int) -> None:
+        self.processor = processor
+        self.eos = eos
+        self.error: BaseException | None = None
+        self.steps = 0
+
+    def __call__(self, input_ids: Any, logits: Any) -> Any:
+        if self.error is not None:
+            return self._stop(logits)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # outlines only *warns* on a matcher error
+                out = self.processor(input_ids, logits)
+            self.steps += 1
+            return out
+        except BaseException as exc:  # noqa: BLE001 (anything here must end the call)
+            self.error = exc
+            return self._stop(logits)
+
+    def _stop(self, logits: Any) -> Any:
+        logits[:] = -np.inf
+        logits[self.eos] = 0.0
+        return logits
+
+
+class LlamaJudge:
+    """A judge backed by a GGUF model run in-process by llama-cpp-python."""
+
+    def __init__(
+        self,
+        model: ResolvedModel,
+        *,
+        n_ctx: int = DEFAULT_N_CTX,
+        n_gpu_layers: int = 0,
+        n_threads: int | None = None,
+        seed: int = 0,
+        chat_template: bool | None = None,
+    ) -> None:
+        self.model = model
+        self.n_ctx = n_ctx
+        self.seed = seed
+        check_gguf(model.path)
+        sha = file_sha256(model.path)
+        if model.expected_sha256 and sha != model.expected_sha256:
+            raise ModelError(
+                f"model file {model.path} has sha256 {sha}, expected {model.expected_sha256}",
+                hint="the file is corrupt or was replaced; reinstall its package",
+            )
+        self.sha256 = sha
+        llama_cpp, llguidance, backend_cls = _import_backends()
+        with _quiet_stderr():
+            try:
+                self._llm = llama_cpp.Llama(
+                    model_path=str(model.path),
+                    n_ctx=n_ctx,
+                    n_gpu_layers=n_gpu_layers,
+                    n_threads=n_threads or os.cpu_count() or 1,
+                    seed=seed,
+                    verbose=False,
+                )
+            except (ValueError, RuntimeError, OSError) as exc:
+                raise ModelError(
+                    f"llama.cpp could not load {model.path}: {exc}",
+                    hint="the file may be truncated or corrupt, or need a newer llama-cpp-python",
+                ) from exc
+        self._llama_cpp = llama_cpp
+        self._eos = int(self._llm.token_eos())
+        self._formatter = self._chat_formatter(chat_template)
+        self._backend = backend_cls(_lltokenizer(llama_cpp, llguidance, self._llm, sha))
+        self._processors: dict[type[BaseModel], Any] = {}
+        self._identity = JudgeIdentity(
+            model=model.alias or model.path.name,
+            sha256=sha,
+            backend=f"llama-cpp-python {_pkg_version('llama-cpp-python')}",
+            settings={
+                "decoding": "greedy",
+                "temperature": 0.0,
+                "seed": seed,
+                "n_gpu_layers": n_gpu_layers,
+                "chat_template": self._formatter is not None,
+                "grammar": f"outlines {_pkg_version('outlines')} / "
+                f"llguidance {_pkg_version('llguidance')}",
+            },
+        )
+
+    # ------------------------------------------------------------------ Judge interface
+
+    @property
+    def identity(self) -> JudgeIdentity:
+        return self._identity
+
+    def generate(self, prompt: Prompt, schema: type[M]) -> Generation[M]:
+        prepared = self.render(prompt)
+        max_tokens = worst_case_tokens(schema)
+        check_fits(
+            prompt_tokens=len(prepared.tokens), max_output_tokens=max_tokens, n_ctx=self.n_ctx
+        )
+        guard = _Guard(self._processor(schema), self._eos)
+        evaluated = len(prepared.tokens) - self._reusable_prefix(prepared.tokens)
+        start = time.perf_counter()
+        out = self._llm.create_completion(
+            prompt=prepared.tokens,
+            max_tokens=max_tokens,
+            temperature=0.0,
+            top_k=1,
+            repeat_penalty=1.0,
+            seed=self.seed,
+            logits_processor=self._llama_cpp.LogitsProcessorList([guard]),
+        )
+        seconds = time.perf_counter() - start
+        choice = out["choices"][0]
+        raw = choice["text"]
+        if guard.error is not None:
+            raise ConstraintError(
+                f"constrained decoding failed: {type(guard.error).__name__}: {guard.error}",
+                hint="the output was discarded; check that outlines and llguidance are installed "
+                "and compatible (pip install -U outlines llguidance)",
+            ) from guard.error
+        if choice.get("finish_reason") != "stop":
+            raise ConstraintError(
+                f"generation ended with finish_reason={choice.get('finish_reason')!r} after "
+                f"{out['usage']['completion_tokens']} of at most {max_tokens} tokens",
+                hint="this is a bug in the schema bound; please report it",
+            )
+        value = parse_output(schema, raw)
+        assert isinstance(value, schema)
+        stats = GenerationStats(
+            prompt_tokens=len(prepared.tokens),
+            evaluated_prompt_tokens=evaluated,
+            completion_tokens=int(out["usage"]["completion_tokens"]),
+            seconds=seconds,
+        )
+        return Generation(value=value, raw=raw, stats=stats)
+
+    # ------------------------------------------------------------------ helpers
+
+    def render(self, prompt: Prompt) -> _Prepared:
+        """The exact prompt text and tokens the model sees (chat template or plain layout)."""
+        messages = as_messages(prompt)
+        if self._formatter is not None:
+            try:
+                text = self._formatter(messages=messages).prompt
+            except Exception as exc:  # jinja2's SecurityError and template errors
+                raise ModelError(
+                    f"the model's chat template failed to render: {type(exc).__name__}: {exc}",
+                    hint="use --no-chat-template to prompt without it",
+                ) from exc
+        else:
+            text = plain_prompt(messages)
+        bos = self._llm.token_bos()
+        bos_text = (
+            self._llm.detokenize([bos], special=True).decode("utf-8", "replace") if bos >= 0 else ""
+        )
+        add_bos = bool(self._llm._model.add_bos_token())
+        if bos_text and text.startswith(bos_text):
+            text = text[len(bos_text) :]
+        tokens = self._llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
+        return _Prepared(tokens=list(tokens), text=text)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def warm(self, schemas: Sequence[type[BaseModel]]) -> None:
+        """Build (and compile) the grammars of ``schemas`` now rather than at their first call."""
+        for schema in schemas:
+            self._processor(schema)
+
+    def _processor(self, schema: type[BaseModel]) -> Any:
+        proc = self._processors.get(schema)
+        if proc is None:
+            proc = self._backend.get_json_schema_logits_processor(json.dumps(json_schema(schema)))
+            # compile and check the grammar now, so a broken schema fails before generating
+            import llguidance  # noqa: PLC0415
+
+            error = llguidance.LLMatcher.validate_grammar(proc.grammar, self._backend.llg_tokenizer)
+            if error:
+                raise ConstraintError(f"grammar for {schema.__name__} is invalid: {error}")
+            self._processors[schema] = proc
+        proc.reset()
+        return proc
+
+    def _reusable_prefix(self, tokens: list[int]) -> int:
+        """How many prompt tokens llama.cpp will take from its KV cache (its own rule)."""
+        cached = self._llm.input_ids[: self._llm.n_tokens]
+        common = 0
+        for a, b in zip(cached, tokens, strict=False):
+            if a != b:
+                break
+            common += 1
+        return common - 1 if common == len(tokens) and common > 0 else common
+
+    def _chat_formatter(self, chat_template: bool | None) -> Any:
+        template = self._llm.metadata.get("tokenizer.chat_template")
+        use = chat_template if chat_template is not None else bool(template)
+        if self.model.alias is not None and chat_template is None:
+            from localjudge.models import registry  # noqa: PLC0415
+
+            entry = next((j for j in registry() if j.alias == self.model.alias), None)
+            use = bool(template) and (entry is None or entry.instruct)
+        if not use:
+            return None
+        if not template:
+            raise ModelError(f"{self.model.path.name} has no chat template in its metadata")
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter  # noqa: PLC0415
+
+        tok = self._llm
+        eos = tok.detokenize([tok.token_eos()], special=True).decode("utf-8", "replace")
+        bos_id = tok.token_bos()
+        bos = (
+            tok.detokenize([bos_id], special=True).decode("utf-8", "replace") if bos_id >= 0 else ""
+        )
+        try:
+            return Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
+        except Exception as exc:  # a template that does not even parse
+            raise ModelError(
+                f"the model's chat template cannot be parsed: {exc}",
+                hint="use --no-chat-template to prompt without it",
+            ) from exc
+
+
+def plain_prompt(messages: list[dict[str, str]]) -> str:
+    """The completion prompt for models without a chat template."""
+    parts = [m["content"].strip() for m in messages]
+    return "\n\n".join(parts) + "\n\nJSON answer:\n"
+
+
+def load_judge(
+    model: str | os.PathLike[str] | None = None,
+    *,
+    n_ctx: int = DEFAULT_N_CTX,
+    n_gpu_layers: int = 0,
+    n_threads: int | None = None,
+    seed: int = 0,
+    chat_template: bool | None = None,
+) -> LlamaJudge:
+    """Load a judge: ``model`` is a GGUF path, a registered alias, or None for the embedded default.
+
+    Nothing is downloaded. Raises :class:`ModelError` for a missing, empty, non-GGUF, truncated or
+    wrong-sha256 file, and :class:`ConstraintError` when constrained decoding is unavailable.
+    """
+    return LlamaJudge(
+        resolve_model(model),
+        n_ctx=n_ctx,
+        n_gpu_layers=n_gpu_layers,
+        n_threads=n_threads,
+        seed=seed,
+        chat_template=chat_template,
+    )
+
+
+# ---------------------------------------------------------------------- backend plumbing
+
+
+def _import_backends() -> tuple[Any, Any, Any]:
+    try:
+        import llama_cpp  # noqa: PLC0415
+    except ImportError as exc:
+        raise ModelError(
+            f"llama-cpp-python is not importable: {exc}", hint="pip install llama-cpp-python"
+        ) from exc
+    try:
+        import llguidance  # noqa: PLC0415
+        from outlines.backends.llguidance import LLGuidanceBackend  # noqa: PLC0415
+    except ImportError as exc:
+        raise ConstraintError(
+            f"constrained decoding is unavailable: {exc}",
+            hint="pip install 'outlines>=1.2' llguidance; localjudge never decodes unconstrained",
+        ) from exc
+    return llama_cpp, llguidance, _backend_class(LLGuidanceBackend)
+
+
+@lru_cache(maxsize=1)
+def _backend_class(base: Any) -> Any:
+    class _Backend(base):  # type: ignore[misc]
+        """outlines' llguidance backend over a tokenizer we build (and cache) ourselves, instead of
+        outlines' LlamaCpp model wrapper, which walks the whole vocabulary in Python first."""
+
+        def __init__(self, llg_tokenizer: Any) -> None:
+            import llguidance  # noqa: PLC0415
+
+            self.llg = llguidance
+            self.tensor_library_name = "numpy"
+            self.llg_tokenizer = llg_tokenizer
+
+    return _Backend
+
+
+def _lltokenizer(llama_cpp: Any, llguidance: Any, llm: Any, sha256: str) -> Any:
+    """llguidance's tokenizer for the model; the token table is cached on disk per model sha256
+    (reading 262k tokens through ctypes takes ~1.5 s, the cached table ~0.1 s)."""
+    import ctypes  # noqa: PLC0415
+
+    from localjudge.cache import default_cache_dir  # noqa: PLC0415
+
+    vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    cache_file = default_cache_dir() / "tokens" / f"{sha256}-{_pkg_version('llama-cpp-python')}.bin"
+    tokens = _read_token_table(cache_file, sha256)
+    if tokens is None:
+        tokens = _token_table(llama_cpp, vocab)
+        _write_token_table(cache_file, sha256, tokens)
+    fptr = ctypes.cast(llama_cpp.llama_cpp._lib.llama_tokenize, ctypes.c_void_p).value
+    return llguidance.LLTokenizer.from_llamacpp(
+        tokens=tokens,
+        vocab_ptr=vocab,
+        tokenize_fptr=fptr,
+        eos_token=llama_cpp.llama_vocab_eos(vocab),
+        slices=None,
+    )
+
+
+def _token_table(llama_cpp: Any, vocab: Any) -> list[bytes]:
+    """Each token's bytes, control tokens marked with a 0xFF prefix (llguidance's convention)."""
+    import ctypes  # noqa: PLC0415
+
+    size = 16 * 1024
+    buffer = ctypes.create_string_buffer(size + 1)
+    tokens: list[bytes] = []
+    for token in range(llama_cpp.llama_vocab_n_tokens(vocab)):
+        n = llama_cpp.llama_token_to_piece(vocab, token, buffer, size, 0, True)
+        if n < 0:
+            raise ModelError(f"token {token} does not fit a {size}-byte buffer")
+        tok: bytes = buffer.raw[:n]
+        attr = llama_cpp.llama_token_get_attr(vocab, token)
+        user_control = (
+            attr & llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
+            and tok.startswith(b"<")
+            and tok.endswith(b">")
+        )
+        if attr & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL or user_control:
+            tok = b"\xff" + tok
+        tokens.append(tok)
+    return tokens
+
+
+def _read_token_table(path: Path, sha256: str) -> list[bytes] | None:
+    try:
+        blob = path.read_bytes()
+    except OSError:
+        return None
+    digest, payload = blob[:32], blob[32:]
+    if hashlib.sha256(payload + sha256.encode()).digest() != digest:
+        return None  # torn write or foreign file: rebuild
+    tokens, pos = [], 0
+    while pos < len(payload):
+        n = int.from_bytes(payload[pos : pos + 4], "little")
+        tokens.append(payload[pos + 4 : pos + 4 + n])
+        pos += 4 + n
+    return tokens
+
+
+def _write_token_table(path: Path, sha256: str, tokens: list[bytes]) -> None:
+    """Length-prefixed token bytes behind a sha256 (plain data: nothing to unpickle)."""
+    payload = b"".join(len(t).to_bytes(4, "little") + t for t in tokens)
+    digest = hashlib.sha256(payload + sha256.encode()).digest()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(digest + payload)
+        tmp.replace(path)
+    except OSError:
+        pass  # an optimisation only
+
+
+@contextmanager
+def _quiet_stderr() -> Any:
+    """Silence llama.cpp's C-level log lines while loading (they go straight to fd 2)."""
+    if os.environ.get("LOCALJUDGE_DEBUG"):
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)

