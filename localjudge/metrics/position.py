@@ -1,0 +1,105 @@
+"""Context position (Mastra semantics): are the relevant pieces near the top?"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, ClassVar, Literal
+
+from pydantic import create_model
+
+from localjudge.items import Item
+from localjudge.metrics.base import (
+    DATA_RULE,
+    REASON_CHARS,
+    JudgeRequest,
+    Metric,
+    MetricResult,
+    chat,
+    delimit,
+    numbered_contexts,
+)
+from localjudge.schemas import StrictModel, text
+from localjudge.scoring import position_score
+
+SYSTEM = f"""You check which retrieved CONTEXT passages are useful for answering a QUESTION.
+The EXPECTED ANSWER, when given, shows what a useful passage must contain.
+Give exactly one verdict per CONTEXT passage, in order, starting at index 0:
+- "index": the passage number;
+- "reason": a short English reason;
+- "relevant": true if the passage helps to answer the QUESTION, false if it does not.
+{DATA_RULE}
+Reply with JSON only, like {{"verdicts":[{{"index":0,"reason":"...","relevant":true}}]}}"""
+
+
+@lru_cache(maxsize=64)
+def position_schema(n: int) -> type[StrictModel]:
+    """The output schema for ``n`` pieces: exactly ``n`` verdicts, indexed 0..n-1 in order."""
+    pieces = tuple(
+        create_model(
+            f"PositionVerdict{i}",
+            __base__=StrictModel,
+            index=(Literal[i], ...),
+            reason=(text(REASON_CHARS, ascii_only=True), ...),
+            relevant=(bool, ...),
+        )
+        for i in range(n)
+    )
+    return create_model(
+        f"PositionVerdicts{n}",
+        __base__=StrictModel,
+        verdicts=(tuple[pieces], ...),  # type: ignore[valid-type]
+    )
+
+
+class ContextPosition(Metric):
+    """Weighted share of relevant pieces, weight 1/(i+1) by rank, over the harmonic number H_n."""
+
+    name: ClassVar[str] = "position"
+    required: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts")
+
+    def __init__(self, judge: Any, scale: float = 1.0) -> None:
+        super().__init__(judge)
+        position_score([], scale=scale)  # validates scale with the scoring function's message
+        self.scale = scale
+
+    def settings(self) -> dict[str, Any]:
+        return {"scale": self.scale}
+
+    def build(self, item: Item) -> JudgeRequest | MetricResult:
+        question = item.text("user_input")
+        contexts = item.contexts(allow_empty="retrieved_contexts" in item.values)
+        if not contexts:
+            return MetricResult(
+                metric=self.name, value=0.0, reason="No context was retrieved.", verdicts=[]
+            )
+        target = item.optional_text("reference") or item.optional_text("response")
+        parts = [delimit("QUESTION", question)]
+        if target:
+            parts.append(delimit("EXPECTED ANSWER", target))
+        parts.append(numbered_contexts(contexts))
+        return JudgeRequest(
+            messages=chat(SYSTEM, "\n".join(parts)), schema=position_schema(len(contexts))
+        )
+
+    def finish(self, item: Item, verdict: Any) -> MetricResult:
+        verdicts = [v.model_dump() for v in verdict.verdicts]
+        relevant = [bool(v["relevant"]) for v in verdicts]
+        value = position_score(relevant, scale=self.scale)
+        hits = [i for i, r in enumerate(relevant) if r]
+        n = len(relevant)
+        if not hits:
+            reason = f"None of the {n} context pieces is relevant."
+        else:
+            reason = (
+                f"{len(hits)} of {n} context pieces are relevant (positions {_positions(hits)})"
+            )
+            first_miss = next((i for i, r in enumerate(relevant) if not r), None)
+            low = [i for i in hits if first_miss is not None and i > first_miss]
+            if low:
+                reason += f"; relevant pieces ranked below irrelevant ones: {_positions(low)}"
+            reason += "."
+        return MetricResult(metric=self.name, value=value, reason=reason, verdicts=verdicts)
+
+
+def _positions(indices: list[int]) -> str:
+    return ", ".join(f"#{i}" for i in indices)

@@ -1,0 +1,130 @@
+"""Context relevance (Mastra semantics): how relevant and how used was the context?"""
+
+from __future__ import annotations
+
+from collections import Counter
+from functools import lru_cache
+from typing import Any, ClassVar, Literal
+
+from pydantic import create_model
+
+from localjudge.items import Item
+from localjudge.metrics.base import (
+    DATA_RULE,
+    REASON_CHARS,
+    JudgeRequest,
+    Metric,
+    MetricResult,
+    chat,
+    delimit,
+    numbered_contexts,
+    quote_list,
+)
+from localjudge.schemas import StrictModel, bounded_list, text
+from localjudge.scoring import LEVEL_WEIGHTS, RELEVANCE_LEVELS, RelevancePenalties, relevance_score
+
+MAX_MISSING = 3
+MISSING_CHARS = 60
+
+SYSTEM = f"""You grade how relevant retrieved CONTEXT passages are to a QUESTION, and whether a \
+RESPONSE used them.
+Give exactly one evaluation per CONTEXT passage, in order, starting at index 0:
+- "index": the passage number;
+- "reason": a short English reason;
+- "relevance": "high" if it directly addresses the QUESTION, "medium" if it gives supporting \
+information, "low" if it is only tangential, "none" if it is irrelevant;
+- "used": true if the RESPONSE uses information from this passage, false otherwise.
+Then "missing": up to {MAX_MISSING} short pieces of information the QUESTION needs that no passage \
+gives (an empty list if nothing is missing).
+{DATA_RULE}
+Reply with JSON only, like \
+{{"pieces":[{{"index":0,"reason":"...","relevance":"high","used":true}}],"missing":[]}}"""
+
+Level = Literal["high", "medium", "low", "none"]
+assert set(Level.__args__) == set(RELEVANCE_LEVELS)  # type: ignore[attr-defined]
+
+
+@lru_cache(maxsize=64)
+def relevance_schema(n: int) -> type[StrictModel]:
+    """The output schema for ``n`` pieces: exactly ``n`` evaluations in order, plus ``missing``."""
+    pieces = tuple(
+        create_model(
+            f"RelevanceVerdict{i}",
+            __base__=StrictModel,
+            index=(Literal[i], ...),
+            reason=(text(REASON_CHARS, ascii_only=True), ...),
+            relevance=(Level, ...),
+            used=(bool, ...),
+        )
+        for i in range(n)
+    )
+    return create_model(
+        f"RelevanceVerdicts{n}",
+        __base__=StrictModel,
+        pieces=(tuple[pieces], ...),  # type: ignore[valid-type]
+        missing=(bounded_list(text(MISSING_CHARS), min_items=0, max_items=MAX_MISSING), ...),
+    )
+
+
+class ContextRelevance(Metric):
+    """Weighted relevance levels, minus penalties for unused high pieces and missing information."""
+
+    name: ClassVar[str] = "relevance"
+    required: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts", "response")
+
+    def __init__(
+        self,
+        judge: Any,
+        penalties: RelevancePenalties | None = None,
+        scale: float = 1.0,
+    ) -> None:
+        super().__init__(judge)
+        self.penalties = penalties or RelevancePenalties()
+        relevance_score(["none"], [False], 0, self.penalties, scale)  # validates scale
+        self.scale = scale
+
+    def settings(self) -> dict[str, Any]:
+        p = self.penalties
+        return {
+            "scale": self.scale,
+            "unused_high": p.unused_high,
+            "missing_per_item": p.missing_per_item,
+            "max_missing": p.max_missing,
+        }
+
+    def build(self, item: Item) -> JudgeRequest:
+        question = item.text("user_input")
+        contexts = item.contexts()
+        response = item.text("response")
+        user = "\n".join(
+            [
+                delimit("QUESTION", question),
+                numbered_contexts(contexts),
+                delimit("RESPONSE", response),
+            ]
+        )
+        return JudgeRequest(messages=chat(SYSTEM, user), schema=relevance_schema(len(contexts)))
+
+    def finish(self, item: Item, verdict: Any) -> MetricResult:
+        pieces = [p.model_dump() for p in verdict.pieces]
+        missing = list(verdict.missing)
+        levels = [p["relevance"] for p in pieces]
+        used = [bool(p["used"]) for p in pieces]
+        value = relevance_score(levels, used, len(missing), self.penalties, self.scale)
+        counts = Counter(levels)
+        base = sum(LEVEL_WEIGHTS[level] for level in levels) / len(levels)
+        summary = ", ".join(f"{counts[lv]} {lv}" for lv in RELEVANCE_LEVELS if counts[lv])
+        reason = f"Relevance {summary} (base {base:.2f})"
+        unused = [i for i, p in enumerate(pieces) if p["relevance"] == "high" and not p["used"]]
+        if unused:
+            positions = ", ".join(f"#{i}" for i in unused)
+            reason += f"; high-relevance pieces not used by the response: {positions}"
+        if missing:
+            reason += f"; missing information: {quote_list(missing)}"
+        return MetricResult(
+            metric=self.name,
+            value=value,
+            reason=reason + ".",
+            verdicts=pieces,
+            details={"missing": missing},
+        )
