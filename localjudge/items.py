@@ -100,11 +100,11 @@ def make_item(
             f"item {fallback_id}: a record must be a JSON object, got {_type_name(record)}",
             item_id=fallback_id,
         )
-    raw_id = record.get("id")
+    renames = dict(mapping or {})
+    raw_id = record.get(renames.get("id", "id"))
     item_id = str(raw_id) if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else ""
     item_id = item_id or fallback_id
     values: dict[str, Any] = {}
-    renames = dict(mapping or {})
     for ours in FIELDS:
         sources = [renames[ours]] if ours in renames else [ours]
         sources += [alias for alias, target in ALIASES.items() if target == ours]

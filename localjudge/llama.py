@@ -30,7 +30,6 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -49,16 +48,10 @@ from localjudge.judge import (
 )
 from localjudge.models import ResolvedModel, check_gguf, file_sha256, resolve_model
 from localjudge.schemas import json_schema, parse_output, worst_case_tokens
+from localjudge.versions import package_version
 
 DEFAULT_N_CTX = 8192
 GRAMMAR_BACKEND = "llguidance"
-
-
-def _pkg_version(name: str) -> str:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "absent"
 
 
 @dataclass(frozen=True)
@@ -148,15 +141,15 @@ class LlamaJudge:
         self._identity = JudgeIdentity(
             model=model.alias or model.path.name,
             sha256=sha,
-            backend=f"llama-cpp-python {_pkg_version('llama-cpp-python')}",
+            backend=f"llama-cpp-python {package_version('llama-cpp-python')}",
             settings={
                 "decoding": "greedy",
                 "temperature": 0.0,
                 "seed": seed,
                 "n_gpu_layers": n_gpu_layers,
                 "chat_template": self._formatter is not None,
-                "grammar": f"outlines {_pkg_version('outlines')} / "
-                f"llguidance {_pkg_version('llguidance')}",
+                "grammar": f"outlines {package_version('outlines')} / "
+                f"llguidance {package_version('llguidance')}",
             },
         )
 
@@ -370,7 +363,9 @@ def _lltokenizer(llama_cpp: Any, llguidance: Any, llm: Any, sha256: str) -> Any:
     from localjudge.cache import default_cache_dir  # noqa: PLC0415
 
     vocab = llama_cpp.llama_model_get_vocab(llm.model)
-    cache_file = default_cache_dir() / "tokens" / f"{sha256}-{_pkg_version('llama-cpp-python')}.bin"
+    cache_file = (
+        default_cache_dir() / "tokens" / f"{sha256}-{package_version('llama-cpp-python')}.bin"
+    )
     tokens = _read_token_table(cache_file, sha256)
     if tokens is None:
         tokens = _token_table(llama_cpp, vocab)

@@ -135,3 +135,20 @@ def summarize(
     for row in rows:
         tallies.setdefault(row["metric"], MetricSummary()).add(row)
     return {m: t.as_dict() for m, t in tallies.items()}
+
+
+def summary_table(summary: Mapping[str, Any]) -> str:
+    """A compact plain-text table of a summary's metrics."""
+    header = f"{'metric':<10} {'scored':>6} {'failed':>6} {'mean':>7} {'median':>7} {'ci95':>15}"
+    lines = [header, "-" * len(header)]
+    for name, m in summary["metrics"].items():
+        ci = m["ci95"]
+        lines.append(
+            f"{name:<10} {m['n_scored']:>6} {m['n_failed']:>6} {_fmt(m['mean']):>7} "
+            f"{_fmt(m['median']):>7} {(f'{ci[0]:.3f}-{ci[1]:.3f}' if ci else '-'):>15}"
+        )
+    return "\n".join(lines)
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"

@@ -7,7 +7,7 @@ reuses its KV cache for it. Results come out in input order (item, then metric o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -68,16 +68,18 @@ def evaluate(
     *,
     mapping: Mapping[str, str] | None = None,
     chunk_size: int = CHUNK_SIZE,
+    on_result: Callable[[ItemResult], None] | None = None,
 ) -> Iterator[ItemResult]:
     """Score every record with every metric, yielding results as chunks finish.
 
     Per-item problems (invalid fields, a prompt too long for the window) become results with
-    ``error`` set; every other exception propagates and stops the run.
+    ``error`` set; every other exception propagates and stops the run. ``on_result`` is called
+    as each item x metric finishes (for progress display), before the chunk is yielded.
     """
     resolved = resolve_metrics(metrics, judge)
     entries = (_as_item(r, i, mapping) for i, r in enumerate(records))
     while chunk := list(islice(entries, chunk_size)):
-        by_metric = [[_score(metric, entry) for entry in chunk] for metric in resolved]
+        by_metric = [[_score(metric, entry, on_result) for entry in chunk] for metric in resolved]
         for row in zip(*by_metric, strict=True):
             yield from row
 
@@ -102,13 +104,18 @@ def _as_item(record: RecordLike, index: int, mapping: Mapping[str, str] | None) 
         return _Failed(index, exc.item_id or f"#{index}", exc)
 
 
-def _score(metric: Metric, entry: Item | _Failed) -> ItemResult:
+def _score(
+    metric: Metric, entry: Item | _Failed, on_result: Callable[[ItemResult], None] | None
+) -> ItemResult:
     if isinstance(entry, _Failed):
-        return ItemResult(entry.index, entry.id, metric.name, None, entry.error)
-    try:
-        result = metric.score_item(entry)
-    except ItemError as exc:
-        if exc.item_id is None:
-            exc.item_id = entry.id
-        return ItemResult(entry.index, entry.id, metric.name, None, exc)
-    return ItemResult(entry.index, entry.id, metric.name, result, None)
+        res = ItemResult(entry.index, entry.id, metric.name, None, entry.error)
+    else:
+        try:
+            res = ItemResult(entry.index, entry.id, metric.name, metric.score_item(entry), None)
+        except ItemError as exc:
+            if exc.item_id is None:
+                exc.item_id = entry.id
+            res = ItemResult(entry.index, entry.id, metric.name, None, exc)
+    if on_result is not None:
+        on_result(res)
+    return res

@@ -1,0 +1,308 @@
+"""The judge-call cache: an SQLite store and a caching wrapper around any judge.
+
+A call is keyed by what determines its output and nothing else (:func:`cache_key`): the judge's
+identity (model sha256, backend versions, decoding settings), the rendered messages and the output
+schema. Only successful calls are stored; an error is an exception and leaves nothing behind.
+
+The store is one SQLite file in WAL mode with a busy timeout, so several processes can read and
+write it at once; each write commits immediately, so a killed run keeps every finished call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+import platformdirs
+from pydantic import BaseModel
+
+from localjudge.errors import LocalJudgeError
+from localjudge.judge import (
+    Generation,
+    GenerationStats,
+    Judge,
+    JudgeIdentity,
+    M,
+    Prompt,
+    as_messages,
+)
+from localjudge.schemas import json_schema, parse_output
+
+#: environment variable that overrides the cache directory
+CACHE_DIR_ENV = "LOCALJUDGE_CACHE_DIR"
+#: file name of the cache inside the cache directory
+CACHE_FILENAME = "calls.sqlite3"
+#: the tag of the current key format (see :func:`cache_key`)
+KEY_VERSION = "v1"
+#: the version of the table layout this code reads and writes
+SCHEMA_VERSION = 1
+#: seconds SQLite waits for another writer's lock before reporting "database is locked"
+BUSY_TIMEOUT_S = 30.0
+
+#: statements that bring a cache file from version ``n - 1`` to version ``n``
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        """
+        CREATE TABLE IF NOT EXISTS calls (
+            key TEXT PRIMARY KEY,
+            raw TEXT NOT NULL,
+            prompt_tokens INT,
+            evaluated_prompt_tokens INT,
+            completion_tokens INT,
+            seconds REAL,
+            created_at TEXT
+        )
+        """,
+    ),
+}
+_LOCK_RETRIES = 5
+
+T = TypeVar("T")
+
+
+def default_cache_dir() -> Path:
+    """``$LOCALJUDGE_CACHE_DIR`` when set, otherwise the platform's user cache directory."""
+    override = os.environ.get(CACHE_DIR_ENV, "").strip()
+    if override:
+        return Path(override).expanduser()
+    return Path(platformdirs.user_cache_dir("localjudge"))
+
+
+def default_cache_path() -> Path:
+    """The cache file used when none is given: ``calls.sqlite3`` in :func:`default_cache_dir`."""
+    return default_cache_dir() / CACHE_FILENAME
+
+
+def cache_key(
+    identity: JudgeIdentity, messages: list[dict[str, str]], schema: type[BaseModel]
+) -> str:
+    """The cache key of one judge call: ``"v1:"`` + the sha256 of canonical JSON (sorted keys,
+    compact separators) of the judge identity, the messages and the schema's JSON schema."""
+    payload = {
+        "identity": identity.as_dict(),
+        "messages": messages,
+        "schema": json_schema(schema),
+    }
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return f"{KEY_VERSION}:{hashlib.sha256(canonical.encode('utf-8')).hexdigest()}"
+
+
+@dataclass(frozen=True)
+class CachedCall:
+    """One stored judge call."""
+
+    key: str
+    raw: str
+    stats: GenerationStats
+    #: when it was stored, ISO 8601 in UTC
+    created_at: str | None
+
+
+class Cache:
+    """An SQLite file of judge calls, safe to share between processes.
+
+    Opening creates the file and its parent directories when needed and applies any pending
+    migrations. Use it as a context manager or call :meth:`close`.
+    """
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else default_cache_path()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn: sqlite3.Connection | None = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise _cache_error(self.path, exc) from exc
+        try:
+            self.journal_mode = self._run(self._configure)
+            self._run(self._migrate)
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------ setup
+
+    def _configure(self) -> str:
+        conn = self._connection()
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
+        conn.execute("PRAGMA synchronous = NORMAL")
+        return mode
+
+    def _migrate(self) -> None:
+        conn = self._connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            current = int(row[0]) if row is not None else 0
+            if current > SCHEMA_VERSION:
+                raise LocalJudgeError(
+                    f"cache {str(self.path)!r} has schema version {current}, newer than this "
+                    f"localjudge understands ({SCHEMA_VERSION})",
+                    hint="upgrade localjudge, or use another cache file",
+                )
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS[version]:
+                    conn.execute(statement)
+            if current != SCHEMA_VERSION:
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _run(self, operation: Callable[[], T]) -> T:
+        """Run an SQLite operation, retrying a few times when another process holds the lock
+        past the busy timeout (or SQLite reports busy without waiting, as it can while a WAL
+        file is recovered). Any other SQLite failure becomes a :class:`LocalJudgeError`."""
+        for attempt in range(_LOCK_RETRIES):
+            try:
+                return operation()
+            except sqlite3.OperationalError as exc:  # noqa: PERF203 (retrying is the point)
+                message = str(exc).lower()
+                if attempt < _LOCK_RETRIES - 1 and ("locked" in message or "busy" in message):
+                    time.sleep(0.05 * 2**attempt * (1 + random.random()))  # noqa: S311 (jitter)
+                    continue
+                raise _cache_error(self.path, exc) from exc
+            except sqlite3.Error as exc:
+                raise _cache_error(self.path, exc) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """Execute one statement (its own transaction in autocommit mode) and fetch all rows."""
+        return self._run(lambda: self._connection().execute(sql, params).fetchall())
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise LocalJudgeError(f"cache {str(self.path)!r} is closed")
+        return self._conn
+
+    # ------------------------------------------------------------ access
+
+    @property
+    def schema_version(self) -> int:
+        """The table-layout version recorded in the file."""
+        rows = self._query("SELECT value FROM meta WHERE key = 'schema_version'")
+        return int(rows[0][0])
+
+    def get(self, key: str) -> CachedCall | None:
+        """The stored call for ``key``, or ``None``."""
+        rows = self._query(
+            "SELECT raw, prompt_tokens, evaluated_prompt_tokens, completion_tokens, seconds,"
+            " created_at FROM calls WHERE key = ?",
+            (key,),
+        )
+        if not rows:
+            return None
+        raw, prompt_tokens, evaluated, completion, seconds, created_at = rows[0]
+        stats = GenerationStats(
+            prompt_tokens=int(prompt_tokens),
+            evaluated_prompt_tokens=int(evaluated),
+            completion_tokens=int(completion),
+            seconds=float(seconds),
+        )
+        return CachedCall(key=key, raw=str(raw), stats=stats, created_at=created_at)
+
+    def put(self, key: str, raw: str, stats: GenerationStats) -> None:
+        """Store a call, committed before this returns. A key already stored is left as it is."""
+        created_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self._query(
+            "INSERT OR IGNORE INTO calls (key, raw, prompt_tokens, evaluated_prompt_tokens,"
+            " completion_tokens, seconds, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                key,
+                raw,
+                stats.prompt_tokens,
+                stats.evaluated_prompt_tokens,
+                stats.completion_tokens,
+                stats.seconds,
+                created_at,
+            ),
+        )
+
+    def keys(self) -> list[str]:
+        """Every stored key, sorted."""
+        return [str(row[0]) for row in self._query("SELECT key FROM calls ORDER BY key")]
+
+    def __len__(self) -> int:
+        return int(self._query("SELECT COUNT(*) FROM calls")[0][0])
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
+
+    def close(self) -> None:
+        """Close the file; calling it again does nothing."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> Cache:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Cache({str(self.path)!r})"
+
+
+class CachingJudge:
+    """A :class:`~localjudge.judge.Judge` that answers repeated calls from a :class:`Cache`.
+
+    A hit is validated against the schema like a fresh output and returned with the stats of the
+    original call and ``cached=True``; a miss calls the inner judge and stores its output. Errors
+    propagate and store nothing. ``calls`` counts calls made to the inner judge, ``hits`` calls
+    answered from the cache.
+    """
+
+    def __init__(self, inner: Judge, cache: Cache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.calls = 0
+        self.hits = 0
+
+    @property
+    def identity(self) -> JudgeIdentity:
+        return self.inner.identity
+
+    def generate(self, prompt: Prompt, schema: type[M]) -> Generation[M]:
+        messages = as_messages(prompt)
+        key = cache_key(self.identity, messages, schema)
+        stored = self.cache.get(key)
+        if stored is not None:
+            value = parse_output(schema, stored.raw)
+            assert isinstance(value, schema)
+            self.hits += 1
+            return Generation(value=value, raw=stored.raw, stats=stored.stats, cached=True)
+        self.calls += 1
+        generation = self.inner.generate(prompt, schema)
+        self.cache.put(key, generation.raw, generation.stats)
+        return generation
+
+
+def _cache_error(path: Path, exc: BaseException) -> LocalJudgeError:
+    return LocalJudgeError(
+        f"cache {str(path)!r}: {exc}",
+        hint="delete the file, point LOCALJUDGE_CACHE_DIR elsewhere, or run without the cache",
+    )

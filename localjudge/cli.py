@@ -1,0 +1,295 @@
+"""The ``localjudge`` command: a thin client of the library.
+
+Each command parses its options, calls one library function, prints, and maps errors to exit
+codes (README, "Exit codes"). Library errors print as one line; ``LOCALJUDGE_DEBUG=1`` shows the
+traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from localjudge.errors import LocalJudgeError, UsageError
+
+EXIT_OK = 0
+EXIT_THRESHOLD = 1
+EXIT_INTERRUPTED = 130
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _fail(exc: LocalJudgeError) -> None:
+    click.echo(f"localjudge: error: {exc.message}", err=True)
+    if exc.hint:
+        click.echo(f"localjudge: hint: {exc.hint}", err=True)
+    sys.exit(exc.exit_code)
+
+
+def _guarded(fn: F) -> F:
+    """Map library errors to one readable line and their exit code."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except LocalJudgeError as exc:
+            if os.environ.get("LOCALJUDGE_DEBUG"):
+                raise
+            _fail(exc)
+        except KeyboardInterrupt:
+            click.echo(
+                "localjudge: interrupted; finished judge calls are cached: run the same command "
+                "again to resume",
+                err=True,
+            )
+            sys.exit(EXIT_INTERRUPTED)
+        return None
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper  # type: ignore[return-value]
+
+
+def _parse_thresholds(pairs: Sequence[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise UsageError(f"--fail-under expects METRIC=VALUE, got {pair!r}")
+    return out
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="localjudge")
+def main() -> None:
+    """Offline RAG evaluation with a local GGUF judge (context recall, position, relevance)."""
+
+
+@main.command("eval")
+@click.argument("data", type=click.Path(path_type=Path))
+@click.option(
+    "--metric",
+    "metric_names",
+    multiple=True,
+    type=click.Choice(["recall", "position", "relevance"]),
+    help="Metric to run (repeat for several). Default: every metric the data has fields for.",
+)
+@click.option(
+    "-m", "--model", default=None, help="GGUF path or registered alias (default: smollm2-135m)."
+)
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    default=Path("localjudge-out"),
+    show_default=True,
+    help="Directory for results.jsonl and summary.json.",
+)
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=None, help="Score only the first N records."
+)
+@click.option(
+    "--fail-under",
+    multiple=True,
+    metavar="METRIC=VALUE",
+    help="Exit with code 1 when the metric's mean is below VALUE (repeatable).",
+)
+@click.option(
+    "--map",
+    "maps",
+    multiple=True,
+    metavar="FIELD=COLUMN",
+    help="Read FIELD from another column, e.g. --map user_input=question (repeatable).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "json", "csv", "parquet"]),
+    default=None,
+    help="Data format (default: from the file extension).",
+)
+@click.option(
+    "-c",
+    "--n-ctx",
+    type=click.IntRange(min=256),
+    default=8192,
+    show_default=True,
+    help="Context window in tokens.",
+)
+@click.option(
+    "-ngl",
+    "--n-gpu-layers",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Layers to offload to a GPU build of llama.cpp (-1: all).",
+)
+@click.option(
+    "-t",
+    "--threads",
+    type=click.IntRange(min=1),
+    default=None,
+    help="CPU threads (default: all cores).",
+)
+@click.option(
+    "-s",
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Sampling seed (decoding is greedy).",
+)
+@click.option("--no-chat-template", is_flag=True, help="Prompt without the model's chat template.")
+@click.option(
+    "--scale",
+    type=click.FloatRange(min=0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Scale of position and relevance scores.",
+)
+@click.option(
+    "--cache",
+    "cache_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Cache file or directory (default: user cache dir or $LOCALJUDGE_CACHE_DIR).",
+)
+@click.option("--no-cache", is_flag=True, help="Do not read or write the judge-call cache.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
+@_guarded
+def eval_command(  # noqa: PLR0917 (Click passes every option as an argument)
+    data: Path,
+    metric_names: tuple[str, ...],
+    model: str | None,
+    out_dir: Path,
+    limit: int | None,
+    fail_under: tuple[str, ...],
+    maps: tuple[str, ...],
+    fmt: str | None,
+    n_ctx: int,
+    n_gpu_layers: int,
+    threads: int | None,
+    seed: int,
+    no_chat_template: bool,
+    scale: float,
+    cache_path: Path | None,
+    no_cache: bool,
+    quiet: bool,
+) -> None:
+    """Score DATA (JSONL, JSON, CSV or Parquet) and write OUT/results.jsonl and OUT/summary.json."""
+    from localjudge.cache import CachingJudge  # noqa: PLC0415 (keep --help fast)
+    from localjudge.dataset import parse_mapping  # noqa: PLC0415
+    from localjudge.judge import Judge  # noqa: PLC0415
+    from localjudge.llama import load_judge  # noqa: PLC0415
+    from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance, Metric  # noqa: PLC0415
+    from localjudge.run import detect_metrics, eval_file, open_cache  # noqa: PLC0415
+
+    mapping = parse_mapping(maps)
+    thresholds = _parse_thresholds(fail_under)
+    names = list(metric_names) or detect_metrics(data, fmt=fmt, mapping=mapping, limit=limit)
+    if not names:
+        raise UsageError(
+            f"no metric applies to {data}: records need user_input and retrieved_contexts, plus "
+            "reference (recall) or response (relevance)",
+            hint="name fields with --map, e.g. --map user_input=question",
+        )
+    judge: Judge = load_judge(
+        model,
+        n_ctx=n_ctx,
+        n_gpu_layers=n_gpu_layers,
+        n_threads=threads,
+        seed=seed,
+        chat_template=False if no_chat_template else None,
+    )
+    if not no_cache:
+        judge = CachingJudge(judge, open_cache(cache_path))
+    builders: dict[str, Callable[[], Metric]] = {
+        "recall": lambda: ContextRecall(judge),
+        "position": lambda: ContextPosition(judge, scale=scale),
+        "relevance": lambda: ContextRelevance(judge, scale=scale),
+    }
+    metrics = [builders[n]() for n in dict.fromkeys(names)]
+    with _progress(data, limit, len(metrics), quiet=quiet) as on_result:
+        outcome = eval_file(
+            data,
+            out_dir,
+            judge=judge,
+            metrics=metrics,
+            mapping=mapping,
+            fmt=fmt,
+            limit=limit,
+            fail_under=thresholds,
+            settings={
+                "n_ctx": n_ctx,
+                "n_gpu_layers": n_gpu_layers,
+                "threads": threads,
+                "seed": seed,
+            },
+            on_result=on_result,
+        )
+    if not quiet:
+        from localjudge.results import summary_table  # noqa: PLC0415
+
+        click.echo(summary_table(outcome.summary))
+        click.echo(f"results: {outcome.results_path}\nsummary: {outcome.summary_path}")
+    for line in outcome.failed_thresholds:
+        click.echo(f"localjudge: below threshold: {line}", err=True)
+    sys.exit(EXIT_THRESHOLD if outcome.failed_thresholds else EXIT_OK)
+
+
+class _progress:  # noqa: N801 (used as a context manager, reads like a function)
+    """A tqdm bar on stderr in items (items/s and ETA); silent when not a terminal or quiet."""
+
+    def __init__(self, data: Path, limit: int | None, n_metrics: int, *, quiet: bool) -> None:
+        self.enabled = not quiet and sys.stderr.isatty()
+        self.data, self.limit, self.n_metrics = data, limit, n_metrics
+        self.bar: Any = None
+
+    def __enter__(self) -> Callable[[Any], None] | None:
+        if not self.enabled:
+            return None
+        from tqdm import tqdm  # noqa: PLC0415
+
+        from localjudge.dataset import read_records  # noqa: PLC0415
+
+        total = sum(1 for _ in read_records(self.data))
+        total = min(total, self.limit) if self.limit else total
+        self.bar = tqdm(total=total, unit="item", file=sys.stderr, dynamic_ncols=True)
+        step = 1.0 / self.n_metrics
+
+        def on_result(_: Any) -> None:
+            self.bar.update(step)
+
+        return on_result
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+@main.command("models")
+@_guarded
+def models_command() -> None:
+    """List the judges localjudge can use and whether each is present."""
+    from localjudge.models import DEFAULT_ALIAS, list_models, user_registry_path  # noqa: PLC0415
+
+    for status in list_models():
+        j = status.judge
+        mark = "present" if status.present else "missing"
+        default = " (default)" if j.alias == DEFAULT_ALIAS else ""
+        click.echo(f"{j.alias}{default}\t{mark}\t{j.description or j.file}")
+        if status.path is not None:
+            click.echo(f"    {status.path}")
+        if status.note:
+            click.echo(f"    {status.note}")
+    click.echo(f"user registry: {user_registry_path()}")
