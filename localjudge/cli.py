@@ -277,6 +277,95 @@ class _progress:  # noqa: N801 (used as a context manager, reads like a function
             self.bar.close()
 
 
+@main.command("bench")
+@click.argument("data", type=click.Path(path_type=Path))
+@click.option(
+    "-m",
+    "--model",
+    "models",
+    multiple=True,
+    help="Judge to compare: GGUF path or alias (repeat; default: the embedded default).",
+)
+@click.option(
+    "--metric",
+    "metric_names",
+    multiple=True,
+    type=click.Choice(["recall", "position", "relevance"]),
+    help="Metric to bench (repeatable). Default: every metric the labels cover.",
+)
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=None, help="Use only the first N records."
+)
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    default=Path("localjudge-bench"),
+    show_default=True,
+    help="Directory for bench.json, bench_items.jsonl and each judge's run.",
+)
+@click.option("-c", "--n-ctx", type=click.IntRange(min=256), default=8192, show_default=True)
+@click.option(
+    "-t", "--threads", type=click.IntRange(min=1), default=None, help="CPU threads per judge."
+)
+@click.option("-s", "--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--cache",
+    "cache_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Cache file or directory (shared with eval).",
+)
+@click.option("--no-cache", is_flag=True, help="Do not read or write the judge-call cache.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the table.")
+@_guarded
+def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
+    data: Path,
+    models: tuple[str, ...],
+    metric_names: tuple[str, ...],
+    limit: int | None,
+    out_dir: Path,
+    n_ctx: int,
+    threads: int | None,
+    seed: int,
+    cache_path: Path | None,
+    no_cache: bool,
+    quiet: bool,
+) -> None:
+    """Benchmark judges against the human labels in DATA (labelled JSONL, see README)."""
+    from localjudge.bench import bench_table  # noqa: PLC0415
+    from localjudge.run import JudgeSpec, bench_file  # noqa: PLC0415
+
+    specs = [
+        JudgeSpec(
+            model=m,
+            n_ctx=n_ctx,
+            n_threads=threads,
+            seed=seed,
+            cache=cache_path,
+            use_cache=not no_cache,
+        )
+        for m in (models or (None,))
+    ]
+
+    def announce(name: str) -> None:
+        if not quiet:
+            click.echo(f"judging with {name} ...", err=True)
+
+    outcome = bench_file(
+        data,
+        out_dir,
+        judges=specs,
+        metrics=list(metric_names) or None,
+        limit=limit,
+        on_judge=announce,
+    )
+    click.echo(bench_table(outcome.report))
+    if not quiet:
+        click.echo(f"bench: {outcome.bench_path}\nitems: {outcome.items_path}")
+
+
 @main.command("models")
 @_guarded
 def models_command() -> None:

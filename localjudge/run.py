@@ -16,7 +16,14 @@ from typing import Any
 
 from localjudge.cache import CACHE_FILENAME, Cache, CachingJudge, default_cache_dir
 from localjudge.dataset import LIST_FIELDS, Record, file_sha256, read_records
-from localjudge.errors import InvalidItemError, UsageError
+from localjudge.errors import (
+    ConstraintError,
+    DataError,
+    InvalidItemError,
+    LocalJudgeError,
+    ModelError,
+    UsageError,
+)
 from localjudge.items import ALIASES, FIELDS
 from localjudge.judge import Judge
 from localjudge.metrics import METRICS, Metric
@@ -160,3 +167,150 @@ def _records(records: Iterator[Record], limit: int | None) -> Iterator[RecordLik
             yield InvalidItemError(rec.error or "unreadable record", item_id=where)
         else:
             yield rec.data
+
+
+# --------------------------------------------------------------------------- bench
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """How to load one judge for a bench run (it runs in a process of its own)."""
+
+    model: str | None
+    n_ctx: int = 8192
+    n_threads: int | None = None
+    seed: int = 0
+    cache: Path | None = None
+    use_cache: bool = True
+
+    @property
+    def name(self) -> str:
+        return self.model or "smollm2-135m"
+
+
+@dataclass(frozen=True)
+class BenchOutcome:
+    """What a bench run wrote, and its report."""
+
+    bench_path: Path
+    items_path: Path
+    report: dict[str, Any]
+
+
+def bench_file(
+    data: Path,
+    out_dir: Path,
+    *,
+    judges: Sequence[JudgeSpec],
+    metrics: Sequence[str] | None = None,
+    limit: int | None = None,
+    on_judge: Callable[[str], None] | None = None,
+) -> BenchOutcome:
+    """Run every judge on the labelled ``data`` and compare each with the human labels.
+
+    Each judge runs in a fresh process, one after another (judges never share the cores), which
+    also gives its own cold-start time and peak memory. Its results go to
+    ``out_dir/judges/<n>-<name>/`` as an ordinary eval run; ``bench.json`` and
+    ``bench_items.jsonl`` hold the comparison.
+    """
+    from localjudge import bench  # noqa: PLC0415
+
+    labelled = {
+        rec.index: dict(rec.data["labels"])
+        for n, rec in enumerate(read_records(data))
+        if (limit is None or n < limit)
+        and rec.data is not None
+        and isinstance(rec.data.get("labels"), dict)
+    }
+    if not labelled:
+        raise UsageError(
+            f"{data} has no records with a 'labels' object", hint="see README, 'bench'"
+        )
+    if metrics is None:
+        metrics = [
+            m for m in METRICS if any(bench.applicable(m, labels) for labels in labelled.values())
+        ]
+    names = [spec.name for spec in judges]
+    if len(set(names)) != len(names):
+        raise UsageError(f"judges repeated: {names}")
+    runs: dict[str, dict[str, Any]] = {}
+    rows_by_judge: dict[str, list[dict[str, Any]]] = {}
+    for n, spec in enumerate(judges):
+        if on_judge is not None:
+            on_judge(spec.name)
+        judge_dir = out_dir / "judges" / f"{n}-{_safe(spec.name)}"
+        runs[spec.name] = _run_judge_process(spec, data, judge_dir, list(metrics), limit)
+        with (judge_dir / RESULTS_FILE).open(encoding="utf-8") as f:
+            rows_by_judge[spec.name] = [json.loads(line) for line in f]
+    comparison = bench.compare(labelled, rows_by_judge, metrics)
+    report: dict[str, Any] = {
+        "format": bench.FORMAT_VERSION,
+        "data": str(data),
+        "data_sha256": file_sha256(data),
+        "n_labelled": len(labelled),
+        "metrics": list(metrics),
+        "versions": versions(),
+        "judges": {name: {**runs[name], "metrics": comparison[name]} for name in names},
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    bench_path = out_dir / "bench.json"
+    bench_path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    items_path = out_dir / "bench_items.jsonl"
+    with items_path.open("w", encoding="utf-8") as f:
+        for row in bench.item_rows(labelled, rows_by_judge, metrics):
+            f.write(dumps_row(row) + "\n")
+    return BenchOutcome(bench_path, items_path, report)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).name)[:60]
+
+
+def _run_judge_process(
+    spec: JudgeSpec, data: Path, out_dir: Path, metrics: list[str], limit: int | None
+) -> dict[str, Any]:
+    import multiprocessing  # noqa: PLC0415
+
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(1) as pool:
+        result: dict[str, Any] = pool.apply(_judge_worker, (spec, data, out_dir, metrics, limit))
+    if "error" in result:
+        exc_type = {c.__name__: c for c in (ModelError, ConstraintError, DataError, UsageError)}
+        raise exc_type.get(result["error"]["type"], LocalJudgeError)(
+            f"judge {spec.name}: {result['error']['message']}", hint=result["error"]["hint"]
+        )
+    return result
+
+
+def _judge_worker(
+    spec: JudgeSpec, data: Path, out_dir: Path, metrics: list[str], limit: int | None
+) -> dict[str, Any]:
+    """Runs in the child process: load the judge, eval, report load time and peak memory."""
+    import resource  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    from localjudge.llama import load_judge  # noqa: PLC0415
+
+    try:
+        start = time.perf_counter()
+        judge: Judge = load_judge(
+            spec.model, n_ctx=spec.n_ctx, n_threads=spec.n_threads, seed=spec.seed
+        )
+        load_seconds = time.perf_counter() - start
+        if spec.use_cache:
+            judge = CachingJudge(judge, open_cache(spec.cache))
+        built = [METRICS[m](judge) for m in metrics]
+        start = time.perf_counter()
+        outcome = eval_file(data, out_dir, judge=judge, metrics=built, limit=limit)
+    except LocalJudgeError as exc:
+        return {"error": {"type": type(exc).__name__, "message": exc.message, "hint": exc.hint}}
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "identity": judge.identity.as_dict(),
+        "load_seconds": load_seconds,
+        "wall_seconds": time.perf_counter() - start,
+        "peak_rss_mb": peak_kb / 1024,
+        "judge_calls": outcome.summary["run"]["judge_calls"],
+        "cache_hits": outcome.summary["run"]["cache_hits"],
+        "results": str(outcome.results_path),
+    }

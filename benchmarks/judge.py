@@ -1,0 +1,176 @@
+"""Judge speed on this machine, for each bundled model.
+
+Prints, per model:
+- cold start: a fresh process importing localjudge, loading the model and building the grammars
+  of the three metric schemas (first ever, with no cached token table, and again with it);
+- constrained / unconstrained: one judge call (grammar, validation and all) against a plain
+  llama.cpp greedy generation of the same number of tokens from the same cached prompt
+  (median of alternating repeats; the ratio is what the target is about, not the seconds);
+- prefix reuse: prompt tokens evaluated per call over 20 different recall items, against the
+  item-specific tokens (the user message) and the whole prompt;
+- tokens/s of generation over those calls.
+
+Run on an otherwise idle machine: python benchmarks/judge.py [--models smollm2-135m gemma3-270m]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+COLD_START = """
+import json, sys, time
+t0 = time.perf_counter()
+from localjudge import load_judge
+from localjudge.metrics.position import position_schema
+from localjudge.metrics.recall import RecallVerdicts
+from localjudge.metrics.relevance import relevance_schema
+judge = load_judge(sys.argv[1])
+judge.warm([RecallVerdicts, position_schema(5), relevance_schema(5)])
+print(json.dumps({"seconds": time.perf_counter() - t0}))
+"""
+
+
+def cold_start(alias: str, cache_dir: str) -> float:
+    env = {**os.environ, "LOCALJUDGE_CACHE_DIR": cache_dir}
+    out = subprocess.run(
+        [sys.executable, "-c", COLD_START, alias], env=env, capture_output=True, text=True, check=True
+    )
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["seconds"])
+
+
+def items(n: int) -> list[dict[str, object]]:
+    topics = [
+        ("the Nile", "Africa", "about 6,650 km long"),
+        ("Mount Everest", "Nepal and China", "8,849 m high"),
+        ("the Amazon", "South America", "the largest river by discharge"),
+        ("Lake Baikal", "Siberia", "the deepest lake on Earth"),
+        ("the Sahara", "North Africa", "the largest hot desert"),
+    ]
+    out = []
+    for i in range(n):
+        name, where, fact = topics[i % len(topics)]
+        out.append(
+            {
+                "user_input": f"Question {i}: where is {name} and what is notable about it?",
+                "retrieved_contexts": [
+                    f"{name} lies in {where}. Record {i}.",
+                    f"It is {fact}. Source number {i * 7}.",
+                    f"Unrelated note {i}: trains run on time in Switzerland.",
+                ],
+                "reference": f"{name} is in {where} and is {fact}.",
+                "response": f"{name} is in {where}; it is {fact}.",
+            }
+        )
+    return out
+
+
+def unconstrained(judge: object, tokens: list[int], n: int) -> float:
+    llm = judge._llm  # noqa: SLF001 (the benchmark compares against raw llama.cpp)
+    start = time.perf_counter()
+    for k, _ in enumerate(llm.generate(tokens, temp=0.0, top_k=1, repeat_penalty=1.0), start=1):
+        if k >= n:
+            break
+    return time.perf_counter() - start
+
+
+def per_call_ratio(judge: object, repeats: int) -> dict[str, dict[str, float]]:
+    from localjudge.items import make_item
+    from localjudge.metrics import METRICS
+
+    out = {}
+    item = make_item(items(1)[0], index=0)
+    for name, cls in METRICS.items():
+        metric = cls(judge)  # type: ignore[arg-type]
+        request = metric.build(item)
+        prepared = judge.render(request.messages)  # type: ignore[attr-defined]
+        first = judge.generate(request.messages, request.schema)  # type: ignore[attr-defined]
+        n = first.stats.completion_tokens
+        constrained_s, plain_s = [], []
+        for _ in range(repeats):
+            constrained_s.append(judge.generate(request.messages, request.schema).stats.seconds)  # type: ignore[attr-defined]
+            plain_s.append(unconstrained(judge, prepared.tokens, n))
+        c, p = statistics.median(constrained_s), statistics.median(plain_s)
+        out[name] = {"tokens": n, "constrained_s": c, "unconstrained_s": p, "ratio": c / p}
+    return out
+
+
+def prefix_reuse(judge: object, n_items: int) -> dict[str, float]:
+    from localjudge.items import make_item
+    from localjudge.metrics.recall import ContextRecall
+
+    metric = ContextRecall(judge)  # type: ignore[arg-type]
+    evaluated, specific, prompt, tokens, seconds = [], [], [], 0, 0.0
+    for i, record in enumerate(items(n_items)):
+        request = metric.build(make_item(record, index=i))
+        gen = judge.generate(request.messages, request.schema)  # type: ignore[attr-defined]
+        user = request.messages[-1]["content"]
+        if i > 0:
+            evaluated.append(gen.stats.evaluated_prompt_tokens)
+            specific.append(judge.count_tokens(user))  # type: ignore[attr-defined]
+            prompt.append(gen.stats.prompt_tokens)
+        tokens += gen.stats.completion_tokens
+        seconds += gen.stats.seconds
+    excess = [e - s for e, s in zip(evaluated, specific, strict=True)]
+    return {
+        "prompt_tokens_mean": statistics.mean(prompt),
+        "evaluated_mean": statistics.mean(evaluated),
+        "item_specific_mean": statistics.mean(specific),
+        "max_evaluated_minus_specific": max(excess),
+        "tokens_per_s": tokens / seconds,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=["smollm2-135m", "gemma3-270m"])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--items", type=int, default=20)
+    args = parser.parse_args()
+    from localjudge import load_judge
+
+    report = {}
+    for alias in args.models:
+        with tempfile.TemporaryDirectory() as tmp:
+            # the assembled gemma file must not count in its cold start: assemble it first
+            # in the shared cache and point the fresh cache at the same models/ folder
+            from localjudge.models import resolve_model
+
+            model_path = resolve_model(alias).path
+            (Path(tmp) / "models").mkdir()
+            (Path(tmp) / "models" / model_path.name).symlink_to(model_path)
+            first = cold_start(alias, tmp)
+            again = cold_start(alias, tmp)
+        judge = load_judge(alias)
+        report[alias] = {
+            "cold_start_first_s": first,
+            "cold_start_s": again,
+            "per_call": per_call_ratio(judge, args.repeats),
+            "prefix": prefix_reuse(judge, args.items),
+        }
+        del judge
+    print(json.dumps(report, indent=2))
+    print()
+    for alias, r in report.items():
+        print(f"== {alias}")
+        print(f"cold start (load + 3 grammars): {r['cold_start_s']:.2f} s "
+              f"(first ever, building the token table: {r['cold_start_first_s']:.2f} s)")
+        for metric, c in r["per_call"].items():
+            print(f"  {metric:<10} {c['tokens']:>4} tokens  constrained {c['constrained_s']:.3f} s  "
+                  f"unconstrained {c['unconstrained_s']:.3f} s  ratio {c['ratio']:.2f}")
+        p = r["prefix"]
+        print(f"  prefix reuse over {args.items} recall items: prompt {p['prompt_tokens_mean']:.0f} tokens, "
+              f"evaluated {p['evaluated_mean']:.1f}, item-specific {p['item_specific_mean']:.1f}, "
+              f"worst evaluated - specific = {p['max_evaluated_minus_specific']}")
+        print(f"  generation: {p['tokens_per_s']:.1f} tokens/s")
+
+
+if __name__ == "__main__":
+    main()
