@@ -165,6 +165,12 @@ def main() -> None:
     help="Cache file or directory (default: user cache dir or $LOCALJUDGE_CACHE_DIR).",
 )
 @click.option("--no-cache", is_flag=True, help="Do not read or write the judge-call cache.")
+@click.option(
+    "--truncate",
+    is_flag=True,
+    help="Trim the longest contexts of an item too long for the window instead of failing it "
+    "(recorded in the result's details.truncated).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
 @_guarded
 def eval_command(  # noqa: PLR0917 (Click passes every option as an argument)
@@ -184,6 +190,7 @@ def eval_command(  # noqa: PLR0917 (Click passes every option as an argument)
     scale: float,
     cache_path: Path | None,
     no_cache: bool,
+    truncate: bool,
     quiet: bool,
 ) -> None:
     """Score DATA (JSONL, JSON, CSV or Parquet) and write OUT/results.jsonl and OUT/summary.json."""
@@ -214,9 +221,9 @@ def eval_command(  # noqa: PLR0917 (Click passes every option as an argument)
     if not no_cache:
         judge = CachingJudge(judge, open_cache(cache_path))
     builders: dict[str, Callable[[], Metric]] = {
-        "recall": lambda: ContextRecall(judge),
-        "position": lambda: ContextPosition(judge, scale=scale),
-        "relevance": lambda: ContextRelevance(judge, scale=scale),
+        "recall": lambda: ContextRecall(judge, truncate=truncate),
+        "position": lambda: ContextPosition(judge, scale=scale, truncate=truncate),
+        "relevance": lambda: ContextRelevance(judge, scale=scale, truncate=truncate),
     }
     metrics = [builders[n]() for n in dict.fromkeys(names)]
     with _progress(data, limit, len(metrics), quiet=quiet) as on_result:

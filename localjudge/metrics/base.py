@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -9,8 +10,10 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
+from localjudge.errors import ContextOverflowError
 from localjudge.items import Item, make_item
 from localjudge.judge import GenerationStats, Judge, Message
+from localjudge.schemas import worst_case_tokens
 
 #: reasons are short English sentences; ASCII keeps their worst case at one token per character
 REASON_CHARS = 120
@@ -50,8 +53,11 @@ class Metric(ABC):
     #: fields an item must have for this metric to apply (used to pick default metrics)
     required: ClassVar[tuple[str, ...]]
 
-    def __init__(self, judge: Judge) -> None:
+    def __init__(self, judge: Judge, *, truncate: bool = False) -> None:
         self.judge = judge
+        #: opt-in policy for items too long for the window: trim the longest contexts (see
+        #: :func:`trim_contexts`) instead of failing, and record what was cut
+        self.truncate = truncate
 
     @abstractmethod
     def build(self, item: Item) -> JudgeRequest | MetricResult: ...
@@ -62,13 +68,24 @@ class Metric(ABC):
 
     def settings(self) -> dict[str, Any]:
         """The metric's own settings, recorded in results."""
-        return {}
+        return {"truncate": self.truncate}
 
     def score_item(self, item: Item) -> MetricResult:
         request = self.build(item)
         if isinstance(request, MetricResult):
             return request
-        out = self.judge.generate(request.messages, request.schema)
+        truncation: dict[str, Any] | None = None
+        while True:
+            try:
+                out = self.judge.generate(request.messages, request.schema)
+                break
+            except ContextOverflowError as exc:
+                if not self.truncate:
+                    raise
+                item, truncation = trim_contexts(item, request, exc, truncation)
+                built = self.build(item)
+                assert isinstance(built, JudgeRequest)
+                request = built
         result = self.finish(item, out.value)
         return MetricResult(
             metric=result.metric,
@@ -78,12 +95,65 @@ class Metric(ABC):
             stats=out.stats,
             cached=out.cached,
             raw=out.raw,
-            details=result.details,
+            details={**result.details, "truncated": truncation} if truncation else result.details,
         )
 
     def score(self, **fields: Any) -> MetricResult:
         """Score one item given as keyword fields (SPEC names or Mastra aliases, and ``id``)."""
         return self.score_item(make_item(fields, index=0))
+
+
+# --------------------------------------------------------------------------- truncation policy
+
+#: a trimmed piece keeps at least this many characters
+MIN_PIECE_CHARS = 80
+TRUNCATION_MARK = " [...]"
+
+
+def trim_contexts(
+    item: Item,
+    request: JudgeRequest,
+    overflow: ContextOverflowError,
+    previous: dict[str, Any] | None,
+) -> tuple[Item, dict[str, Any]]:
+    """The documented truncation policy: cut the longest context pieces down to a common length
+    (keeping each piece's beginning and at least :data:`MIN_PIECE_CHARS` characters), by the
+    overflow converted to characters at the prompt's own characters-per-token rate; the caller
+    retries until the prompt fits. Question, reference and response are never cut. Re-raises
+    ``overflow`` when every piece is already at the minimum.
+    """
+    contexts = item.contexts()
+    prompt_tokens = overflow.needed - worst_case_tokens(request.schema)
+    prompt_chars = sum(len(m["content"]) for m in request.messages)
+    chars_per_token = prompt_chars / max(prompt_tokens, 1)
+    excess = overflow.needed - overflow.available
+    cut = math.ceil(excess * chars_per_token) + len(TRUNCATION_MARK)
+    lengths = [len(c) for c in contexts]
+    if max(lengths) <= MIN_PIECE_CHARS:
+        raise overflow  # nothing left to trim: the item cannot fit this window
+    floor = sum(min(n, MIN_PIECE_CHARS) for n in lengths)
+    target = max(sum(lengths) - cut, floor)
+    low, high = MIN_PIECE_CHARS, max(lengths)  # the largest cap whose total fits the target
+    while low < high:
+        mid = (low + high + 1) // 2
+        if sum(min(n, mid) for n in lengths) <= target:
+            low = mid
+        else:
+            high = mid - 1
+    trimmed = [
+        c if len(c) <= low else c[: low - len(TRUNCATION_MARK)] + TRUNCATION_MARK for c in contexts
+    ]
+    original = (previous or {}).get("original_chars", lengths)
+    record = {
+        "policy": "trim-longest-contexts",
+        "original_chars": original,
+        "kept_chars": [len(c) for c in trimmed],
+        "pieces": [
+            i for i, (a, b) in enumerate(zip(original, trimmed, strict=True)) if a != len(b)
+        ],
+    }
+    values = {**item.values, "retrieved_contexts": trimmed}
+    return Item(id=item.id, index=item.index, values=values), record
 
 
 # --------------------------------------------------------------------------- prompt helpers

@@ -57,13 +57,13 @@ class ContextPosition(Metric):
     name: ClassVar[str] = "position"
     required: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts")
 
-    def __init__(self, judge: Any, scale: float = 1.0) -> None:
-        super().__init__(judge)
+    def __init__(self, judge: Any, scale: float = 1.0, *, truncate: bool = False) -> None:
+        super().__init__(judge, truncate=truncate)
         position_score([], scale=scale)  # validates scale with the scoring function's message
         self.scale = scale
 
     def settings(self) -> dict[str, Any]:
-        return {"scale": self.scale}
+        return {**super().settings(), "scale": self.scale}
 
     def build(self, item: Item) -> JudgeRequest | MetricResult:
         question = item.text("user_input")

@@ -77,8 +77,10 @@ class ContextRelevance(Metric):
         judge: Any,
         penalties: RelevancePenalties | None = None,
         scale: float = 1.0,
+        *,
+        truncate: bool = False,
     ) -> None:
-        super().__init__(judge)
+        super().__init__(judge, truncate=truncate)
         self.penalties = penalties or RelevancePenalties()
         relevance_score(["none"], [False], 0, self.penalties, scale)  # validates scale
         self.scale = scale
@@ -86,6 +88,7 @@ class ContextRelevance(Metric):
     def settings(self) -> dict[str, Any]:
         p = self.penalties
         return {
+            **super().settings(),
             "scale": self.scale,
             "unused_high": p.unused_high,
             "missing_per_item": p.missing_per_item,
