@@ -41,7 +41,11 @@ print(json.dumps({"seconds": time.perf_counter() - t0}))
 def cold_start(alias: str, cache_dir: str) -> float:
     env = {**os.environ, "LOCALJUDGE_CACHE_DIR": cache_dir}
     out = subprocess.run(
-        [sys.executable, "-c", COLD_START, alias], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", COLD_START, alias],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return float(json.loads(out.stdout.strip().splitlines()[-1])["seconds"])
 
@@ -160,15 +164,21 @@ def main() -> None:
     print()
     for alias, r in report.items():
         print(f"== {alias}")
-        print(f"cold start (load + 3 grammars): {r['cold_start_s']:.2f} s "
-              f"(first ever, building the token table: {r['cold_start_first_s']:.2f} s)")
+        print(
+            f"cold start (load + 3 grammars): {r['cold_start_s']:.2f} s "
+            f"(first ever, building the token table: {r['cold_start_first_s']:.2f} s)"
+        )
         for metric, c in r["per_call"].items():
-            print(f"  {metric:<10} {c['tokens']:>4} tokens  constrained {c['constrained_s']:.3f} s  "
-                  f"unconstrained {c['unconstrained_s']:.3f} s  ratio {c['ratio']:.2f}")
+            print(
+                f"  {metric:<10} {c['tokens']:>4} tokens  constrained {c['constrained_s']:.3f} s  "
+                f"unconstrained {c['unconstrained_s']:.3f} s  ratio {c['ratio']:.2f}"
+            )
         p = r["prefix"]
-        print(f"  prefix reuse over {args.items} recall items: prompt {p['prompt_tokens_mean']:.0f} tokens, "
-              f"evaluated {p['evaluated_mean']:.1f}, item-specific {p['item_specific_mean']:.1f}, "
-              f"worst evaluated - specific = {p['max_evaluated_minus_specific']}")
+        print(
+            f"  prefix reuse over {args.items} recall items: prompt {p['prompt_tokens_mean']:.0f} tokens, "
+            f"evaluated {p['evaluated_mean']:.1f}, item-specific {p['item_specific_mean']:.1f}, "
+            f"worst evaluated - specific = {p['max_evaluated_minus_specific']}"
+        )
         print(f"  generation: {p['tokens_per_s']:.1f} tokens/s")
 
 

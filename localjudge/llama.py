@@ -180,6 +180,8 @@ class LlamaJudge:
         seconds = time.perf_counter() - start
         choice = out["choices"][0]
         raw = choice["text"]
+        if isinstance(guard.error, (KeyboardInterrupt, SystemExit)):
+            raise guard.error  # Ctrl-C landed inside the callback: an interrupt, not a grammar fault
         if guard.error is not None:
             raise ConstraintError(
                 f"constrained decoding failed: {type(guard.error).__name__}: {guard.error}",
