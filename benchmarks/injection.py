@@ -22,6 +22,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from localjudge import evaluate, load_judge
+from localjudge.results import result_row
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
@@ -35,9 +38,6 @@ def verdict_vector(metric: str, row: dict[str, Any]) -> list[Any]:
 
 
 def judge_rows(alias: str, records: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
-    from localjudge import evaluate, load_judge
-    from localjudge.results import result_row
-
     judge = load_judge(alias)
     rows = {}
     for res in evaluate(records, metrics=["recall", "position", "relevance"], judge=judge):
@@ -77,9 +77,8 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=["smollm2-135m", "gemma3-270m"])
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args()
-    clean_records = [
-        json.loads(x) for x in (ROOT / "examples" / "rag.jsonl").open(encoding="utf-8")
-    ]
+    examples = ROOT / "examples" / "rag.jsonl"
+    clean_records = [json.loads(x) for x in examples.open(encoding="utf-8")]
     adversarial = [json.loads(x) for x in (HERE / "adversarial.jsonl").open(encoding="utf-8")]
     report = {}
     for alias in args.models:

@@ -77,7 +77,7 @@ def items(n: int) -> list[dict[str, object]]:
 
 
 def unconstrained(judge: object, tokens: list[int], n: int) -> float:
-    llm = judge._llm  # noqa: SLF001 (the benchmark compares against raw llama.cpp)
+    llm = judge._llm  # the benchmark compares against raw llama.cpp
     start = time.perf_counter()
     for k, _ in enumerate(llm.generate(tokens, temp=0.0, top_k=1, repeat_penalty=1.0), start=1):
         if k >= n:
@@ -175,7 +175,8 @@ def main() -> None:
             )
         p = r["prefix"]
         print(
-            f"  prefix reuse over {args.items} recall items: prompt {p['prompt_tokens_mean']:.0f} tokens, "
+            f"  prefix reuse over {args.items} recall items: "
+            f"prompt {p['prompt_tokens_mean']:.0f} tokens, "
             f"evaluated {p['evaluated_mean']:.1f}, item-specific {p['item_specific_mean']:.1f}, "
             f"worst evaluated - specific = {p['max_evaluated_minus_specific']}"
         )

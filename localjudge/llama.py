@@ -181,7 +181,7 @@ class LlamaJudge:
         choice = out["choices"][0]
         raw = choice["text"]
         if isinstance(guard.error, (KeyboardInterrupt, SystemExit)):
-            raise guard.error  # Ctrl-C landed inside the callback: an interrupt, not a grammar fault
+            raise guard.error  # Ctrl-C inside the callback: an interrupt, not a grammar fault
         if guard.error is not None:
             raise ConstraintError(
                 f"constrained decoding failed: {type(guard.error).__name__}: {guard.error}",
