@@ -207,27 +207,52 @@ class LlamaJudge:
     # ------------------------------------------------------------------ helpers
 
     def render(self, prompt: Prompt) -> _Prepared:
-        """The exact prompt text and tokens the model sees (chat template or plain layout)."""
+        """The exact prompt text and tokens the model sees (chat template or plain layout).
+
+        Only the template's own text may produce control tokens: message contents are tokenized
+        as plain text, so data that spells ``<|im_end|>`` stays data. The template is rendered
+        with a sentinel per message and the contents are tokenized into the gaps.
+        """
         messages = as_messages(prompt)
-        if self._formatter is not None:
-            try:
-                text = self._formatter(messages=messages).prompt
-            except Exception as exc:  # jinja2's SecurityError and template errors
-                raise ModelError(
-                    f"the model's chat template failed to render: {type(exc).__name__}: {exc}",
-                    hint="use --no-chat-template to prompt without it",
-                ) from exc
+        if self._formatter is None:
+            segments = [(plain_prompt(messages), False)]
         else:
-            text = plain_prompt(messages)
-        bos = self._llm.token_bos()
-        bos_text = (
-            self._llm.detokenize([bos], special=True).decode("utf-8", "replace") if bos >= 0 else ""
-        )
-        add_bos = bool(self._llm._model.add_bos_token())
-        if bos_text and text.startswith(bos_text):
-            text = text[len(bos_text) :]
-        tokens = self._llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
-        return _Prepared(tokens=list(tokens), text=text)
+            sentinels = [f"\x00LJ{i}\x00" for i in range(len(messages))]
+            skeleton = self._render_template(
+                [{"role": m["role"], "content": s} for m, s in zip(messages, sentinels, strict=True)]
+            )
+            segments = []
+            for message, sentinel in zip(messages, sentinels, strict=True):
+                before, found, skeleton = skeleton.partition(sentinel)
+                if not found or sentinel in skeleton:
+                    raise ModelError(
+                        "the model's chat template rewrites message contents, so item data cannot "
+                        "be kept apart from its control tokens",
+                        hint="use --no-chat-template to prompt without it",
+                    )
+                segments += [(before, True), (message["content"], False)]
+            segments.append((skeleton, True))
+        llm = self._llm
+        tokens: list[int] = []
+        if llm._model.add_bos_token() and llm.token_bos() >= 0:
+            tokens.append(llm.token_bos())
+            bos_text = llm.detokenize([llm.token_bos()], special=True).decode("utf-8", "replace")
+            first, special = segments[0]
+            if special and bos_text and first.startswith(bos_text):  # the template wrote it too
+                segments[0] = (first[len(bos_text) :], special)
+        for text, special in segments:
+            if text:
+                tokens += llm.tokenize(text.encode("utf-8"), add_bos=False, special=special)
+        return _Prepared(tokens=tokens, text="".join(text for text, _ in segments))
+
+    def _render_template(self, messages: list[dict[str, str]]) -> str:
+        try:
+            return str(self._formatter(messages=messages).prompt)
+        except Exception as exc:  # jinja2's SecurityError and template errors
+            raise ModelError(
+                f"the model's chat template failed to render: {type(exc).__name__}: {exc}",
+                hint="use --no-chat-template to prompt without it",
+            ) from exc
 
     def count_tokens(self, text: str) -> int:
         return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))

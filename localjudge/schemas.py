@@ -90,7 +90,7 @@ def _max_bytes(node: Mapping[str, Any], defs: Mapping[str, Any], path: str) -> i
             return max(_max_bytes(sub, defs, path) for sub in node[combinator])
     kind = node.get("type")
     if kind == "object":
-        if node.get("additionalProperties", False) not in (False, None):
+        if node.get("additionalProperties", True) is not False:  # JSON Schema allows by default
             raise UnboundedSchemaError(f"{path}: additional properties must be forbidden")
         props: Mapping[str, Any] = node.get("properties", {})
         inner = sum(
@@ -136,10 +136,24 @@ def parse_output(schema: type[BaseModel], raw: str) -> BaseModel:
     """Validate a judge's raw text against ``schema``: the one parse step, no repair.
 
     Under constrained decoding this cannot fail; when it does, the constraint was not applied,
-    and the call fails loudly rather than returning a guess.
+    and the call fails loudly rather than returning a guess. The check is as strict as the
+    grammar: compact JSON only, no floats (no schema has one), no type coercion.
     """
     try:
-        return schema.model_validate_json(raw)
+        data = json.loads(raw, parse_float=_no_float, parse_constant=_no_float)
+    except ValueError as exc:
+        raise ConstraintError(
+            f"judge output does not match schema {schema.__name__} at <root>: invalid JSON: {exc}",
+            hint="constrained decoding was not applied; the output was discarded",
+        ) from exc
+    if json.dumps(data, ensure_ascii=False, separators=(",", ":")) != raw:
+        raise ConstraintError(
+            f"judge output does not match schema {schema.__name__} at <root>: not compact JSON "
+            "(whitespace, escapes or repeated keys the grammar never produces)",
+            hint="constrained decoding was not applied; the output was discarded",
+        )
+    try:
+        return schema.model_validate_json(raw, strict=True)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "<root>"
@@ -147,3 +161,7 @@ def parse_output(schema: type[BaseModel], raw: str) -> BaseModel:
             f"judge output does not match schema {schema.__name__} at {where}: {first['msg']}",
             hint="constrained decoding was not applied; the output was discarded",
         ) from exc
+
+
+def _no_float(text: str) -> Any:
+    raise ValueError(f"non-integer number {text}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -164,10 +165,10 @@ _OPEN, _CLOSE = "<<", ">>"
 def delimit(tag: str, text: str) -> str:
     """Wrap untrusted text in ``<<TAG>> ... <</TAG>>`` markers.
 
-    Marker look-alikes inside the text are defused (``<<`` becomes ``< <``), so data can never
-    close its own block early or open a fake one.
+    Marker look-alikes inside the text are defused (every ``<<`` becomes ``< <``, ``<<<`` becomes
+    ``< < <``, likewise for ``>``), so data can never close its own block early or open a fake one.
     """
-    safe = text.replace(_OPEN, "< <").replace(_CLOSE, "> >")
+    safe = re.sub(r"<(?=<)", "< ", re.sub(r">(?=>)", "> ", text))
     return f"{_OPEN}{tag}{_CLOSE}\n{safe}\n{_OPEN}/{tag}{_CLOSE}"
 
 

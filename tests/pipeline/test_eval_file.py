@@ -1,0 +1,559 @@
+"""eval_file(): results.jsonl rows, summary.json, caching, resuming, thresholds, detect_metrics."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import statistics
+from fractions import Fraction
+
+import pytest
+
+from localjudge.cache import Cache, CachingJudge
+from localjudge.errors import UsageError
+from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
+from localjudge.metrics.recall import RecallVerdicts
+from localjudge.results import FORMAT_VERSION
+from localjudge.run import detect_metrics, eval_file
+from localjudge.testing import ScriptedJudge
+from localjudge.versions import versions
+
+ROW_KEYS = [
+    "format",
+    "index",
+    "id",
+    "metric",
+    "score",
+    "reason",
+    "verdicts",
+    "details",
+    "error",
+    "judge",
+    "settings",
+    "seconds",
+    "prompt_tokens",
+    "evaluated_prompt_tokens",
+    "completion_tokens",
+]
+METRIC_KEYS = {"n_scored", "n_failed", "n_undefined", "mean", "median", "std", "ci95"}
+
+# ---------------------------------------------------------------- a rule-following fake judge
+
+_BLOCK = re.compile(r"^<<(?P<tag>[A-Z0-9 ]+)>>\n(?P<body>.*?)\n<</(?P=tag)>>$", re.M | re.S)
+
+
+def rule_reply(messages, schema):
+    """Recall: a reference sentence is attributed when a context contains it. Position: a piece
+    is relevant when it contains 'yes'. Relevance: 'yes' pieces are high, others none; a piece is
+    used when the response contains it."""
+    data = {m["tag"]: m["body"] for m in _BLOCK.finditer(messages[-1]["content"])}
+    contexts = [data[f"CONTEXT {i}"] for i in range(sum(k.startswith("CONTEXT") for k in data))]
+    if schema is RecallVerdicts:
+        sentences = [s.strip() + "." for s in data["REFERENCE"].split(".") if s.strip()]
+        return {
+            "statements": [
+                {
+                    "statement": s,
+                    "reason": "rule",
+                    "attributed": int(any(s in c for c in contexts)),
+                }
+                for s in sentences
+            ]
+        }
+    if schema.__name__.startswith("PositionVerdicts"):
+        return {
+            "verdicts": [
+                {"index": i, "reason": "rule", "relevant": "yes" in c}
+                for i, c in enumerate(contexts)
+            ]
+        }
+    return {
+        "pieces": [
+            {
+                "index": i,
+                "reason": "rule",
+                "relevance": "high" if "yes" in c else "none",
+                "used": c in data["RESPONSE"],
+            }
+            for i, c in enumerate(contexts)
+        ],
+        "missing": [],
+    }
+
+
+def exp_recall(rec):
+    sentences = [s.strip() + "." for s in rec["reference"].split(".") if s.strip()]
+    return sum(any(s in c for c in rec["retrieved_contexts"]) for s in sentences) / len(sentences)
+
+
+def exp_position(rec):
+    ctx = rec["retrieved_contexts"]
+    total = sum(Fraction(1, i + 1) for i in range(len(ctx)))
+    return float(sum(Fraction(1, i + 1) for i, c in enumerate(ctx) if "yes" in c) / total)
+
+
+def exp_relevance(rec):
+    ctx = rec["retrieved_contexts"]
+    high = ["yes" in c for c in ctx]
+    unused = sum(1 for c, h in zip(ctx, high, strict=True) if h and c not in rec["response"])
+    return max(0.0, sum(high) / len(ctx) - 0.1 * unused)
+
+
+EXPECTED = {"recall": exp_recall, "position": exp_position, "relevance": exp_relevance}
+
+# ---------------------------------------------------------------- the data file
+
+GOOD = [
+    {
+        "id": "a",
+        "user_input": "Where is the tower?",
+        "retrieved_contexts": ["yes it is in Paris.", "bananas", "yes Paris is in France."],
+        "reference": "yes it is in Paris. It was built in 1889.",
+        "response": "yes it is in Paris.",
+    },
+    {
+        "id": "b",
+        "user_input": "埃菲尔铁塔在哪里？",
+        "retrieved_contexts": ["巴黎是法国的首都。", "yes 埃菲尔铁塔位于巴黎."],
+        "reference": "yes 埃菲尔铁塔位于巴黎. 他的名字叫汤姆.",
+        "response": "yes 埃菲尔铁塔位于巴黎.",
+    },
+    {
+        "id": "d",
+        "input": "Mastra names?",
+        "context": ["no", "no", "yes mastra works."],
+        "reference": "yes mastra works.",
+        "output": "It works.",
+    },
+]
+INVALID = {
+    "id": "c",
+    "user_input": "No reference here?",
+    "retrieved_contexts": ["yes"],
+    "response": "yes",
+}
+MALFORMED = '{"id": "broken", "user_input": '
+# lines: 1 good a, 2 malformed, 3 good b, 4 blank, 5 invalid c, 6 good d
+LINES = [
+    json.dumps(GOOD[0]),
+    MALFORMED,
+    json.dumps(GOOD[1], ensure_ascii=False),
+    "",
+    json.dumps(INVALID),
+    json.dumps(GOOD[2]),
+]
+METRIC_NAMES = ["recall", "position", "relevance"]
+
+
+def normalized(rec):
+    aliases = {"input": "user_input", "context": "retrieved_contexts", "output": "response"}
+    return {aliases.get(k, k): v for k, v in rec.items()}
+
+
+@pytest.fixture
+def data(tmp_path):
+    path = tmp_path / "data.jsonl"
+    path.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    return path
+
+
+def make_metrics(judge):
+    return [ContextRecall(judge), ContextPosition(judge), ContextRelevance(judge)]
+
+
+def run(data, out, judge, **kwargs):
+    return eval_file(data, out, judge=judge, metrics=make_metrics(judge), **kwargs)
+
+
+def read_rows(path):
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+
+
+def without_timing(rows):
+    return [{k: v for k, v in row.items() if k != "seconds"} for row in rows]
+
+
+# number of judge calls for the data: a, b, d x 3 metrics, c x (position, relevance)
+TOTAL_CALLS = 3 * 3 + 2
+
+
+# ---------------------------------------------------------------- results.jsonl
+
+
+def test_results_rows(tmp_path, data):
+    judge = ScriptedJudge(rule_reply)
+    outcome = run(data, tmp_path / "out", judge)
+    assert outcome.results_path == tmp_path / "out" / "results.jsonl"
+    assert outcome.summary_path == tmp_path / "out" / "summary.json"
+    assert not (tmp_path / "out" / "results.jsonl.partial").exists()
+    text = outcome.results_path.read_text("utf-8")
+    assert text.endswith("\n")
+    rows = read_rows(outcome.results_path)
+    # one row per record x metric, in record then metric order
+    assert [(r["index"], r["id"], r["metric"]) for r in rows] == [
+        (i, rid, m) for i, rid in enumerate(["a", "line 2", "b", "c", "d"]) for m in METRIC_NAMES
+    ]
+    for row in rows:
+        assert list(row) == ROW_KEYS
+        assert row["format"] == FORMAT_VERSION
+        assert row["judge"] == {"model": "scripted", "sha256": "0" * 64}
+    assert [r["settings"] for r in rows[:3]] == [
+        {"truncate": False},
+        {"truncate": False, "scale": 1.0},
+        {
+            "truncate": False,
+            "scale": 1.0,
+            "unused_high": 0.1,
+            "missing_per_item": 0.15,
+            "max_missing": 0.5,
+        },
+    ]
+    # compact, non-ASCII kept as is
+    lines = text.splitlines()
+    assert lines[6].startswith('{"format":1,"index":2,"id":"b","metric":"recall","score":0.5,')
+    assert "埃菲尔铁塔位于巴黎" in lines[6]
+
+    scored = {(r["id"], r["metric"]): r for r in rows if r["error"] is None}
+    for rec in GOOD:
+        for m in METRIC_NAMES:
+            row = scored[(rec["id"], m)]
+            assert abs(row["score"] - EXPECTED[m](normalized(rec))) < 1e-9, (rec["id"], m)
+            assert isinstance(row["reason"], str)
+            assert row["reason"]
+            assert row["prompt_tokens"] > 0
+            assert row["evaluated_prompt_tokens"] == row["prompt_tokens"]
+            assert row["completion_tokens"] > 0
+            assert row["seconds"] >= 0
+    assert scored[("a", "recall")]["reason"] == (
+        "1 of 2 reference statements are supported by the context; not supported: "
+        '"It was built in 1889.".'
+    )
+    assert scored[("a", "recall")]["details"] is None
+    assert scored[("a", "relevance")]["details"] == {"missing": []}
+    assert scored[("d", "position")]["verdicts"] == [
+        {"index": 0, "reason": "rule", "relevant": False},
+        {"index": 1, "reason": "rule", "relevant": False},
+        {"index": 2, "reason": "rule", "relevant": True},
+    ]
+
+    errors = {(r["id"], r["metric"]): r for r in rows if r["error"] is not None}
+    assert set(errors) == {("line 2", m) for m in METRIC_NAMES} | {("c", "recall")}
+    for row in errors.values():
+        assert row["score"] is None
+        assert row["reason"] is None
+        assert row["verdicts"] is None
+        assert row["prompt_tokens"] is None
+        assert row["seconds"] is None
+        assert set(row["error"]) == {"kind", "field", "message", "hint"}
+        assert row["error"]["kind"] == "invalid_item"
+    for m in METRIC_NAMES:
+        error = errors[("line 2", m)]["error"]
+        assert error["field"] is None
+        assert error["message"].startswith("line 2: invalid JSON")
+        assert "the last line has no newline" not in error["message"]
+    c = errors[("c", "recall")]["error"]
+    assert c["field"] == "reference"
+    assert c["message"] == "item c: required field 'reference' is missing"
+    assert c["hint"] is None
+    # the invalid item still got the metrics it could get
+    assert ("c", "position") in scored
+    assert ("c", "relevance") in scored
+    assert len(judge.calls) == TOTAL_CALLS
+
+
+# ---------------------------------------------------------------- summary.json
+
+
+def test_summary(tmp_path, data):
+    judge = ScriptedJudge(rule_reply)
+    outcome = run(data, tmp_path / "out", judge, settings={"n_ctx": 4096, "seed": 0})
+    on_disk = json.loads(outcome.summary_path.read_text("utf-8"))
+    assert on_disk == outcome.summary
+    assert set(on_disk) == {"format", "metrics", "run"}
+    assert on_disk["format"] == FORMAT_VERSION
+    assert list(on_disk["metrics"]) == METRIC_NAMES
+
+    scored_recs = {
+        "recall": [normalized(r) for r in GOOD],
+        "position": [normalized(r) for r in [*GOOD, INVALID]],
+        "relevance": [normalized(r) for r in [*GOOD, INVALID]],
+    }
+    failed = {"recall": 2, "position": 1, "relevance": 1}
+    for name in METRIC_NAMES:
+        stats = on_disk["metrics"][name]
+        assert set(stats) == METRIC_KEYS
+        values = [EXPECTED[name](rec) for rec in scored_recs[name]]
+        assert stats["n_scored"] == len(values)
+        assert stats["n_failed"] == failed[name]
+        assert stats["n_undefined"] == 0
+        # failures are not averaged in as zeros
+        assert abs(stats["mean"] - statistics.fmean(values)) < 1e-9
+        assert abs(stats["median"] - statistics.median(values)) < 1e-9
+        assert abs(stats["std"] - statistics.stdev(values)) < 1e-9
+        low, high = stats["ci95"]
+        assert low <= stats["mean"] <= high
+        assert min(values) <= low <= high <= max(values)
+
+    run_info = on_disk["run"]
+    assert set(run_info) == {
+        "data",
+        "data_sha256",
+        "n_items",
+        "judge",
+        "settings",
+        "versions",
+        "judge_calls",
+        "cache_hits",
+    }
+    assert run_info["data"] == str(data)
+    assert run_info["data_sha256"] == hashlib.sha256(data.read_bytes()).hexdigest()
+    assert run_info["n_items"] == 5
+    assert run_info["judge"] == {
+        "model": "scripted",
+        "sha256": "0" * 64,
+        "backend": "scripted",
+        "settings": {"n_ctx": None},
+    }
+    assert run_info["settings"] == {
+        "n_ctx": 4096,
+        "seed": 0,
+        "metrics": {
+            "recall": {"truncate": False},
+            "position": {"truncate": False, "scale": 1.0},
+            "relevance": {
+                "truncate": False,
+                "scale": 1.0,
+                "unused_high": 0.1,
+                "missing_per_item": 0.15,
+                "max_missing": 0.5,
+            },
+        },
+        "limit": None,
+        "map": {},
+    }
+    assert run_info["versions"] == versions()
+    assert run_info["judge_calls"] == TOTAL_CALLS
+    assert run_info["cache_hits"] == 0
+    assert outcome.failed_thresholds == []
+
+
+def test_ci95_is_seeded(tmp_path, data):
+    first = run(data, tmp_path / "one", ScriptedJudge(rule_reply)).summary
+    second = run(data, tmp_path / "two", ScriptedJudge(rule_reply)).summary
+    cis = {name: first["metrics"][name]["ci95"] for name in METRIC_NAMES}
+    assert cis == {name: second["metrics"][name]["ci95"] for name in METRIC_NAMES}
+    assert all(ci is not None and ci[0] < ci[1] for ci in cis.values())
+
+
+def test_limit_and_mapping(tmp_path):
+    path = tmp_path / "mapped.jsonl"
+    recs = [
+        {"qid": f"q{i}", "question": f"Q{i}?", "docs": ["yes a", "b"], "gold": "yes a."}
+        for i in range(4)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    judge = ScriptedJudge(rule_reply)
+    mapping = {
+        "id": "qid",
+        "user_input": "question",
+        "retrieved_contexts": "docs",
+        "reference": "gold",
+    }
+    outcome = eval_file(
+        path,
+        tmp_path / "out",
+        judge=judge,
+        metrics=[ContextPosition(judge)],
+        mapping=mapping,
+        limit=2,
+    )
+    rows = read_rows(outcome.results_path)
+    assert [(r["id"], r["score"]) for r in rows] == [("q0", 1 / 1.5), ("q1", 1 / 1.5)]
+    assert outcome.summary["run"]["n_items"] == 2
+    assert outcome.summary["run"]["settings"]["limit"] == 2
+    assert outcome.summary["run"]["settings"]["map"] == mapping
+    assert len(judge.calls) == 2
+
+
+# ---------------------------------------------------------------- thresholds
+
+
+def test_fail_under_thresholds_are_reported(tmp_path, data):
+    judge = ScriptedJudge(rule_reply)
+    outcome = run(data, tmp_path / "out", judge, fail_under={"recall": 0.99, "position": 0.01})
+    mean = outcome.summary["metrics"]["recall"]["mean"]
+    assert outcome.failed_thresholds == [f"recall mean {mean} < 0.99"]
+
+
+def test_fail_under_with_no_scored_item_fails(tmp_path):
+    path = tmp_path / "none.jsonl"
+    path.write_text(json.dumps({"user_input": "q", "retrieved_contexts": ["c"]}) + "\n", "utf-8")
+    judge = ScriptedJudge([])
+    outcome = eval_file(
+        path,
+        tmp_path / "out",
+        judge=judge,
+        metrics=[ContextRecall(judge)],
+        fail_under={"recall": 0.0},
+    )
+    assert outcome.summary["metrics"]["recall"]["mean"] is None
+    assert outcome.failed_thresholds == ["recall mean None < 0.0"]
+
+
+def test_fail_under_for_a_metric_not_run_is_a_usage_error(tmp_path, data):
+    judge = ScriptedJudge([])
+    with pytest.raises(UsageError, match="relevance"):
+        eval_file(
+            data,
+            tmp_path / "out",
+            judge=judge,
+            metrics=[ContextRecall(judge)],
+            fail_under={"relevance": 0.5},
+        )
+    assert not (tmp_path / "out").exists()
+    assert judge.calls == []
+
+
+# ---------------------------------------------------------------- caching and resuming
+
+
+def test_a_cached_rerun_makes_no_judge_call_and_writes_the_same_bytes(tmp_path, data):
+    cache_path = tmp_path / "cache.sqlite3"
+    with Cache(cache_path) as cache:
+        first_inner = ScriptedJudge(rule_reply)
+        first_judge = CachingJudge(first_inner, cache)
+        first = run(data, tmp_path / "one", first_judge)
+    assert len(first_inner.calls) == TOTAL_CALLS
+    assert first.summary["run"]["judge_calls"] == TOTAL_CALLS
+    assert first.summary["run"]["cache_hits"] == 0
+
+    with Cache(cache_path) as cache:
+        inner = ScriptedJudge([])  # any call would fail: no replies
+        judge = CachingJudge(inner, cache)
+        second = run(data, tmp_path / "two", judge)
+    assert inner.calls == []
+    assert second.summary["run"]["judge_calls"] == 0
+    assert second.summary["run"]["cache_hits"] == TOTAL_CALLS
+    assert second.results_path.read_bytes() == first.results_path.read_bytes()
+    assert second.summary["metrics"] == first.summary["metrics"]
+
+
+class CrashOnCall:
+    """A judge that behaves like ``inner`` but is interrupted (Ctrl-C) at call ``k``."""
+
+    def __init__(self, inner, k):
+        self.inner = inner
+        self.k = k
+        self.n = 0
+
+    @property
+    def identity(self):
+        return self.inner.identity
+
+    def generate(self, prompt, schema):
+        self.n += 1
+        if self.n == self.k:
+            raise KeyboardInterrupt
+        return self.inner.generate(prompt, schema)
+
+
+@pytest.mark.parametrize("k", [1, 5, TOTAL_CALLS])
+def test_resume_after_an_interrupted_run(tmp_path, data, k):
+    uninterrupted = run(data, tmp_path / "ref", ScriptedJudge(rule_reply))
+
+    out = tmp_path / "out"
+    cache_path = tmp_path / "cache.sqlite3"
+    with Cache(cache_path) as cache:
+        crashing = CrashOnCall(ScriptedJudge(rule_reply), k)
+        with pytest.raises(KeyboardInterrupt):
+            run(data, out, CachingJudge(crashing, cache))
+        assert len(cache) == k - 1
+    assert crashing.n == k
+    assert (out / "results.jsonl.partial").exists()
+    assert not (out / "results.jsonl").exists()
+    assert not (out / "summary.json").exists()
+
+    with Cache(cache_path) as cache:
+        inner = ScriptedJudge(rule_reply)
+        judge = CachingJudge(inner, cache)
+        resumed = run(data, out, judge)
+    assert len(inner.calls) == TOTAL_CALLS - (k - 1)
+    assert resumed.summary["run"]["judge_calls"] == TOTAL_CALLS - (k - 1)
+    assert resumed.summary["run"]["cache_hits"] == k - 1
+    assert (out / "results.jsonl").exists()
+    assert not (out / "results.jsonl.partial").exists()
+    # timings differ between runs; everything else is the same
+    assert without_timing(read_rows(resumed.results_path)) == without_timing(
+        read_rows(uninterrupted.results_path)
+    )
+    assert resumed.summary["metrics"] == uninterrupted.summary["metrics"]
+
+
+# ---------------------------------------------------------------- detect_metrics
+
+
+@pytest.mark.parametrize(
+    ("records", "mapping", "limit", "expected"),
+    [
+        ([{"user_input": "q", "retrieved_contexts": ["c"]}], {}, None, ["position"]),
+        (
+            [{"user_input": "q", "retrieved_contexts": ["c"], "reference": "r"}],
+            {},
+            None,
+            ["recall", "position"],
+        ),
+        (
+            [{"input": "q", "context": ["c"], "output": "r"}],
+            {},
+            None,
+            ["position", "relevance"],
+        ),
+        (
+            [{"user_input": "q", "retrieved_contexts": ["c"], "reference": "r", "response": "s"}],
+            {},
+            None,
+            ["recall", "position", "relevance"],
+        ),
+        # fields spread over records still count
+        (
+            [
+                {"user_input": "q", "retrieved_contexts": ["c"]},
+                {"reference": "r"},
+            ],
+            {},
+            None,
+            ["recall", "position"],
+        ),
+        # ... but not beyond the limit
+        (
+            [
+                {"user_input": "q", "retrieved_contexts": ["c"]},
+                {"reference": "r"},
+            ],
+            {},
+            1,
+            ["position"],
+        ),
+        # empty values do not count as present
+        (
+            [{"user_input": "q", "retrieved_contexts": [], "reference": ""}],
+            {},
+            None,
+            [],
+        ),
+        (
+            [{"question": "q", "docs": ["c"], "answer": "a"}],
+            {"user_input": "question", "retrieved_contexts": "docs", "response": "answer"},
+            None,
+            ["position", "relevance"],
+        ),
+        ([{"question": "q", "docs": ["c"]}], {}, None, []),
+    ],
+)
+def test_detect_metrics(tmp_path, records, mapping, limit, expected):
+    path = tmp_path / "d.jsonl"
+    path.write_text("not json\n" + "".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    # the malformed first line takes a place in the limit but gives no field
+    effective_limit = None if limit is None else limit + 1
+    assert detect_metrics(path, mapping=mapping, limit=effective_limit) == expected

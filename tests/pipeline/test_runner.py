@@ -1,0 +1,439 @@
+"""evaluate(): streaming order, per-item failures as data, fatal errors, metric resolution."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+import pytest
+from pydantic import BaseModel
+
+from localjudge import ItemResult, evaluate
+from localjudge.errors import (
+    ConstraintError,
+    ContextOverflowError,
+    InvalidItemError,
+)
+from localjudge.items import make_item
+from localjudge.metrics import ContextPosition, ContextRecall
+from localjudge.metrics.recall import RecallVerdicts
+from localjudge.schemas import worst_case_bytes
+from localjudge.testing import ScriptedJudge
+
+# ---------------------------------------------------------------- a rule-following fake judge
+
+_BLOCK = re.compile(r"^<<(?P<tag>[A-Z0-9 ]+)>>\n(?P<body>.*?)\n<</(?P=tag)>>$", re.M | re.S)
+
+
+def blocks(messages):
+    return {m["tag"]: m["body"] for m in _BLOCK.finditer(messages[-1]["content"])}
+
+
+def rule_reply(messages, schema):
+    """Verdicts that follow simple rules on the prompt's data, so every score is predictable:
+    a reference sentence is attributed when some context contains it; a context is relevant
+    (position) / high (relevance) when it contains 'yes'; it is used when the response quotes it."""
+    data = blocks(messages)
+    contexts = [data[f"CONTEXT {i}"] for i in range(sum(k.startswith("CONTEXT") for k in data))]
+    name = schema.__name__
+    if schema is RecallVerdicts:
+        sentences = [s.strip() + "." for s in data["REFERENCE"].split(".") if s.strip()]
+        return {
+            "statements": [
+                {
+                    "statement": s,
+                    "reason": "matched" if any(s in c for c in contexts) else "absent",
+                    "attributed": int(any(s in c for c in contexts)),
+                }
+                for s in sentences
+            ]
+        }
+    if name.startswith("PositionVerdicts"):
+        return {
+            "verdicts": [
+                {"index": i, "reason": "rule", "relevant": "yes" in c}
+                for i, c in enumerate(contexts)
+            ]
+        }
+    assert name.startswith("RelevanceVerdicts"), name
+    return {
+        "pieces": [
+            {
+                "index": i,
+                "reason": "rule",
+                "relevance": "high" if "yes" in c else "none",
+                "used": c in data["RESPONSE"],
+            }
+            for i, c in enumerate(contexts)
+        ],
+        "missing": [],
+    }
+
+
+def expected_recall(rec):
+    sentences = [s.strip() + "." for s in rec["reference"].split(".") if s.strip()]
+    hits = [any(s in c for c in rec["retrieved_contexts"]) for s in sentences]
+    return sum(hits) / len(hits)
+
+
+def expected_position(rec):
+    ctx = rec["retrieved_contexts"]
+    total = sum(Fraction(1, i + 1) for i in range(len(ctx)))
+    hit = sum(Fraction(1, i + 1) for i, c in enumerate(ctx) if "yes" in c)
+    return float(hit / total)
+
+
+def record(i, **extra):
+    rec = {
+        "id": f"r{i}",
+        "user_input": f"question number {i}?",
+        "retrieved_contexts": [f"yes fact {i}.", f"noise {i}", f"yes other {i}."],
+        "reference": f"yes fact {i}. unknown {i}.",
+    }
+    rec.update(extra)
+    return rec
+
+
+RECORDS = [record(i) for i in range(5)]
+RECORDS[1]["retrieved_contexts"] = ["noise only", "yes fact 1. unknown 1."]
+RECORDS[3]["retrieved_contexts"] = ["nothing here"]
+
+
+def question_of(call):
+    return blocks(call.messages)["QUESTION"]
+
+
+# ---------------------------------------------------------------- order and streaming
+
+
+def test_results_stream_in_item_then_metric_order_across_chunks():
+    judge = ScriptedJudge(rule_reply)
+    metrics = [ContextRecall(judge), ContextPosition(judge)]
+    results = list(evaluate(RECORDS, metrics, chunk_size=2))
+    assert [(r.index, r.id, r.metric) for r in results] == [
+        (i, f"r{i}", m) for i in range(5) for m in ("recall", "position")
+    ]
+    assert all(isinstance(r, ItemResult) for r in results)
+    assert all(r.error is None for r in results)
+    for r in results:
+        rec = RECORDS[r.index]
+        want = expected_recall(rec) if r.metric == "recall" else expected_position(rec)
+        assert abs(r.result.value - want) < 1e-9, (r.index, r.metric)
+        assert r.result.metric == r.metric
+    # spot-check the independent numbers
+    assert [r.result.value for r in results if r.metric == "recall"] == [0.5, 1.0, 0.5, 0.0, 0.5]
+    assert abs(results[1].result.value - (1 + 1 / 3) / (1 + 1 / 2 + 1 / 3)) < 1e-9
+
+
+def test_within_a_chunk_each_metric_runs_over_all_items_before_the_next():
+    judge = ScriptedJudge(rule_reply)
+    list(evaluate(RECORDS, [ContextRecall(judge), ContextPosition(judge)], chunk_size=2))
+    order = [
+        ("recall" if c.schema is RecallVerdicts else "position", question_of(c))
+        for c in judge.calls
+    ]
+    q = [f"question number {i}?" for i in range(5)]
+    assert order == [
+        ("recall", q[0]),
+        ("recall", q[1]),
+        ("position", q[0]),
+        ("position", q[1]),
+        ("recall", q[2]),
+        ("recall", q[3]),
+        ("position", q[2]),
+        ("position", q[3]),
+        ("recall", q[4]),
+        ("position", q[4]),
+    ]
+
+
+def test_evaluate_is_lazy_and_yields_chunk_by_chunk():
+    pulled = []
+
+    def source():
+        for rec in RECORDS:
+            pulled.append(rec["id"])
+            yield rec
+
+    judge = ScriptedJudge(rule_reply)
+    stream = evaluate(source(), [ContextRecall(judge), ContextPosition(judge)], chunk_size=2)
+    assert pulled == []
+    assert judge.calls == []
+    first = next(stream)
+    assert (first.index, first.metric) == (0, "recall")
+    assert pulled == ["r0", "r1"]
+    assert len(judge.calls) == 4
+    for _ in range(3):  # the rest of the first chunk comes without judging more
+        next(stream)
+    assert len(judge.calls) == 4
+    assert pulled == ["r0", "r1"]
+    nxt = next(stream)
+    assert (nxt.index, nxt.metric) == (2, "recall")
+    assert pulled == ["r0", "r1", "r2", "r3"]
+    assert len(judge.calls) == 8
+    assert len(list(stream)) == 5
+    assert len(judge.calls) == 10
+
+
+def test_on_result_is_called_once_per_item_and_metric_before_the_chunk_is_yielded():
+    seen = []
+    judge = ScriptedJudge(rule_reply)
+    stream = evaluate(
+        RECORDS,
+        [ContextRecall(judge), ContextPosition(judge)],
+        chunk_size=2,
+        on_result=seen.append,
+    )
+    first = next(stream)
+    assert len(seen) == 4  # the whole first chunk has finished
+    assert first in seen
+    results = [first, *stream]
+    assert len(seen) == 10
+    assert sorted((r.index, r.metric) for r in seen) == sorted((r.index, r.metric) for r in results)
+    assert len({(r.index, r.metric) for r in seen}) == 10
+    # on_result sees the very same objects the iterator yields
+    assert {id(r) for r in seen} == {id(r) for r in results}
+
+
+# ---------------------------------------------------------------- per-item failures
+
+
+def test_per_item_failures_become_error_rows_and_others_still_score():
+    records = [
+        record(0),
+        record(1, reference=None),  # recall cannot score it; position can
+        record(2, user_input=""),  # no metric can
+        ["not", "an", "object"],  # not a record at all
+        record(4, retrieved_contexts="yes a string, not a list"),
+        record(5),
+    ]
+    judge = ScriptedJudge(rule_reply)
+    results = list(evaluate(records, [ContextRecall(judge), ContextPosition(judge)]))
+    table = {(r.index, r.metric): r for r in results}
+    assert len(results) == 12
+
+    def err(i, metric):
+        r = table[(i, metric)]
+        assert r.result is None
+        assert isinstance(r.error, InvalidItemError)
+        return r.error
+
+    assert err(1, "recall").field == "reference"
+    assert err(1, "recall").item_id == "r1"
+    assert "'reference' is missing" in err(1, "recall").message
+    assert table[(1, "position")].error is None
+    assert abs(table[(1, "position")].result.value - expected_position(records[1])) < 1e-9
+    for metric in ("recall", "position"):
+        assert err(2, metric).field == "user_input"
+        assert "'user_input' is empty" in err(2, metric).message
+        assert err(3, metric).field is None
+        assert err(3, metric).message == "item #3: a record must be a JSON object, got list"
+        assert table[(3, metric)].id == "#3"
+        assert err(4, metric).field == "retrieved_contexts"
+        assert "got str" in err(4, metric).message
+    for i in (0, 5):
+        assert table[(i, "recall")].result.value == 0.5
+        assert table[(i, "position")].error is None
+    # only the scorable item x metric pairs reached the judge
+    assert len(judge.calls) == 5
+
+
+def test_context_overflow_becomes_an_error_row_with_both_numbers():
+    long_item = record(1, user_input=" ".join(["word"] * 600) + "?")
+    records = [record(0), long_item, record(2)]
+    # words of the short items' prompt, plus the recall schema's worst case, fit; the long one
+    # does not
+    worst = worst_case_bytes(RecallVerdicts) + 1
+    probe = ScriptedJudge(rule_reply)
+    list(evaluate([record(0)], [ContextRecall(probe)]))
+    short_words = sum(len(m["content"].split()) for m in probe.calls[0].messages)
+    n_ctx = short_words + worst + 100
+
+    judge = ScriptedJudge(rule_reply, n_ctx=n_ctx)
+    results = list(evaluate(records, [ContextRecall(judge)]))
+    assert [r.error is None for r in results] == [True, False, True]
+    error = results[1].error
+    assert isinstance(error, ContextOverflowError)
+    assert error.kind == "context_overflow"
+    assert error.item_id == "r1"
+    long_words = sum(
+        len(m["content"].split())
+        for m in ContextRecall(probe).build(make_item(long_item, index=1)).messages
+    )
+    assert error.needed == long_words + worst
+    assert error.available == n_ctx
+    assert error.message == (
+        f"prompt ({long_words} tokens) plus worst-case output ({worst} tokens) needs "
+        f"{long_words + worst} tokens but the context window holds {n_ctx}"
+    )
+    assert f"n_ctx={long_words + worst}" in error.hint
+    assert len(judge.calls) == 2
+
+
+def test_a_non_item_error_from_the_judge_propagates():
+    judge = ScriptedJudge([{"statements": []}])  # violates min 1 statement
+    with pytest.raises(ConstraintError):
+        list(evaluate([record(0), record(1)], [ContextRecall(judge)]))
+
+
+def test_an_unexpected_exception_from_the_judge_propagates():
+    class Broken(ScriptedJudge):
+        def generate(self, prompt, schema):
+            raise RuntimeError("GPU on fire")
+
+    judge = Broken([])
+    with pytest.raises(RuntimeError, match="GPU on fire"):
+        list(evaluate([record(0)], [ContextRecall(judge)]))
+
+
+# ---------------------------------------------------------------- metrics and records
+
+
+def test_metrics_given_by_name_with_judge():
+    judge = ScriptedJudge(rule_reply)
+    recs = [record(0, response="yes fact 0.")]
+    results = list(evaluate(recs, ["recall", "position", "relevance"], judge=judge))
+    assert [r.metric for r in results] == ["recall", "position", "relevance"]
+    assert results[0].result.value == 0.5
+    # relevance: two 'high' pieces, the first used: base 2/3, one unused high: -0.1
+    assert abs(results[2].result.value - (2 / 3 - 0.1)) < 1e-9
+    assert len(judge.calls) == 3
+
+
+def test_metric_classes_and_instances_can_be_mixed():
+    judge = ScriptedJudge(rule_reply)
+    results = list(evaluate([record(0)], [ContextRecall, ContextPosition(judge, scale=2)], judge))
+    assert [r.metric for r in results] == ["recall", "position"]
+    assert abs(results[1].result.value - 2 * expected_position(record(0))) < 1e-9
+
+
+@pytest.mark.parametrize(
+    ("metrics", "judge", "words"),
+    [
+        (["recall", "precision"], True, "unknown metric 'precision'"),
+        (["recall"], False, "needs judge="),
+        (["recall", "recall"], True, "metrics repeated"),
+    ],
+)
+def test_bad_metric_lists_fail_before_any_item(metrics, judge, words):
+    pulled = []
+
+    def source():
+        pulled.append(1)
+        yield record(0)
+
+    with pytest.raises(ValueError, match=re.escape(words)):
+        next(evaluate(source(), metrics, ScriptedJudge([]) if judge else None))
+    assert pulled == []
+
+
+def test_duplicate_ids_are_kept_apart_by_index():
+    a = record(0, id="dup")
+    b = record(1, id="dup", retrieved_contexts=["nothing"])
+    judge = ScriptedJudge(rule_reply)
+    results = list(evaluate([a, b], [ContextRecall(judge)]))
+    assert [(r.index, r.id) for r in results] == [(0, "dup"), (1, "dup")]
+    assert [r.result.value for r in results] == [0.5, 0.0]
+
+
+def test_records_may_be_models_items_or_read_errors_and_aliases_and_mapping_apply():
+    class Row(BaseModel):
+        question: str
+        contexts: list[str]
+
+    mapping = {"user_input": "question", "retrieved_contexts": "contexts"}
+    records = [
+        Row(question="q0?", contexts=["yes a"]),
+        {"question": "q1?", "contexts": ["no", "yes"]},
+        make_item({"input": "q2?", "context": ["yes", "no"]}, index=2),
+        InvalidItemError("line 4: invalid JSON: Expecting value at column 1", item_id="line 4"),
+        {"input": "q4?", "context": ["x"]},  # Mastra aliases still apply under a mapping
+    ]
+    judge = ScriptedJudge(rule_reply)
+    results = list(evaluate(records, [ContextPosition(judge)], mapping=mapping))
+    assert [(r.index, r.id) for r in results] == [
+        (0, "#0"),
+        (1, "#1"),
+        (2, "#2"),
+        (3, "line 4"),
+        (4, "#4"),
+    ]
+    values = [r.result.value if r.result else None for r in results]
+    assert values[:3] == [1.0, pytest.approx((1 / 2) / (3 / 2)), pytest.approx(1 / (3 / 2))]
+    assert values[3] is None
+    assert results[3].error.message.startswith("line 4: invalid JSON")
+    assert values[4] == 0.0
+    assert [question_of(c) for c in judge.calls] == ["q0?", "q1?", "q2?", "q4?"]
+
+
+def test_empty_input_yields_nothing():
+    judge = ScriptedJudge([])
+    assert list(evaluate([], [ContextRecall(judge)])) == []
+    assert judge.calls == []
+
+
+@pytest.mark.parametrize("chunk_size", [1, 3, 16])
+def test_results_do_not_depend_on_the_chunk_size(chunk_size):
+    judge = ScriptedJudge(rule_reply)
+    reference = list(evaluate(RECORDS, ["recall", "position"], judge, chunk_size=2))
+    other = list(evaluate(RECORDS, ["recall", "position"], judge, chunk_size=chunk_size))
+    assert [(r.index, r.metric, r.result.value, r.result.reason) for r in other] == [
+        (r.index, r.metric, r.result.value, r.result.reason) for r in reference
+    ]
+
+
+# ---------------------------------------------------------------- opt-in truncation
+
+
+def prompt_words(messages):
+    """The scripted judge's token count: whitespace-separated words."""
+    return sum(len(m["content"].split()) for m in messages)
+
+
+def test_truncate_trims_the_longest_context_until_the_prompt_fits():
+    long_piece = "yes fact 0. " + " ".join(f"w{i}" for i in range(800))
+    rec = record(0, retrieved_contexts=[long_piece, "short noise"])
+    worst = worst_case_bytes(RecallVerdicts) + 1
+    full_words = prompt_words(
+        ContextRecall(ScriptedJudge([])).build(make_item(rec, index=0)).messages
+    )
+    n_ctx = full_words + worst - 300  # 300 words too many
+
+    strict = ScriptedJudge(rule_reply, n_ctx=n_ctx)
+    [failed] = list(evaluate([rec], [ContextRecall(strict)]))
+    assert isinstance(failed.error, ContextOverflowError)
+
+    judge = ScriptedJudge(rule_reply, n_ctx=n_ctx)
+    metric = ContextRecall(judge, truncate=True)
+    assert metric.settings() == {"truncate": True}
+    [res] = list(evaluate([rec], [metric]))
+    assert res.error is None
+    assert len(judge.calls) == 1  # overflowing attempts never reach the script
+    final = judge.calls[0]
+    assert prompt_words(final.messages) + worst <= n_ctx
+    data = blocks(final.messages)
+    # the question and the reference are never cut; the short piece is left alone
+    assert data["QUESTION"] == rec["user_input"]
+    assert data["REFERENCE"] == rec["reference"]
+    assert data["CONTEXT 1"] == "short noise"
+    kept = data["CONTEXT 0"]
+    assert kept.endswith(" [...]")
+    assert long_piece.startswith(kept.removesuffix(" [...]"))
+    truncated = res.result.details["truncated"]
+    assert truncated == {
+        "policy": "trim-longest-contexts",
+        "original_chars": [len(long_piece), len("short noise")],
+        "kept_chars": [len(kept), len("short noise")],
+        "pieces": [0],
+    }
+    # the verdicts are those of the trimmed item: 'yes fact 0.' survived the cut
+    assert res.result.value == 0.5
+
+
+def test_truncate_cannot_shorten_the_question():
+    rec = record(0, user_input=" ".join(["word"] * 6000) + "?")
+    judge = ScriptedJudge(rule_reply, n_ctx=5000)
+    [res] = list(evaluate([rec], [ContextRecall(judge, truncate=True)]))
+    assert isinstance(res.error, ContextOverflowError)
+    assert res.error.available == 5000
+    assert judge.calls == []

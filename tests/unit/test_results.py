@@ -1,0 +1,219 @@
+"""The results format: rows, compact dumping, summaries, the seeded bootstrap, the table."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+
+import pytest
+
+from localjudge.errors import ContextOverflowError, InvalidItemError
+from localjudge.judge import GenerationStats, JudgeIdentity
+from localjudge.metrics import MetricResult
+from localjudge.results import (
+    BOOTSTRAP_RESAMPLES,
+    FORMAT_VERSION,
+    MetricSummary,
+    bootstrap_ci,
+    dumps_row,
+    result_row,
+    summarize,
+    summary_table,
+)
+from localjudge.runner import ItemResult
+
+JUDGE = JudgeIdentity(model="tiny.gguf", sha256="ab" * 32, backend="llama.cpp", settings={"x": 1})
+STATS = GenerationStats(
+    prompt_tokens=120, evaluated_prompt_tokens=30, completion_tokens=45, seconds=0.123456789
+)
+
+
+def scored(value, metric="recall", index=0, stats=STATS, details=None):
+    result = MetricResult(
+        metric=metric,
+        value=value,
+        reason="1 of 2 statements.",
+        verdicts=[{"statement": "巴黎", "reason": "r", "attributed": 1}],
+        stats=stats,
+        details=details or {},
+    )
+    return ItemResult(index=index, id=f"i{index}", metric=metric, result=result, error=None)
+
+
+def failed(error, metric="recall", index=1):
+    return ItemResult(index=index, id=f"i{index}", metric=metric, result=None, error=error)
+
+
+def test_row_for_a_scored_result():
+    row = result_row(scored(0.5, details={"missing": ["x"]}), JUDGE, {"scale": 2.0})
+    assert row == {
+        "format": FORMAT_VERSION,
+        "index": 0,
+        "id": "i0",
+        "metric": "recall",
+        "score": 0.5,
+        "reason": "1 of 2 statements.",
+        "verdicts": [{"statement": "巴黎", "reason": "r", "attributed": 1}],
+        "details": {"missing": ["x"]},
+        "error": None,
+        "judge": {"model": "tiny.gguf", "sha256": "ab" * 32},
+        "settings": {"scale": 2.0},
+        "seconds": 0.1235,
+        "prompt_tokens": 120,
+        "evaluated_prompt_tokens": 30,
+        "completion_tokens": 45,
+    }
+    assert list(row)[:5] == ["format", "index", "id", "metric", "score"]
+
+
+def test_row_without_a_judge_call_has_no_stats_and_empty_details_are_null():
+    row = result_row(scored(0.0, metric="position", stats=None), JUDGE, {})
+    assert row["score"] == 0.0
+    assert row["details"] is None
+    for key in ("seconds", "prompt_tokens", "evaluated_prompt_tokens", "completion_tokens"):
+        assert row[key] is None
+
+
+def test_row_for_an_error():
+    err = InvalidItemError("item i1: field 'reference' is empty", field="reference", item_id="i1")
+    row = result_row(failed(err), JUDGE, {})
+    assert row["error"] == {
+        "kind": "invalid_item",
+        "field": "reference",
+        "message": "item i1: field 'reference' is empty",
+        "hint": None,
+    }
+    for key in ("score", "reason", "verdicts", "details", "seconds", "prompt_tokens"):
+        assert row[key] is None
+    overflow = ContextOverflowError(
+        "needs 9000", needed=9000, available=8192, field="retrieved_contexts", hint="use -c 9000"
+    )
+    row = result_row(failed(overflow), JUDGE, {})
+    assert row["error"] == {
+        "kind": "context_overflow",
+        "field": "retrieved_contexts",
+        "message": "needs 9000",
+        "hint": "use -c 9000",
+    }
+
+
+def test_dumps_row_is_compact_utf8_and_keeps_key_order():
+    row = result_row(scored(0.5), JUDGE, {})
+    line = dumps_row(row)
+    assert "\n" not in line
+    assert ": " not in line
+    assert ", " not in line.replace("1 of 2", "")
+    assert "巴黎" in line
+    assert line.startswith('{"format":1,"index":0,"id":"i0","metric":"recall","score":0.5,')
+    assert json.loads(line) == row
+
+
+def test_nan_recall_score_is_written_as_null():
+    row = result_row(scored(math.nan), JUDGE, {})
+    assert row["score"] is None
+    assert '"score":null' in dumps_row(row)
+
+
+def test_dumps_row_refuses_nan_and_infinity():
+    with pytest.raises(ValueError):
+        dumps_row({"score": math.nan})
+    with pytest.raises(ValueError):
+        dumps_row({"score": math.inf})
+
+
+def test_metric_summary_counts():
+    tally = MetricSummary()
+    rows = [
+        result_row(scored(1.0), JUDGE, {}),
+        result_row(scored(0.25, index=2), JUDGE, {}),
+        result_row(scored(math.nan, index=3), JUDGE, {}),
+        result_row(failed(InvalidItemError("bad", field="reference")), JUDGE, {}),
+        result_row(scored(0.5, index=4), JUDGE, {}),
+    ]
+    for row in rows:
+        tally.add(row)
+    stats = tally.as_dict()
+    assert stats["n_scored"] == 3
+    assert stats["n_failed"] == 1
+    assert stats["n_undefined"] == 1
+    assert stats["mean"] == pytest.approx(statistics.fmean([1.0, 0.25, 0.5]), abs=1e-12)
+    assert stats["median"] == 0.5
+    assert stats["std"] == pytest.approx(statistics.stdev([1.0, 0.25, 0.5]), abs=1e-12)
+    assert stats["ci95"] == bootstrap_ci([1.0, 0.25, 0.5])
+
+
+def test_empty_and_single_summaries():
+    assert MetricSummary().as_dict() == {
+        "n_scored": 0,
+        "n_failed": 0,
+        "n_undefined": 0,
+        "mean": None,
+        "median": None,
+        "std": None,
+        "ci95": None,
+    }
+    one = MetricSummary(scores=[0.7]).as_dict()
+    assert (one["mean"], one["median"], one["std"], one["ci95"]) == (0.7, 0.7, None, None)
+
+
+def test_bootstrap_ci_is_seeded_and_sane():
+    values = [0.1, 0.9, 0.5, 0.3, 1.0, 0.0, 0.6]
+    first = bootstrap_ci(values)
+    assert first == bootstrap_ci(list(values))
+    low, high = first
+    assert min(values) <= low < statistics.fmean(values) < high <= max(values)
+    narrower = bootstrap_ci(values, confidence=0.5)
+    assert low <= narrower[0] <= narrower[1] <= high
+    assert BOOTSTRAP_RESAMPLES >= 1000
+
+
+@pytest.mark.parametrize("values", [[], [0.4]])
+def test_bootstrap_ci_needs_two_values(values):
+    assert bootstrap_ci(values) is None
+
+
+def test_bootstrap_ci_of_constant_values():
+    assert bootstrap_ci([0.5, 0.5, 0.5]) == [0.5, 0.5]
+
+
+def test_summarize_keeps_metric_order_and_counts_failures():
+    rows = [
+        result_row(scored(1.0, metric="position"), JUDGE, {}),
+        result_row(failed(InvalidItemError("x"), metric="recall"), JUDGE, {}),
+        result_row(scored(0.5, metric="position", index=1), JUDGE, {}),
+    ]
+    out = summarize(rows, ["recall", "position"])
+    assert list(out) == ["recall", "position"]
+    assert out["recall"]["n_failed"] == 1
+    assert out["recall"]["mean"] is None
+    assert out["position"]["n_scored"] == 2
+    assert out["position"]["mean"] == 0.75
+
+
+def test_summary_table():
+    summary = {
+        "metrics": {
+            "recall": {
+                "n_scored": 3,
+                "n_failed": 1,
+                "mean": 0.58333,
+                "median": 0.5,
+                "ci95": [0.25, 1.0],
+            },
+            "relevance": {
+                "n_scored": 0,
+                "n_failed": 2,
+                "mean": None,
+                "median": None,
+                "ci95": None,
+            },
+        }
+    }
+    lines = summary_table(summary).splitlines()
+    assert lines[0].split() == ["metric", "scored", "failed", "mean", "median", "ci95"]
+    assert set(lines[1]) == {"-"}
+    assert len(lines[1]) == len(lines[0])
+    assert lines[2].split() == ["recall", "3", "1", "0.583", "0.500", "0.250-1.000"]
+    assert lines[3].split() == ["relevance", "0", "2", "-", "-", "-"]
+    assert len(lines) == 4
