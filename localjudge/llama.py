@@ -218,9 +218,10 @@ class LlamaJudge:
             segments = [(plain_prompt(messages), False)]
         else:
             sentinels = [f"\x00LJ{i}\x00" for i in range(len(messages))]
-            skeleton = self._render_template(
-                [{"role": m["role"], "content": s} for m, s in zip(messages, sentinels, strict=True)]
-            )
+            stand_ins = [
+                {"role": m["role"], "content": s} for m, s in zip(messages, sentinels, strict=True)
+            ]
+            skeleton = self._render_template(stand_ins)
             segments = []
             for message, sentinel in zip(messages, sentinels, strict=True):
                 before, found, skeleton = skeleton.partition(sentinel)
