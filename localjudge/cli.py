@@ -171,6 +171,7 @@ def main() -> None:
     help="Trim the longest contexts of an item too long for the window instead of failing it "
     "(recorded in the result's details.truncated).",
 )
+@click.option("--html", is_flag=True, help="Also write OUT/report.html (see `localjudge report`).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
 @_guarded
 def eval_command(  # noqa: PLR0917 (Click passes every option as an argument)
@@ -191,6 +192,7 @@ def eval_command(  # noqa: PLR0917 (Click passes every option as an argument)
     cache_path: Path | None,
     no_cache: bool,
     truncate: bool,
+    html: bool,
     quiet: bool,
 ) -> None:
     """Score DATA (JSONL, JSON, CSV or Parquet) and write OUT/results.jsonl and OUT/summary.json."""
@@ -244,11 +246,14 @@ def eval_command(  # noqa: PLR0917 (Click passes every option as an argument)
             },
             on_result=on_result,
         )
+    report = _write_html(out_dir, data) if html else None
     if not quiet:
         from localjudge.results import summary_table  # noqa: PLC0415
 
         click.echo(summary_table(outcome.summary))
         click.echo(f"results: {outcome.results_path}\nsummary: {outcome.summary_path}")
+        if report is not None:
+            click.echo(f"report: {report}")
     for line in outcome.failed_thresholds:
         click.echo(f"localjudge: below threshold: {line}", err=True)
     sys.exit(EXIT_THRESHOLD if outcome.failed_thresholds else EXIT_OK)
@@ -325,6 +330,7 @@ class _progress:  # noqa: N801 (used as a context manager, reads like a function
     help="Cache file or directory (shared with eval).",
 )
 @click.option("--no-cache", is_flag=True, help="Do not read or write the judge-call cache.")
+@click.option("--html", is_flag=True, help="Also write OUT/report.html (see `localjudge report`).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the table.")
 @_guarded
 def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
@@ -338,6 +344,7 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
     seed: int,
     cache_path: Path | None,
     no_cache: bool,
+    html: bool,
     quiet: bool,
 ) -> None:
     """Benchmark judges against the human labels in DATA (labelled JSONL, see README)."""
@@ -369,8 +376,41 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
         on_judge=announce,
     )
     click.echo(bench_table(outcome.report))
+    report = _write_html(out_dir, None) if html else None
     if not quiet:
         click.echo(f"bench: {outcome.bench_path}\nitems: {outcome.items_path}")
+        if report is not None:
+            click.echo(f"report: {report}")
+
+
+@main.command("report")
+@click.argument("out_dir", type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="HTML file to write (default: OUT_DIR/report.html).",
+)
+@click.option(
+    "--data",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The run's data file, to show contexts (default: the path the run recorded, "
+    "if its sha256 still matches).",
+)
+@_guarded
+def report_command(out_dir: Path, output: Path | None, data: Path | None) -> None:
+    """Render an eval or bench run in OUT_DIR as one self-contained, offline HTML file."""
+    from localjudge.report import write_report  # noqa: PLC0415
+
+    click.echo(str(write_report(out_dir, output, data=data)))
+
+
+def _write_html(out_dir: Path, data: Path | None) -> Path:
+    from localjudge.report import write_report  # noqa: PLC0415
+
+    return write_report(out_dir, data=data)
 
 
 @main.command("models")

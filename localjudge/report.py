@@ -40,6 +40,8 @@ TOP_DISAGREEMENTS = 20
 #: nothing may be fetched: inline styles and scripts only, images only as data: URLs
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 
+#: the policy as it goes into the attribute: its quotes stay literal (it is ours, not data)
+_CSP_ATTRIBUTE = Markup(CSP)  # noqa: S704
 _HIST_WIDTH = 300
 _HIST_HEIGHT = 100
 _LOW_LEVELS = ("none", "low")
@@ -375,6 +377,19 @@ def _str(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+def _error(value: Any) -> dict[str, str] | None:
+    """A row's error with every key present (``kind``, ``field``, ``message``, ``hint``)."""
+    if value is None:
+        return None
+    e = value if isinstance(value, Mapping) else {"message": value}
+    return {
+        "kind": _str(e.get("kind")) or "error",
+        "field": _str(e.get("field")),
+        "message": _str(e.get("message")),
+        "hint": _str(e.get("hint")),
+    }
+
+
 def _metric_scale(summary: Mapping[str, Any], metric: str) -> float:
     settings = ((summary.get("run") or {}).get("settings") or {}).get("metrics") or {}
     scale = (settings.get(metric) or {}).get("scale", 1.0)
@@ -409,7 +424,7 @@ def eval_view(
     items = []
     payload_items = []
     for n, r in enumerate(rows):
-        error = r.get("error") if isinstance(r.get("error"), Mapping) else None
+        error = _error(r.get("error"))
         score = r.get("score") if _is_number(r.get("score")) else None
         items.append(
             {
@@ -447,7 +462,7 @@ def eval_view(
         ("cache hits", _str(run.get("cache_hits"))),
     ]
     return {
-        "csp": CSP,
+        "csp": _CSP_ATTRIBUTE,
         "title": f"localjudge eval report: {Path(str(run.get('data') or 'run')).name}",
         "manifest": manifest,
         "judge_settings": _pairs(judge.get("settings") or {}),
@@ -579,7 +594,7 @@ def bench_view(report: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) ->
         ("judges", ", ".join(names)),
     ]
     return {
-        "csp": CSP,
+        "csp": _CSP_ATTRIBUTE,
         "title": f"localjudge bench report: {Path(str(report.get('data') or 'bench')).name}",
         "manifest": manifest,
         "versions": _pairs(report.get("versions") or {}),
