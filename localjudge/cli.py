@@ -68,6 +68,61 @@ def _parse_thresholds(pairs: Sequence[str]) -> dict[str, float]:
     return out
 
 
+_RUN_OPTIONS = [
+    click.option(
+        "--metric",
+        "metric_names",
+        multiple=True,
+        type=click.Choice(["recall", "position", "relevance"]),
+        help="Metric to run (repeatable). Default: every metric the data (bench: labels) covers.",
+    ),
+    click.option(
+        "--limit", type=click.IntRange(min=1), default=None, help="Use only the first N records."
+    ),
+    click.option(
+        "-c",
+        "--n-ctx",
+        type=click.IntRange(min=256),
+        default=8192,
+        show_default=True,
+        help="Context window in tokens.",
+    ),
+    click.option(
+        "-t",
+        "--threads",
+        type=click.IntRange(min=1),
+        default=None,
+        help="CPU threads (default: all cores).",
+    ),
+    click.option(
+        "-s",
+        "--seed",
+        type=int,
+        default=0,
+        show_default=True,
+        help="Sampling seed (decoding is greedy).",
+    ),
+    click.option(
+        "--cache",
+        "cache_path",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="Cache file or directory (default: user cache dir or $LOCALJUDGE_CACHE_DIR).",
+    ),
+    click.option("--no-cache", is_flag=True, help="Do not read or write the judge-call cache."),
+    click.option(
+        "--html", is_flag=True, help="Also write OUT/report.html (see `localjudge report`)."
+    ),
+]
+
+
+def _run_options(fn: F) -> F:
+    """The options eval and bench share."""
+    for option in reversed(_RUN_OPTIONS):
+        fn = option(fn)
+    return fn
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="localjudge")
 def main() -> None:
@@ -76,13 +131,6 @@ def main() -> None:
 
 @main.command("eval")
 @click.argument("data", type=click.Path(path_type=Path))
-@click.option(
-    "--metric",
-    "metric_names",
-    multiple=True,
-    type=click.Choice(["recall", "position", "relevance"]),
-    help="Metric to run (repeat for several). Default: every metric the data has fields for.",
-)
 @click.option(
     "-m", "--model", default=None, help="GGUF path or registered alias (default: smollm2-135m)."
 )
@@ -94,9 +142,6 @@ def main() -> None:
     default=Path("localjudge-out"),
     show_default=True,
     help="Directory for results.jsonl and summary.json.",
-)
-@click.option(
-    "--limit", type=click.IntRange(min=1), default=None, help="Score only the first N records."
 )
 @click.option(
     "--fail-under",
@@ -119,35 +164,12 @@ def main() -> None:
     help="Data format (default: from the file extension).",
 )
 @click.option(
-    "-c",
-    "--n-ctx",
-    type=click.IntRange(min=256),
-    default=8192,
-    show_default=True,
-    help="Context window in tokens.",
-)
-@click.option(
     "-ngl",
     "--n-gpu-layers",
     type=int,
     default=0,
     show_default=True,
     help="Layers to offload to a GPU build of llama.cpp (-1: all).",
-)
-@click.option(
-    "-t",
-    "--threads",
-    type=click.IntRange(min=1),
-    default=None,
-    help="CPU threads (default: all cores).",
-)
-@click.option(
-    "-s",
-    "--seed",
-    type=int,
-    default=0,
-    show_default=True,
-    help="Sampling seed (decoding is greedy).",
 )
 @click.option("--no-chat-template", is_flag=True, help="Prompt without the model's chat template.")
 @click.option(
@@ -158,20 +180,12 @@ def main() -> None:
     help="Scale of position and relevance scores.",
 )
 @click.option(
-    "--cache",
-    "cache_path",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Cache file or directory (default: user cache dir or $LOCALJUDGE_CACHE_DIR).",
-)
-@click.option("--no-cache", is_flag=True, help="Do not read or write the judge-call cache.")
-@click.option(
     "--truncate",
     is_flag=True,
     help="Trim the longest contexts of an item too long for the window instead of failing it "
     "(recorded in the result's details.truncated).",
 )
-@click.option("--html", is_flag=True, help="Also write OUT/report.html (see `localjudge report`).")
+@_run_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
 @_guarded
 def eval_command(  # noqa: PLR0917 (Click passes every option as an argument)
@@ -299,16 +313,6 @@ class _progress:  # noqa: N801 (used as a context manager, reads like a function
     help="Judge to compare: GGUF path or alias (repeat; default: the embedded default).",
 )
 @click.option(
-    "--metric",
-    "metric_names",
-    multiple=True,
-    type=click.Choice(["recall", "position", "relevance"]),
-    help="Metric to bench (repeatable). Default: every metric the labels cover.",
-)
-@click.option(
-    "--limit", type=click.IntRange(min=1), default=None, help="Use only the first N records."
-)
-@click.option(
     "-o",
     "--out",
     "out_dir",
@@ -317,20 +321,7 @@ class _progress:  # noqa: N801 (used as a context manager, reads like a function
     show_default=True,
     help="Directory for bench.json, bench_items.jsonl and each judge's run.",
 )
-@click.option("-c", "--n-ctx", type=click.IntRange(min=256), default=8192, show_default=True)
-@click.option(
-    "-t", "--threads", type=click.IntRange(min=1), default=None, help="CPU threads per judge."
-)
-@click.option("-s", "--seed", type=int, default=0, show_default=True)
-@click.option(
-    "--cache",
-    "cache_path",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Cache file or directory (shared with eval).",
-)
-@click.option("--no-cache", is_flag=True, help="Do not read or write the judge-call cache.")
-@click.option("--html", is_flag=True, help="Also write OUT/report.html (see `localjudge report`).")
+@_run_options
 @click.option("-q", "--quiet", is_flag=True, help="Print only the table.")
 @_guarded
 def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
