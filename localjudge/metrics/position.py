@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import create_model
 
@@ -18,37 +18,33 @@ from localjudge.metrics.base import (
     delimit,
     numbered_contexts,
 )
-from localjudge.schemas import StrictModel, text
+from localjudge.schemas import StrictModel, one_per_piece, text
 from localjudge.scoring import position_score
 
-SYSTEM = f"""You check which retrieved CONTEXT passages are useful for answering a QUESTION.
-The EXPECTED ANSWER, when given, shows what a useful passage must contain.
+SYSTEM = f"""You judge whether each retrieved CONTEXT passage helps to answer a QUESTION.
+The EXPECTED ANSWER, when given, shows what a helpful passage must contain.
 Give exactly one verdict per CONTEXT passage, in order, starting at index 0:
 - "index": the passage number;
-- "reason": a short English reason;
-- "relevant": true if the passage helps to answer the QUESTION, false if it does not.
+- "reason": one short English sentence;
+- "relevant": true only if the passage contains information needed for the answer; false if it \
+is about something else or only mentions the topic.
 {DATA_RULE}
-Reply with JSON only, like {{"verdicts":[{{"index":0,"reason":"...","relevant":true}}]}}"""
+Example. QUESTION: "Who wrote Hamlet?" CONTEXT 0: "London is a large city." CONTEXT 1: "Hamlet \
+is a tragedy by William Shakespeare."
+Answer: {{"verdicts":[{{"index":0,"reason":"It is about London, not Hamlet.","relevant":false}},\
+{{"index":1,"reason":"It names the author of Hamlet.","relevant":true}}]}}"""
 
 
 @lru_cache(maxsize=64)
 def position_schema(n: int) -> type[StrictModel]:
     """The output schema for ``n`` pieces: exactly ``n`` verdicts, indexed 0..n-1 in order."""
-    pieces = tuple(
-        create_model(
-            f"PositionVerdict{i}",
-            __base__=StrictModel,
-            index=(Literal[i], ...),
-            reason=(text(REASON_CHARS, ascii_only=True), ...),
-            relevant=(bool, ...),
-        )
-        for i in range(n)
+    verdicts = one_per_piece(
+        "PositionVerdict",
+        n,
+        reason=(text(REASON_CHARS, ascii_only=True), ...),
+        relevant=(bool, ...),
     )
-    return create_model(
-        f"PositionVerdicts{n}",
-        __base__=StrictModel,
-        verdicts=(tuple[pieces], ...),  # type: ignore[valid-type]
-    )
+    return create_model(f"PositionVerdicts{n}", __base__=StrictModel, verdicts=(verdicts, ...))
 
 
 class ContextPosition(Metric):

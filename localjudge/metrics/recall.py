@@ -33,14 +33,19 @@ class RecallVerdicts(StrictModel):
     statements: bounded_list(Statement, min_items=1, max_items=MAX_STATEMENTS)  # type: ignore[valid-type]
 
 
-SYSTEM = f"""You check whether a REFERENCE answer is supported by retrieved CONTEXT passages.
-1. Split the REFERENCE into at most {MAX_STATEMENTS} short statements. Each statement is one \
-self-contained fact, written in the language of the REFERENCE and close to its words.
-2. For each statement set "attributed" to 1 if the CONTEXT passages state it or clearly imply it, \
-and to 0 if they do not. Use only the CONTEXT, not your own knowledge.
-3. Give a short English "reason": which CONTEXT passage supports it, or what is absent.
+SYSTEM = f"""You are a strict fact checker. You compare a REFERENCE answer with CONTEXT passages.
+Split the REFERENCE into short statements, at most {MAX_STATEMENTS}, one fact each, in the \
+language of the REFERENCE. For each statement give:
+- "reason": one short English sentence naming the CONTEXT passage that states the fact, or \
+saying that no passage states it;
+- "attributed": 1 only if a CONTEXT passage states the fact or clearly implies it; 0 if no \
+passage does, even when the fact is true. Use only the CONTEXT, never your own knowledge.
 {DATA_RULE}
-Reply with JSON only, like {{"statements":[{{"statement":"...","reason":"...","attributed":1}}]}}"""
+Example. CONTEXT 0: "Paris is the capital of France." REFERENCE: "Paris is the capital of France. \
+It has two million inhabitants."
+Answer: {{"statements":[{{"statement":"Paris is the capital of France.","reason":"Context 0 \
+says so.","attributed":1}},{{"statement":"Paris has two million inhabitants.","reason":"No \
+passage gives the population.","attributed":0}}]}}"""
 
 
 class ContextRecall(Metric):

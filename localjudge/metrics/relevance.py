@@ -20,25 +20,28 @@ from localjudge.metrics.base import (
     numbered_contexts,
     quote_list,
 )
-from localjudge.schemas import StrictModel, bounded_list, text
+from localjudge.schemas import StrictModel, bounded_list, one_per_piece, text
 from localjudge.scoring import LEVEL_WEIGHTS, RELEVANCE_LEVELS, RelevancePenalties, relevance_score
 
 MAX_MISSING = 3
 MISSING_CHARS = 60
 
-SYSTEM = f"""You grade how relevant retrieved CONTEXT passages are to a QUESTION, and whether a \
-RESPONSE used them.
+SYSTEM = f"""You grade how relevant retrieved CONTEXT passages are to a QUESTION, and \
+whether a RESPONSE used them.
 Give exactly one evaluation per CONTEXT passage, in order, starting at index 0:
 - "index": the passage number;
-- "reason": a short English reason;
-- "relevance": "high" if it directly addresses the QUESTION, "medium" if it gives supporting \
-information, "low" if it is only tangential, "none" if it is irrelevant;
-- "used": true if the RESPONSE uses information from this passage, false otherwise.
-Then "missing": up to {MAX_MISSING} short pieces of information the QUESTION needs that no passage \
-gives (an empty list if nothing is missing).
+- "reason": one short English sentence;
+- "relevance": "high" if the passage directly answers the QUESTION, "medium" if it gives \
+supporting information, "low" if it is only on a related topic, "none" if it is irrelevant;
+- "used": true if the RESPONSE repeats information from this passage, false otherwise.
+Then "missing": up to {MAX_MISSING} short pieces of information the QUESTION needs that no \
+passage gives; an empty list when nothing is missing.
 {DATA_RULE}
-Reply with JSON only, like \
-{{"pieces":[{{"index":0,"reason":"...","relevance":"high","used":true}}],"missing":[]}}"""
+Example. QUESTION: "Who wrote Hamlet and when?" CONTEXT 0: "Hamlet is a tragedy by William \
+Shakespeare." CONTEXT 1: "London is a large city." RESPONSE: "Shakespeare wrote it."
+Answer: {{"pieces":[{{"index":0,"reason":"It names the author.","relevance":"high","used":true}},\
+{{"index":1,"reason":"It is about London.","relevance":"none","used":false}}],\
+"missing":["the year Hamlet was written"]}}"""
 
 Level = Literal["high", "medium", "low", "none"]
 assert set(Level.__args__) == set(RELEVANCE_LEVELS)  # type: ignore[attr-defined]
@@ -47,21 +50,17 @@ assert set(Level.__args__) == set(RELEVANCE_LEVELS)  # type: ignore[attr-defined
 @lru_cache(maxsize=64)
 def relevance_schema(n: int) -> type[StrictModel]:
     """The output schema for ``n`` pieces: exactly ``n`` evaluations in order, plus ``missing``."""
-    pieces = tuple(
-        create_model(
-            f"RelevanceVerdict{i}",
-            __base__=StrictModel,
-            index=(Literal[i], ...),
-            reason=(text(REASON_CHARS, ascii_only=True), ...),
-            relevance=(Level, ...),
-            used=(bool, ...),
-        )
-        for i in range(n)
+    pieces = one_per_piece(
+        "RelevanceVerdict",
+        n,
+        reason=(text(REASON_CHARS, ascii_only=True), ...),
+        relevance=(Level, ...),
+        used=(bool, ...),
     )
     return create_model(
         f"RelevanceVerdicts{n}",
         __base__=StrictModel,
-        pieces=(tuple[pieces], ...),  # type: ignore[valid-type]
+        pieces=(pieces, ...),
         missing=(bounded_list(text(MISSING_CHARS), min_items=0, max_items=MAX_MISSING), ...),
     )
 
