@@ -272,8 +272,8 @@ class CachingJudge:
 
     A hit is validated against the schema like a fresh output and returned with the stats of the
     original call and ``cached=True``; a miss calls the inner judge and stores its output. Errors
-    propagate and store nothing. ``calls`` counts calls made to the inner judge, ``hits`` calls
-    answered from the cache.
+    propagate and store nothing. ``calls`` counts the inner judge's completed calls (an overflow
+    refused before generating is not one), ``hits`` calls answered from the cache.
     """
 
     def __init__(self, inner: Judge, cache: Cache) -> None:
@@ -295,8 +295,8 @@ class CachingJudge:
             assert isinstance(value, schema)
             self.hits += 1
             return Generation(value=value, raw=stored.raw, stats=stored.stats, cached=True)
-        self.calls += 1
         generation = self.inner.generate(prompt, schema)
+        self.calls += 1  # counted once a model ran: an overflow raised before generating is not
         self.cache.put(key, generation.raw, generation.stats)
         return generation
 

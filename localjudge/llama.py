@@ -420,7 +420,7 @@ def _token_table(llama_cpp: Any, vocab: Any) -> list[bytes]:
         if n < 0:
             raise ModelError(f"token {token} does not fit a {size}-byte buffer")
         tok: bytes = buffer.raw[:n]
-        attr = llama_cpp.llama_token_get_attr(vocab, token)
+        attr = llama_cpp.llama_vocab_get_attr(vocab, token)
         user_control = (
             attr & llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
             and tok.startswith(b"<")

@@ -1,0 +1,69 @@
+"""Gemma 3 270M (a base model without a chat template): assembled from its chunk packages into
+the session's cache directory, prompted with the plain layout, outputs valid by construction."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localjudge import ContextPosition, ContextRecall, ContextRelevance, load_judge
+from localjudge.llama import plain_prompt
+from localjudge.metrics import Metric
+
+pytestmark = [
+    pytest.mark.model,
+    # llama-cpp-python's own deprecation, raised once per token while a token table is built
+    pytest.mark.filterwarnings("ignore:llama_token_get_attr is deprecated:DeprecationWarning"),
+]
+
+ITEM = {
+    "user_input": "Where is the Eiffel tower, and how tall is it?",
+    "retrieved_contexts": [
+        "Paris is the capital of France.",
+        "The Eiffel tower stands in Paris, on the Champ de Mars.",
+        'Le "tour Eiffel" mesure 330 m. 🗼',
+    ],
+    "reference": "The Eiffel tower is in Paris. It is 330 metres tall.",
+    "response": "It is in Paris and is 330 m tall.",
+}
+
+
+@pytest.fixture(scope="module")
+def gemma(isolated_env: Path) -> Any:
+    return load_judge("gemma3-270m", n_threads=2)
+
+
+def test_gemma_is_assembled_into_the_cache_dir_and_checked(gemma: Any, isolated_env: Path) -> None:
+    assert gemma.model.path == isolated_env / "models" / "gemma-3-270m-q4_k_m.gguf"
+    assert gemma.sha256 == gemma.model.expected_sha256
+    assert gemma.identity.model == "gemma3-270m"
+
+
+def test_gemma_uses_the_plain_prompt(gemma: Any) -> None:
+    assert gemma.identity.settings["chat_template"] is False
+    assert gemma._formatter is None
+    messages = [
+        {"role": "system", "content": "Instructions."},
+        {"role": "user", "content": "  The data.  "},
+    ]
+    prepared = gemma.render(messages)
+    assert prepared.text == plain_prompt(messages) == "Instructions.\n\nThe data.\n\nJSON answer:\n"
+    llm = gemma._llm
+    body = list(llm.tokenize(prepared.text.encode(), add_bos=False, special=True))
+    if llm._model.add_bos_token():
+        assert prepared.tokens == [llm.token_bos(), *body]
+    else:
+        assert prepared.tokens == body
+    assert "<start_of_turn>" not in llm.detokenize(prepared.tokens, special=True).decode()
+
+
+@pytest.mark.parametrize("metric_cls", [ContextRecall, ContextPosition, ContextRelevance])
+def test_gemma_scores_one_item_per_metric(
+    gemma: Any, check_call: Any, metric_cls: type[Metric]
+) -> None:
+    out = check_call(gemma, metric_cls(gemma), ITEM)
+    assert out.generation.stats.prompt_tokens > 0
+    if metric_cls is not ContextRecall:
+        assert len(out.result.verdicts) == 3
