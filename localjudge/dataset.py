@@ -163,6 +163,9 @@ def _parse_json_line(text: str, *, index: int, number: int, last: bool) -> Recor
         if last:
             error += " (the last line has no newline: the file may be truncated)"
         return Record(index=index, line=number, data=None, error=error)
+    except (ValueError, RecursionError) as exc:  # huge integers, absurd nesting
+        error = f"line {number}: unreadable JSON: {_limit_message(exc)}"
+        return Record(index=index, line=number, data=None, error=error)
     if not isinstance(value, dict):
         error = f"line {number}: a record must be a JSON object, got {_type_name(value)}"
         return Record(index=index, line=number, data=None, error=error)
@@ -189,6 +192,11 @@ def _read_json(file: Path) -> Iterator[Record]:
         raise DataError(
             f"{file.name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
             hint="fix the JSON, or use JSON Lines (.jsonl) so one bad record does not stop a run",
+        ) from exc
+    except (ValueError, RecursionError) as exc:
+        raise DataError(
+            f"{file.name}: unreadable JSON: {_limit_message(exc)}",
+            hint="use JSON Lines (.jsonl) so one bad record does not stop a run",
         ) from exc
     if not isinstance(value, list):
         raise DataError(
@@ -275,6 +283,8 @@ def _parse_list_cell(cell: str) -> list[str] | str:
         value = json.loads(cell)
     except json.JSONDecodeError as exc:
         return f"invalid JSON list: {_json_message(exc)}"
+    except (ValueError, RecursionError) as exc:
+        return f"unreadable JSON list: {_limit_message(exc)}"
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         return "must be a JSON list of strings"
     return value
@@ -401,3 +411,9 @@ def _json_kind(value: Any) -> str:
     if isinstance(value, dict):
         return "an object"
     return f"a {_type_name(value)}"
+
+
+def _limit_message(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return str(exc).split(";")[0]

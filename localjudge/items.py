@@ -103,6 +103,12 @@ def make_item(
     renames = dict(mapping or {})
     raw_id = record.get(renames.get("id", "id"))
     item_id = str(raw_id) if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else ""
+    if not _encodable(item_id):
+        raise InvalidItemError(
+            f"item {fallback_id}: field 'id' holds invalid Unicode (a lone surrogate)",
+            field="id",
+            item_id=fallback_id,
+        )
     item_id = item_id or fallback_id
     values: dict[str, Any] = {}
     for ours in FIELDS:
@@ -118,7 +124,27 @@ def make_item(
             )
         if present:
             values[ours] = record[present[0]]
+            if not _encodable(values[ours]):
+                raise InvalidItemError(
+                    f"item {item_id}: field '{ours}' holds invalid Unicode (a lone surrogate)",
+                    field=ours,
+                    item_id=item_id,
+                )
     return Item(id=item_id, index=index, values=values)
+
+
+def _encodable(value: Any) -> bool:
+    """False when a string in ``value`` cannot be written as UTF-8 (lone surrogates from JSON
+    escapes such as ``"\\ud800"``): such text could be neither prompted nor stored."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_encodable(v) for v in value)
+    return True
 
 
 def _type_name(value: Any) -> str:

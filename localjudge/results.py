@@ -123,6 +123,8 @@ def bootstrap_ci(scores: Sequence[float], *, confidence: float = 0.95) -> list[f
         confidence_level=confidence,
         method="percentile",
         rng=np.random.default_rng(BOOTSTRAP_SEED),
+        # resamples are drawn in batches so memory stays bounded on large runs
+        batch=max(1, 2_000_000 // len(values)),
     )
     return [float(res.confidence_interval.low), float(res.confidence_interval.high)]
 

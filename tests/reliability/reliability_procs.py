@@ -1,0 +1,186 @@
+"""Helpers of the reliability tests that run real ``localjudge eval`` processes.
+
+Every subprocess runs the default judge (SmolLM2-135M) with one thread (``-t 1``), a private
+``--cache`` file and ``-o`` directory; ``LOCALJUDGE_CACHE_DIR`` points at one temporary directory
+for the whole session, where the llguidance token table is built once and reused.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "rag.jsonl"
+METRICS = ("recall", "position")
+#: the real items: the first six examples; each needs one judge call per metric
+N_REAL = 6
+#: fields whose value depends on timing or on llama.cpp's KV-cache state, not on the verdict
+TIMING_FIELDS = ("seconds", "evaluated_prompt_tokens")
+#: a process that loads the model and scores nothing must be done well within this
+RUN_TIMEOUT = 600
+
+
+def real_records() -> list[dict[str, Any]]:
+    lines = EXAMPLES.read_text("utf-8").splitlines()
+    return [json.loads(line) for line in lines[:N_REAL]]
+
+
+def filler(k: int) -> str:
+    """A line that costs no judge call: unreadable JSON, a non-object, or an item whose empty
+    context makes position 0 without a call and recall an invalid-item error."""
+    if k % 4 == 0:
+        return f'{{"id": "cut-{k}", "user_input": '
+    if k % 4 == 1:
+        return "[1, 2]"
+    return json.dumps(
+        {"id": f"empty-{k}", "user_input": "Anything?", "retrieved_contexts": [], "reference": "x"}
+    )
+
+
+def dataset_lines() -> list[str]:
+    """18 records (two runner chunks of 16 + 2): the six real items at 0, 5, 10, 15 (first
+    chunk: 8 calls) and 16, 17 (second chunk: 4 calls); fillers elsewhere."""
+    real = iter(json.dumps(r, ensure_ascii=False) for r in real_records())
+    return [next(real) if i in (0, 5, 10, 15, 16, 17) else filler(i) for i in range(18)]
+
+
+N_RECORDS = 18
+N_CALLS = N_REAL * len(METRICS)
+
+
+@dataclass(frozen=True)
+class Env:
+    """Where the session's shared state lives and how to start ``localjudge``."""
+
+    exe: str
+    env: dict[str, str]
+    cache_dir: Path
+    data: Path
+
+
+def eval_args(lj: Env, out: Path, cache: Path, data: Path | None = None, *extra: str) -> list[str]:
+    metrics = [a for m in METRICS for a in ("--metric", m)]
+    return [
+        lj.exe,
+        "eval",
+        str(data or lj.data),
+        *metrics,
+        "-t",
+        "1",
+        "--cache",
+        str(cache),
+        "-o",
+        str(out),
+        *extra,
+    ]
+
+
+def _default_sigint() -> None:
+    # a shell that starts this test run in the background makes SIGINT ignored, and Python
+    # then installs no KeyboardInterrupt handler in the child: give the child the default back
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start(lj: Env, args: list[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        args,
+        cwd=ROOT,
+        env=lj.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,  # noqa: PLW1509 (no threads are running here)
+    )
+
+
+def finish(proc: subprocess.Popen[str], timeout: float = RUN_TIMEOUT) -> tuple[int, str, str]:
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"localjudge eval ran past {timeout} s\nstdout:\n{out}\nstderr:\n{err}")
+    return proc.returncode, out, err
+
+
+def run_to_end(lj: Env, args: list[str]) -> tuple[int, str, str]:
+    return finish(start(lj, args))
+
+
+def cache_rows(path: Path) -> int:
+    """Rows in a cache file, read without the Cache class (no migration, no write lock); 0 while
+    the file or its table does not exist yet."""
+    if not path.exists():
+        return 0
+    try:
+        conn = sqlite3.connect(path, timeout=5)
+        try:
+            return int(conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
+
+
+def wait_for(
+    proc: subprocess.Popen[str],
+    ready: Callable[[], bool],
+    *,
+    timeout: float = RUN_TIMEOUT,
+    poll: float = 0.02,
+) -> bool:
+    """Poll ``ready`` until it holds (True) or the process ends first (False)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready():
+            return True
+        if proc.poll() is not None:
+            return ready()
+        time.sleep(poll)
+    proc.kill()
+    pytest.fail(f"condition not reached within {timeout} s")
+
+
+def kill(proc: subprocess.Popen[str], sig: int = signal.SIGKILL) -> None:
+    if proc.poll() is None:
+        proc.send_signal(sig)
+
+
+def size(path: Path) -> int:
+    """The size of a file that may not exist (yet, or any more)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def rows_of(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+
+
+def untimed(rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in r.items() if k not in TIMING_FIELDS} for r in rows]
+
+
+def check_complete(rows: list[Mapping[str, Any]], n_records: int) -> None:
+    """Every record x metric exactly once, in order."""
+    assert [(r["index"], r["metric"]) for r in rows] == [
+        (i, m) for i in range(n_records) for m in METRICS
+    ]
+
+
+@dataclass(frozen=True)
+class Reference:
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any]
+    seconds: float

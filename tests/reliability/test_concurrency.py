@@ -1,0 +1,111 @@
+"""Two ``localjudge eval`` processes at once, sharing one ``--cache`` file.
+
+README: the cache is "one SQLite file in WAL mode with a busy timeout, so several processes can
+read and write it at once". Two runs on overlapping slices of the data start together; both must
+complete, the cache must end up holding exactly the union of their judge calls (an overlapping
+call stored once) and pass SQLite's integrity check, and running each again must make no judge
+call at all.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from reliability_procs import METRICS, Env, eval_args, finish, real_records, rows_of, start, untimed
+
+from localjudge.cache import Cache, cache_key
+from localjudge.items import make_item
+from localjudge.judge import JudgeIdentity
+from localjudge.metrics import ContextPosition, ContextRecall
+from localjudge.metrics.base import JudgeRequest
+
+pytestmark = [
+    pytest.mark.model,
+    pytest.mark.filterwarnings("ignore:llama_token_get_attr is deprecated:DeprecationWarning"),
+]
+
+#: two slices of the six real items that share two items
+SLICES = {"a": slice(0, 4), "b": slice(2, 6)}
+
+
+def expected_keys(records: list[dict[str, Any]], identity: JudgeIdentity) -> set[str]:
+    """The cache keys of every judge call ``records`` need, computed without a model."""
+    metrics = {"recall": ContextRecall(None), "position": ContextPosition(None)}
+    keys = set()
+    for i, rec in enumerate(records):
+        for name in METRICS:
+            request = metrics[name].build(make_item(rec, index=i))
+            assert isinstance(request, JudgeRequest)
+            keys.add(cache_key(identity, request.messages, request.schema))
+    return keys
+
+
+def test_two_processes_share_one_cache(lj: Env, tmp_path: Path) -> None:
+    cache = tmp_path / "shared.sqlite3"
+    records = real_records()
+    data, outs = {}, {}
+    for name, part in SLICES.items():
+        data[name] = tmp_path / f"{name}.jsonl"
+        data[name].write_text(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records[part]), "utf-8"
+        )
+        outs[name] = tmp_path / f"out-{name}"
+
+    def run_both(tag: str) -> dict[str, dict[str, Any]]:
+        procs = {
+            name: start(lj, eval_args(lj, outs[name] / tag, cache, data[name])) for name in SLICES
+        }
+        summaries = {}
+        for name, proc in procs.items():
+            rc, _, err = finish(proc)
+            assert rc == 0, (name, err)
+            assert "locked" not in err, err
+            summaries[name] = json.loads((outs[name] / tag / "summary.json").read_text("utf-8"))
+        return summaries
+
+    first = run_both("first")
+    n_calls = {name: len(records[part]) * len(METRICS) for name, part in SLICES.items()}
+    for name, summary in first.items():
+        run = summary["run"]
+        assert run["judge_calls"] + run["cache_hits"] == n_calls[name], run
+        for metric in METRICS:
+            assert summary["metrics"][metric]["n_failed"] == 0
+
+    identity = JudgeIdentity(**first["a"]["run"]["judge"])
+    assert first["b"]["run"]["judge"] == identity.as_dict()
+    wanted = {name: expected_keys(records[part], identity) for name, part in SLICES.items()}
+    union = wanted["a"] | wanted["b"]
+    assert len(union) == len(records) * len(METRICS)  # the overlap is stored once
+    with Cache(cache) as c:
+        assert set(c.keys()) == union
+        assert len(c) == len(union)
+    conn = sqlite3.connect(cache)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0] == len(union)
+    finally:
+        conn.close()
+
+    # the shared items get the same verdicts in both runs (same model, settings and item)
+    rows = {name: rows_of(outs[name] / "first" / "results.jsonl") for name in SLICES}
+    shared = {r["id"] for r in records[2:4]}
+
+    def by_id(name: str) -> list[dict[str, Any]]:
+        return untimed(
+            [{k: v for k, v in r.items() if k != "index"} for r in rows[name] if r["id"] in shared]
+        )
+
+    assert by_id("a") == by_id("b")
+
+    # a third run of each: everything comes from the cache
+    again = run_both("again")
+    for name, summary in again.items():
+        assert summary["run"]["judge_calls"] == 0, summary["run"]
+        assert summary["run"]["cache_hits"] == n_calls[name]
+        assert untimed(rows_of(outs[name] / "again" / "results.jsonl")) == untimed(rows[name])
+    with Cache(cache) as c:
+        assert len(c) == len(union)
