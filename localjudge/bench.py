@@ -66,6 +66,34 @@ def human_score(metric: str, labels: Mapping[str, Any]) -> float | None:
     return None
 
 
+def label_problem(labels: Any, n_pieces: int | None) -> str | None:  # noqa: PLR0911
+    """What is wrong with one record's ``labels`` (None when they are usable)."""
+    if not isinstance(labels, Mapping):
+        return "'labels' must be an object"
+    recall = labels.get("recall")
+    if "recall" in labels and (
+        isinstance(recall, bool) or not isinstance(recall, (int, float)) or not 0 <= recall <= 1
+    ):
+        return f"labels.recall must be a number in [0, 1], got {recall!r}"
+    for key in ("relevant", "used", "levels"):
+        if key not in labels:
+            continue
+        value = labels[key]
+        if not isinstance(value, list) or not value:
+            return f"labels.{key} must be a non-empty list"
+        if n_pieces is not None and len(value) != n_pieces:
+            return f"labels.{key} has {len(value)} entries for {n_pieces} context pieces"
+        if key == "levels":
+            bad = [v for v in value if v not in RELEVANCE_LEVELS]
+            if bad:
+                return (
+                    f"labels.levels has {bad[0]!r}; expected one of {', '.join(RELEVANCE_LEVELS)}"
+                )
+        elif not all(isinstance(v, bool) for v in value):
+            return f"labels.{key} must be a list of true/false"
+    return None
+
+
 def applicable(metric: str, labels: Mapping[str, Any]) -> bool:
     return any(key in labels for key in LABELS_FOR[metric])
 

@@ -215,13 +215,17 @@ def bench_file(
     """
     from localjudge import bench  # noqa: PLC0415
 
-    labelled = {
-        rec.index: dict(rec.data["labels"])
-        for n, rec in enumerate(read_records(data))
-        if (limit is None or n < limit)
-        and rec.data is not None
-        and isinstance(rec.data.get("labels"), dict)
-    }
+    labelled: dict[int, dict[str, Any]] = {}
+    for n, rec in enumerate(read_records(data)):
+        if (limit is not None and n >= limit) or rec.data is None or "labels" not in rec.data:
+            continue
+        contexts = rec.data.get("retrieved_contexts", rec.data.get("context"))
+        n_pieces = len(contexts) if isinstance(contexts, list) else None
+        problem = bench.label_problem(rec.data["labels"], n_pieces)
+        if problem is not None:  # checked before any judge runs: no wasted benchmark
+            where = f"line {rec.line}" if rec.line is not None else f"record #{rec.index}"
+            raise DataError(f"{data}: {where}: {problem}", hint="fix the labels (README, 'bench')")
+        labelled[rec.index] = dict(rec.data["labels"])
     if not labelled:
         raise UsageError(
             f"{data} has no records with a 'labels' object", hint="see README, 'bench'"
