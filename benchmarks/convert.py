@@ -635,7 +635,7 @@ def read_trulens_golden(src: Path) -> list[dict[str, Any]]:
 
 
 def read_ragbench(src: Path) -> dict[str, list[dict[str, Any]]]:
-    import pyarrow.parquet as pq  # noqa: PLC0415 - optional dependency, only this reader needs it
+    import pyarrow.parquet as pq
 
     columns = [
         "id",
