@@ -8,6 +8,7 @@ so a script that the real grammar could never produce fails the same way.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -103,3 +104,12 @@ class ScriptedJudge:
             seconds=time.perf_counter() - start,
         )
         return Generation(value=value, raw=raw, stats=stats)
+
+
+_BLOCK = re.compile(r"^<<(?P<tag>[A-Z0-9 ]+)>>\n(?P<body>.*?)\n<</(?P=tag)>>$", re.M | re.S)
+
+
+def prompt_data(messages: list[dict[str, str]]) -> dict[str, str]:
+    """The delimited data blocks of a metric prompt's last message, by tag (``"QUESTION"``,
+    ``"CONTEXT 0"``, ``"REFERENCE"``, ...): what a scripted reply needs to follow rules."""
+    return {m["tag"]: m["body"] for m in _BLOCK.finditer(messages[-1]["content"])}

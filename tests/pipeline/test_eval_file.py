@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import statistics
 from fractions import Fraction
 
@@ -16,7 +15,7 @@ from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.metrics.recall import RecallVerdicts
 from localjudge.results import FORMAT_VERSION
 from localjudge.run import detect_metrics, eval_file
-from localjudge.testing import ScriptedJudge
+from localjudge.testing import ScriptedJudge, prompt_data
 from localjudge.versions import versions
 
 ROW_KEYS = [
@@ -40,14 +39,12 @@ METRIC_KEYS = {"n_scored", "n_failed", "n_undefined", "mean", "median", "std", "
 
 # ---------------------------------------------------------------- a rule-following fake judge
 
-_BLOCK = re.compile(r"^<<(?P<tag>[A-Z0-9 ]+)>>\n(?P<body>.*?)\n<</(?P=tag)>>$", re.M | re.S)
-
 
 def rule_reply(messages, schema):
     """Recall: a reference sentence is attributed when a context contains it. Position: a piece
     is relevant when it contains 'yes'. Relevance: 'yes' pieces are high, others none; a piece is
     used when the response contains it."""
-    data = {m["tag"]: m["body"] for m in _BLOCK.finditer(messages[-1]["content"])}
+    data = prompt_data(messages)
     contexts = [data[f"CONTEXT {i}"] for i in range(sum(k.startswith("CONTEXT") for k in data))]
     if schema is RecallVerdicts:
         sentences = [s.strip() + "." for s in data["REFERENCE"].split(".") if s.strip()]

@@ -18,22 +18,16 @@ from localjudge.items import make_item
 from localjudge.metrics import ContextPosition, ContextRecall
 from localjudge.metrics.recall import RecallVerdicts
 from localjudge.schemas import worst_case_bytes
-from localjudge.testing import ScriptedJudge
+from localjudge.testing import ScriptedJudge, prompt_data
 
 # ---------------------------------------------------------------- a rule-following fake judge
-
-_BLOCK = re.compile(r"^<<(?P<tag>[A-Z0-9 ]+)>>\n(?P<body>.*?)\n<</(?P=tag)>>$", re.M | re.S)
-
-
-def blocks(messages):
-    return {m["tag"]: m["body"] for m in _BLOCK.finditer(messages[-1]["content"])}
 
 
 def rule_reply(messages, schema):
     """Verdicts that follow simple rules on the prompt's data, so every score is predictable:
     a reference sentence is attributed when some context contains it; a context is relevant
     (position) / high (relevance) when it contains 'yes'; it is used when the response quotes it."""
-    data = blocks(messages)
+    data = prompt_data(messages)
     contexts = [data[f"CONTEXT {i}"] for i in range(sum(k.startswith("CONTEXT") for k in data))]
     name = schema.__name__
     if schema is RecallVerdicts:
@@ -100,7 +94,7 @@ RECORDS[3]["retrieved_contexts"] = ["nothing here"]
 
 
 def question_of(call):
-    return blocks(call.messages)["QUESTION"]
+    return prompt_data(call.messages)["QUESTION"]
 
 
 # ---------------------------------------------------------------- order and streaming
@@ -411,7 +405,7 @@ def test_truncate_trims_the_longest_context_until_the_prompt_fits():
     assert len(judge.calls) == 1  # overflowing attempts never reach the script
     final = judge.calls[0]
     assert prompt_words(final.messages) + worst <= n_ctx
-    data = blocks(final.messages)
+    data = prompt_data(final.messages)
     # the question and the reference are never cut; the short piece is left alone
     assert data["QUESTION"] == rec["user_input"]
     assert data["REFERENCE"] == rec["reference"]

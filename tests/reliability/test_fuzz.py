@@ -18,7 +18,6 @@ at the end (each names the bug).
 from __future__ import annotations
 
 import json
-import re
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,7 +34,7 @@ from localjudge.items import ALIASES, FIELDS
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.run import eval_file
 from localjudge.scoring import position_score, recall_score, relevance_score
-from localjudge.testing import ScriptedJudge
+from localjudge.testing import ScriptedJudge, prompt_data
 
 METRIC_NAMES = ["recall", "position", "relevance"]
 FUZZ = settings(
@@ -266,12 +265,6 @@ BIG_RECORD = {
     "response": "yes",
 }
 
-_BLOCK = re.compile(r"^<<(?P<tag>[A-Z0-9 ]+)>>\n(?P<body>.*?)\n<</(?P=tag)>>$", re.M | re.S)
-
-
-def _blocks(messages: list[dict[str, str]]) -> dict[str, str]:
-    return {m["tag"]: m["body"] for m in _BLOCK.finditer(messages[-1]["content"])}
-
 
 def rule_reply(messages: list[dict[str, str]], schema: type[Any]) -> dict[str, Any]:
     """A judge that follows fixed rules on the item's own data: recall attributes "the
@@ -279,7 +272,7 @@ def rule_reply(messages: list[dict[str, str]], schema: type[Any]) -> dict[str, A
     relevant when it says yes; relevance grades yes-pieces high, no-pieces medium, others none,
     marks every piece used when the response says yes, and reports one gap when the question
     says no. The number of pieces comes from the schema and must match the prompt's blocks."""
-    data = _blocks(messages)
+    data = prompt_data(messages)
     contexts = [data[f"CONTEXT {i}"] for i in range(sum(k.startswith("CONTEXT ") for k in data))]
     if "statements" in schema.model_fields:
         return {
