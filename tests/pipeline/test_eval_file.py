@@ -5,17 +5,16 @@ from __future__ import annotations
 import hashlib
 import json
 import statistics
-from fractions import Fraction
 
 import pytest
+from pipeline_rules import EXPECTED, rule_reply
 
 from localjudge.cache import Cache, CachingJudge
 from localjudge.errors import UsageError
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
-from localjudge.metrics.recall import RecallVerdicts
 from localjudge.results import FORMAT_VERSION
 from localjudge.run import detect_metrics, eval_file
-from localjudge.testing import ScriptedJudge, prompt_data
+from localjudge.testing import ScriptedJudge
 from localjudge.versions import versions
 
 ROW_KEYS = [
@@ -37,67 +36,6 @@ ROW_KEYS = [
 ]
 METRIC_KEYS = {"n_scored", "n_failed", "n_undefined", "mean", "median", "std", "ci95"}
 
-# ---------------------------------------------------------------- a rule-following fake judge
-
-
-def rule_reply(messages, schema):
-    """Recall: a reference sentence is attributed when a context contains it. Position: a piece
-    is relevant when it contains 'yes'. Relevance: 'yes' pieces are high, others none; a piece is
-    used when the response contains it."""
-    data = prompt_data(messages)
-    contexts = [data[f"CONTEXT {i}"] for i in range(sum(k.startswith("CONTEXT") for k in data))]
-    if schema is RecallVerdicts:
-        sentences = [s.strip() + "." for s in data["REFERENCE"].split(".") if s.strip()]
-        return {
-            "statements": [
-                {
-                    "statement": s,
-                    "reason": "rule",
-                    "attributed": int(any(s in c for c in contexts)),
-                }
-                for s in sentences
-            ]
-        }
-    if schema.__name__.startswith("PositionVerdicts"):
-        return {
-            "verdicts": [
-                {"index": i, "reason": "rule", "relevant": "yes" in c}
-                for i, c in enumerate(contexts)
-            ]
-        }
-    return {
-        "pieces": [
-            {
-                "index": i,
-                "reason": "rule",
-                "relevance": "high" if "yes" in c else "none",
-                "used": c in data["RESPONSE"],
-            }
-            for i, c in enumerate(contexts)
-        ],
-        "missing": [],
-    }
-
-
-def exp_recall(rec):
-    sentences = [s.strip() + "." for s in rec["reference"].split(".") if s.strip()]
-    return sum(any(s in c for c in rec["retrieved_contexts"]) for s in sentences) / len(sentences)
-
-
-def exp_position(rec):
-    ctx = rec["retrieved_contexts"]
-    total = sum(Fraction(1, i + 1) for i in range(len(ctx)))
-    return float(sum(Fraction(1, i + 1) for i, c in enumerate(ctx) if "yes" in c) / total)
-
-
-def exp_relevance(rec):
-    ctx = rec["retrieved_contexts"]
-    high = ["yes" in c for c in ctx]
-    unused = sum(1 for c, h in zip(ctx, high, strict=True) if h and c not in rec["response"])
-    return max(0.0, sum(high) / len(ctx) - 0.1 * unused)
-
-
-EXPECTED = {"recall": exp_recall, "position": exp_position, "relevance": exp_relevance}
 
 # ---------------------------------------------------------------- the data file
 

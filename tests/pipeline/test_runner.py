@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from fractions import Fraction
 
 import pytest
+from pipeline_rules import expected_position, expected_recall, rule_reply
 from pydantic import BaseModel
 
 from localjudge import ItemResult, evaluate
@@ -19,62 +19,6 @@ from localjudge.metrics import ContextPosition, ContextRecall
 from localjudge.metrics.recall import RecallVerdicts
 from localjudge.schemas import worst_case_bytes
 from localjudge.testing import ScriptedJudge, prompt_data
-
-# ---------------------------------------------------------------- a rule-following fake judge
-
-
-def rule_reply(messages, schema):
-    """Verdicts that follow simple rules on the prompt's data, so every score is predictable:
-    a reference sentence is attributed when some context contains it; a context is relevant
-    (position) / high (relevance) when it contains 'yes'; it is used when the response quotes it."""
-    data = prompt_data(messages)
-    contexts = [data[f"CONTEXT {i}"] for i in range(sum(k.startswith("CONTEXT") for k in data))]
-    name = schema.__name__
-    if schema is RecallVerdicts:
-        sentences = [s.strip() + "." for s in data["REFERENCE"].split(".") if s.strip()]
-        return {
-            "statements": [
-                {
-                    "statement": s,
-                    "reason": "matched" if any(s in c for c in contexts) else "absent",
-                    "attributed": int(any(s in c for c in contexts)),
-                }
-                for s in sentences
-            ]
-        }
-    if name.startswith("PositionVerdicts"):
-        return {
-            "verdicts": [
-                {"index": i, "reason": "rule", "relevant": "yes" in c}
-                for i, c in enumerate(contexts)
-            ]
-        }
-    assert name.startswith("RelevanceVerdicts"), name
-    return {
-        "pieces": [
-            {
-                "index": i,
-                "reason": "rule",
-                "relevance": "high" if "yes" in c else "none",
-                "used": c in data["RESPONSE"],
-            }
-            for i, c in enumerate(contexts)
-        ],
-        "missing": [],
-    }
-
-
-def expected_recall(rec):
-    sentences = [s.strip() + "." for s in rec["reference"].split(".") if s.strip()]
-    hits = [any(s in c for c in rec["retrieved_contexts"]) for s in sentences]
-    return sum(hits) / len(hits)
-
-
-def expected_position(rec):
-    ctx = rec["retrieved_contexts"]
-    total = sum(Fraction(1, i + 1) for i in range(len(ctx)))
-    hit = sum(Fraction(1, i + 1) for i, c in enumerate(ctx) if "yes" in c)
-    return float(hit / total)
 
 
 def record(i, **extra):
