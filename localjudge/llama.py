@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
+from localjudge.cache import default_cache_dir
 from localjudge.errors import ConstraintError, ModelError
 from localjudge.judge import (
     Generation,
@@ -387,8 +388,6 @@ def _lltokenizer(llama_cpp: Any, llguidance: Any, llm: Any, sha256: str) -> Any:
     """llguidance's tokenizer for the model; the token table is cached on disk per model sha256
     (reading 262k tokens through ctypes takes ~1.5 s, the cached table ~0.1 s)."""
     import ctypes  # noqa: PLC0415
-
-    from localjudge.cache import default_cache_dir  # noqa: PLC0415
 
     vocab = llama_cpp.llama_model_get_vocab(llm.model)
     cache_file = (

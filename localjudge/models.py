@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from localjudge.cache import default_cache_dir
 from localjudge.errors import ModelError
 
 DEFAULT_ALIAS = "smollm2-135m"
@@ -147,10 +148,13 @@ def _package_dir(module: str) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def _assembled(judge: RegisteredJudge) -> tuple[Path | None, str]:
-    from localjudge.cache import default_cache_dir  # noqa: PLC0415
+def _assembled_path(judge: RegisteredJudge) -> Path:
+    """Where a chunked judge is joined: ``<cache dir>/models/<file>``."""
+    return default_cache_dir() / "models" / judge.file
 
-    target = default_cache_dir() / "models" / judge.file
+
+def _assembled(judge: RegisteredJudge) -> tuple[Path | None, str]:
+    target = _assembled_path(judge)
     if target.is_file() and target.stat().st_size > 0:
         return target, ""
     chunks = []
@@ -215,8 +219,6 @@ def file_sha256(path: Path) -> str:
 
 
 def _sha_memo_path() -> Path:
-    from localjudge.cache import default_cache_dir  # noqa: PLC0415
-
     return default_cache_dir() / "sha256.json"
 
 
@@ -247,9 +249,7 @@ def list_models() -> list[ModelStatus]:
     out = []
     for judge in registry():
         if "chunks" in judge.source:
-            from localjudge.cache import default_cache_dir  # noqa: PLC0415
-
-            target = default_cache_dir() / "models" / judge.file
+            target = _assembled_path(judge)
             have_chunks = all(_package_dir(m) is not None for m, _ in judge.source["chunks"])
             present = target.is_file() or have_chunks
             note = "" if present else f"pip install {judge.package}"
