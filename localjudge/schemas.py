@@ -66,10 +66,15 @@ def one_per_piece(name: str, n: int, **fields: Any) -> Any:
     """A tuple type of exactly ``n`` objects, the i-th with ``"index": i`` first, then ``fields``
     (pydantic ``create_model`` field definitions): one verdict per piece, in order."""
     models = tuple(
-        create_model(f"{name}{i}", __base__=StrictModel, index=(Literal[i], ...), **fields)
+        create_model(f"{name}{i}", __base__=StrictModel, index=(_literal(i), ...), **fields)
         for i in range(n)
     )
     return tuple[models]  # type: ignore[valid-type]
+
+
+def _literal(value: int) -> Any:
+    """``Literal[value]`` for a value known only at run time (no static type form exists)."""
+    return Literal[value]
 
 
 class UnboundedSchemaError(ValueError):
