@@ -19,8 +19,10 @@ from localjudge.llama import LlamaJudge, load_judge
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance, MetricResult
 from localjudge.runner import ItemResult, evaluate
 from localjudge.scoring import RelevancePenalties
+from localjudge.versions import DISTRIBUTION, package_version
 
-__version__ = "0.1.0"
+#: the installed distribution's version (``localjudge-rag`` in the package metadata)
+__version__ = package_version(DISTRIBUTION)
 
 __all__ = [
     "ConstraintError",

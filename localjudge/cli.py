@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from localjudge.errors import LocalJudgeError, UsageError
+from localjudge.versions import DISTRIBUTION
 
 EXIT_OK = 0
 EXIT_THRESHOLD = 1
@@ -124,7 +125,7 @@ def _run_options(fn: F) -> F:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="localjudge")
+@click.version_option(package_name=DISTRIBUTION)
 def main() -> None:
     """Offline RAG evaluation with a local GGUF judge (context recall, position, relevance)."""
 
@@ -420,3 +421,4 @@ def models_command() -> None:
         if status.note:
             click.echo(f"    {status.note}")
     click.echo(f"user registry: {user_registry_path()}")
+

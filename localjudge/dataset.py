@@ -308,7 +308,7 @@ def _read_parquet(file: Path) -> Iterator[Record]:
     except ImportError as exc:
         raise DataError(
             "reading Parquet files needs the optional dependency pyarrow",
-            hint="pip install 'localjudge[parquet]'",
+            hint="pip install pyarrow (the 'parquet' extra of localjudge-rag)",
         ) from exc
     try:
         parquet = pq.ParquetFile(str(file))

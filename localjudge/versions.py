@@ -5,7 +5,9 @@ from __future__ import annotations
 import platform
 from importlib.metadata import PackageNotFoundError, version
 
-PACKAGES = ("localjudge", "llama-cpp-python", "outlines", "llguidance", "pydantic", "numpy")
+#: the distribution name on the package index (``localjudge`` there is an unrelated project)
+DISTRIBUTION = "localjudge-rag"
+PACKAGES = (DISTRIBUTION, "llama-cpp-python", "outlines", "llguidance", "pydantic", "numpy")
 
 
 def package_version(name: str) -> str:

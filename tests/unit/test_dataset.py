@@ -315,7 +315,7 @@ def test_parquet_without_pyarrow_says_what_to_install(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     with pytest.raises(DataError) as info:
         read_records(path)
-    assert info.value.hint == "pip install 'localjudge[parquet]'"
+    assert info.value.hint == "pip install pyarrow (the 'parquet' extra of localjudge-rag)"
 
 
 def test_parquet_rows_in_batches(tmp_path):
