@@ -20,6 +20,7 @@ from localjudge.versions import DISTRIBUTION
 
 EXIT_OK = 0
 EXIT_THRESHOLD = 1
+EXIT_DOCTOR = 1
 EXIT_INTERRUPTED = 130
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -422,3 +423,16 @@ def models_command() -> None:
             click.echo(f"    {status.note}")
     click.echo(f"user registry: {user_registry_path()}")
 
+
+@main.command("doctor")
+@click.option(
+    "-m", "--model", default=None, help="GGUF path or registered alias (default: smollm2-135m)."
+)
+@click.option("--no-call", is_flag=True, help="Skip the real judge call (the slowest check).")
+def doctor_command(model: str | None, no_call: bool) -> None:
+    """Check whether this machine can judge: packages, llama.cpp, the judge file, the cache and
+    one real constrained judge call. Exit 0 when all is well, 1 when a check failed."""
+    from localjudge.doctor import report, run_checks  # noqa: PLC0415
+
+    healthy = report(run_checks(model, probe=not no_call), click.echo)
+    sys.exit(EXIT_OK if healthy else EXIT_DOCTOR)

@@ -1,0 +1,239 @@
+"""``localjudge doctor``: can this machine judge, and if not, why not?
+
+Each check is one line: what was found and, for a problem, what to do about it. The last check is
+one real constrained judge call. It runs in a child process, so a native crash of llama.cpp is
+reported as a failed check with the signal's name instead of ending the doctor.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from localjudge.cache import CACHE_FILENAME, default_cache_dir
+from localjudge.errors import LocalJudgeError
+from localjudge.versions import DISTRIBUTION, package_version
+
+Status = Literal["ok", "warn", "fail"]
+#: seconds the judge-call probe may take (a cold load and one call take a few seconds)
+PROBE_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the doctor's report."""
+
+    name: str
+    status: Status
+    detail: str
+    hint: str = ""
+
+
+def run_checks(model: str | None = None, *, probe: bool = True) -> Iterator[Check]:
+    """The doctor's checks in order; ``probe`` adds one real judge call (in a child process)."""
+    yield Check(
+        "localjudge",
+        "ok",
+        f"{package_version(DISTRIBUTION)} (Python {platform.python_version()}, "
+        f"{platform.system()} {platform.machine()})",
+    )
+    yield _packages()
+    native = _native()
+    yield native
+    yield _judge_file(model)
+    yield _cache()
+    if probe and native.status != "fail":
+        yield _probe(model)
+
+
+def _packages() -> Check:
+    found = {name: package_version(name) for name in ("llama-cpp-python", "outlines", "llguidance")}
+    missing = [name for name, v in found.items() if v == "absent"]
+    detail = ", ".join(f"{name} {v}" for name, v in found.items())
+    if missing:
+        return Check(
+            "packages",
+            "fail",
+            detail,
+            f"pip install {' '.join(missing)} (localjudge never decodes unconstrained)",
+        )
+    return Check("packages", "ok", detail)
+
+
+def _native() -> Check:
+    from localjudge.llama import AMX_ENV, amx_decision, native_info  # noqa: PLC0415
+
+    try:
+        info = native_info()
+        amx = amx_decision(info)
+    except LocalJudgeError as exc:
+        return Check("llama.cpp", "fail", exc.message, exc.hint)
+    cpu = [k for k, v in info.features.items() if v == "1"]
+    devices = "; ".join(f"{d.name} ({d.kind}: {d.description})" for d in info.devices) or "none"
+    buffers = "?" if info.extra_buffer_types is None else ", ".join(info.extra_buffer_types) or "-"
+    detail = (
+        f"CPU features: {' '.join(cpu) or 'none reported'}; extra buffer types: {buffers}; "
+        f"AMX: {amx.state}; GPU offload: {'yes' if info.gpu_offload else 'no'}; "
+        f"devices: {devices}"
+    )
+    if amx.state == "kept":
+        return Check(
+            "llama.cpp",
+            "warn",
+            detail,
+            f"{AMX_ENV}=1 keeps llama.cpp's AMX kernels, which crash on many CPUs (llama.cpp "
+            f"#20824); unset it if the judge call below dies",
+        )
+    return Check("llama.cpp", "ok", detail)
+
+
+def _judge_file(model: str | None) -> Check:
+    from localjudge.models import DEFAULT_ALIAS, check_gguf, resolve_model  # noqa: PLC0415
+
+    name = model or DEFAULT_ALIAS
+    try:
+        resolved = resolve_model(model)
+        check_gguf(resolved.path)
+    except LocalJudgeError as exc:
+        return Check("judge", "fail", f"{name}: {exc.message}", exc.hint)
+    size = resolved.path.stat().st_size
+    digest = hashlib.sha256()
+    with resolved.path.open("rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    sha = digest.hexdigest()
+    detail = f"{name}: {resolved.path} ({size / 1e6:.1f} MB), sha256 {sha[:12]}"
+    if resolved.expected_sha256 is None:
+        return Check("judge", "ok", detail + " (no registered sha256 to compare)")
+    if sha != resolved.expected_sha256:
+        return Check(
+            "judge",
+            "fail",
+            f"{detail} != registered {resolved.expected_sha256[:12]}",
+            "the file is corrupt or was replaced; reinstall its package",
+        )
+    return Check("judge", "ok", detail + " matches the registry")
+
+
+def _cache() -> Check:
+    root = default_cache_dir()
+    if not root.exists():
+        return Check("cache", "ok", f"{root}: not created yet")
+    size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    detail = f"{root}: {size / 1e6:.1f} MB"
+    db = root / CACHE_FILENAME
+    if not db.exists():
+        return Check("cache", "ok", f"{detail}, no {CACHE_FILENAME} yet")
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            verdict = str(conn.execute("PRAGMA integrity_check").fetchone()[0])
+            calls = int(conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+    except sqlite3.Error as exc:
+        verdict, calls = str(exc), 0
+    if verdict != "ok":
+        return Check(
+            "cache",
+            "fail",
+            f"{detail}, {CACHE_FILENAME}: {verdict}",
+            f"move {db} aside (or run with --no-cache); a new one is created on the next run",
+        )
+    return Check("cache", "ok", f"{detail}, {CACHE_FILENAME}: {calls} calls, integrity ok")
+
+
+def _probe(model: str | None) -> Check:
+    """One real constrained judge call, in a child process."""
+    code = "from localjudge.doctor import probe_main; probe_main()"
+    argv = [sys.executable, "-c", code, *([model] if model else [])]
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return Check(
+            "judge call",
+            "fail",
+            f"no answer within {PROBE_TIMEOUT_S:.0f} s",
+            "the machine may be overloaded; try again",
+        )
+    wall = time.perf_counter() - start
+    if proc.returncode < 0:
+        name = signal.Signals(-proc.returncode).name
+        return Check(
+            "judge call",
+            "fail",
+            f"llama.cpp died with {name} (exit {128 - proc.returncode})",
+            "a native crash; if LOCALJUDGE_AMX=1 is set, unset it; otherwise report it with "
+            "this doctor's output",
+        )
+    lines = proc.stdout.strip().splitlines()
+    try:
+        result: dict[str, Any] = json.loads(lines[-1]) if lines else {}
+    except ValueError:
+        result = {}
+    if proc.returncode != 0 or "error" in result or not result:
+        message = result.get("error") or (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return Check("judge call", "fail", str(message), str(result.get("hint", "")))
+    return Check(
+        "judge call",
+        "ok",
+        f"{result['metric']} on a 2-piece item: verdicts {result['verdicts']}, "
+        f"load {result['load_seconds']:.2f} s, call {result['seconds']:.2f} s "
+        f"({result['completion_tokens']} tokens), {wall:.1f} s in all",
+    )
+
+
+#: the probe's item: the README's example, in English
+PROBE_ITEM = {
+    "user_input": "Where is the Eiffel Tower?",
+    "retrieved_contexts": ["Paris is the capital of France.", "The Eiffel Tower is in Paris."],
+    "reference": "The Eiffel Tower is in Paris.",
+}
+
+
+def probe_main() -> None:
+    """The child process of the judge-call check: load the judge, make one call, print JSON."""
+    from localjudge.llama import load_judge  # noqa: PLC0415
+    from localjudge.metrics import ContextPosition  # noqa: PLC0415
+
+    model = sys.argv[1] if len(sys.argv) > 1 else None
+    try:
+        start = time.perf_counter()
+        judge = load_judge(model)
+        load_seconds = time.perf_counter() - start
+        result = ContextPosition(judge).score(**PROBE_ITEM)
+    except LocalJudgeError as exc:
+        print(json.dumps({"error": exc.message, "hint": exc.hint}))
+        sys.exit(1)
+    assert result.stats is not None
+    print(
+        json.dumps(
+            {
+                "metric": result.metric,
+                "verdicts": [bool(v["relevant"]) for v in result.verdicts],
+                "load_seconds": load_seconds,
+                "seconds": result.stats.seconds,
+                "completion_tokens": result.stats.completion_tokens,
+            }
+        )
+    )
+
+
+def report(checks: Iterator[Check], echo: Callable[[str], None]) -> bool:
+    """Print each check as it finishes; True when none failed."""
+    healthy = True
+    for check in checks:
+        echo(f"{check.status.upper():<5} {check.name:<11} {check.detail}")
+        if check.hint:
+            echo(f"{'':<5} {'':<11} hint: {check.hint}")
+        healthy = healthy and check.status != "fail"
+    return healthy
