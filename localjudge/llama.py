@@ -117,6 +117,9 @@ class AmxDecision:
 class _Prepared:
     tokens: list[int]
     text: str
+    #: how many leading tokens are the same for every item (the instructions and the template
+    #: text before the last message's content): the prefix llama.cpp may keep between calls
+    fixed: int
 
 
 class _Guard:
@@ -230,7 +233,7 @@ class LlamaJudge:
             prompt_tokens=len(prepared.tokens), max_output_tokens=max_tokens, n_ctx=self.n_ctx
         )
         guard = _Guard(self._processor(schema), self._eos)
-        evaluated = len(prepared.tokens) - self._reusable_prefix(prepared.tokens)
+        evaluated = len(prepared.tokens) - self._prepare_cache(prepared)
         start = time.perf_counter()
         out = self._llm.create_completion(
             prompt=prepared.tokens,
@@ -279,7 +282,9 @@ class LlamaJudge:
         """
         messages = as_messages(prompt)
         if self._formatter is None:
-            segments = [(plain_prompt(messages), False)]
+            text = plain_prompt(messages)
+            head = plain_prompt_head(messages)
+            segments = [(head, False), (text[len(head) :], False)]
         else:
             sentinels = [f"\x00LJ{i}\x00" for i in range(len(messages))]
             stand_ins = [
@@ -305,10 +310,17 @@ class LlamaJudge:
             first, special = segments[0]
             if special and bos_text and first.startswith(bos_text):  # the template wrote it too
                 segments[0] = (first[len(bos_text) :], special)
-        for text, special in segments:
+        # the last message's content is the item's data: everything before it is fixed
+        item_start = len(segments) - 2 if self._formatter is not None else 1
+        fixed = len(tokens)
+        for n, (text, special) in enumerate(segments):
+            if n == item_start:
+                fixed = len(tokens)
             if text:
                 tokens += llm.tokenize(text.encode("utf-8"), add_bos=False, special=special)
-        return _Prepared(tokens=tokens, text="".join(text for text, _ in segments))
+        # at least one token is always evaluated: its logits start the output
+        fixed = max(0, min(fixed, len(tokens) - 1))
+        return _Prepared(tokens=tokens, text="".join(text for text, _ in segments), fixed=fixed)
 
     def _render_template(self, messages: list[dict[str, str]]) -> str:
         try:
@@ -341,15 +353,24 @@ class LlamaJudge:
         proc.reset()
         return proc
 
-    def _reusable_prefix(self, tokens: list[int]) -> int:
-        """How many prompt tokens llama.cpp will take from its KV cache (its own rule)."""
-        cached = self._llm.input_ids[: self._llm.n_tokens]
-        common = 0
-        for a, b in zip(cached, tokens, strict=False):
-            if a != b:
-                break
-            common += 1
-        return common - 1 if common == len(tokens) and common > 0 else common
+    def _prepare_cache(self, prepared: _Prepared) -> int:
+        """Leave llama.cpp's KV cache holding exactly the prompt's fixed prefix; return how many
+        prompt tokens were already there (the call evaluates the rest).
+
+        Floating-point results depend on how a prompt is cut into evaluation batches, so a
+        verdict would otherwise depend on what the previous call left in the cache. Here the
+        fixed prefix is always evaluated alone and the item's part always from the prefix's end,
+        so every call's output is a function of its own prompt only.
+        """
+        llm, fixed = self._llm, prepared.fixed
+        cached = llm.input_ids[: llm.n_tokens]
+        if fixed and llm.n_tokens >= fixed and list(cached[:fixed]) == prepared.tokens[:fixed]:
+            llm.n_tokens = fixed  # llama-cpp-python drops the KV cache beyond this
+            return fixed
+        llm.reset()
+        if fixed:
+            llm.eval(prepared.tokens[:fixed])
+        return 0
 
     def _chat_formatter(self, chat_template: bool | None) -> Any:
         template = self._llm.metadata.get("tokenizer.chat_template")
@@ -384,6 +405,11 @@ def plain_prompt(messages: list[dict[str, str]]) -> str:
     """The completion prompt for models without a chat template."""
     parts = [m["content"].strip() for m in messages]
     return "\n\n".join(parts) + "\n\nJSON answer:\n"
+
+
+def plain_prompt_head(messages: list[dict[str, str]]) -> str:
+    """The part of :func:`plain_prompt` before the last message: the same for every item."""
+    return "".join(m["content"].strip() + "\n\n" for m in messages[:-1])
 
 
 def load_judge(

@@ -421,14 +421,35 @@ def test_prefix_is_reused_across_items(judge: Any, monkeypatch: pytest.MonkeyPat
         batches.clear()
         gen = judge.generate(request.messages, request.schema)
         stats = gen.stats
-        # the reported count is what llama.cpp really evaluated for the prompt
-        assert batches[0] == stats.evaluated_prompt_tokens, (i, batches[:3], stats)
+        # the reported count is what llama.cpp really evaluated for the prompt: the first time
+        # the fixed instructions (alone), then the item's part
         if i == 0:
             assert stats.evaluated_prompt_tokens == stats.prompt_tokens
+            assert batches[0] + batches[1] == stats.prompt_tokens, (batches[:3], stats)
+            assert batches[0] == judge.render(request.messages).fixed
         else:
+            assert batches[0] == stats.evaluated_prompt_tokens, (i, batches[:3], stats)
             user = request.messages[-1]["content"]
             assert stats.evaluated_prompt_tokens <= judge.count_tokens(user) + 32, (i, stats)
             assert stats.evaluated_prompt_tokens < stats.prompt_tokens / 2
+
+
+def test_an_items_output_does_not_depend_on_the_calls_before_it(judge: Any) -> None:
+    """The KV cache never carries one item's tokens into another's evaluation: the same prompt
+    gives the same output after any other call (floating-point results depend on how a prompt
+    is cut into batches, so reusing more than the fixed prefix would change verdicts)."""
+    metric = ContextRelevance(judge)
+    first = [
+        metric.build(make_item(_recall_record(i) | {"response": "r"}, index=i)) for i in range(3)
+    ]
+    alone = []
+    for request in first:
+        judge._llm.reset()
+        alone.append(judge.generate(request.messages, request.schema).raw)
+    # the same prompts after each other, in another order, and twice in a row
+    for order in ([0, 1, 2], [2, 1, 0], [1, 1, 0, 0]):
+        for i in order:
+            assert judge.generate(first[i].messages, first[i].schema).raw == alone[i], order
 
 
 # --------------------------------------------------------------------------- render
