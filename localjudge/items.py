@@ -42,11 +42,11 @@ class Item:
         """A required, non-empty string field."""
         value = self.values.get(name)
         if value is None:
-            raise self._error(name, f"required field '{name}' is missing")
+            raise self.invalid(name, f"required field '{name}' is missing")
         if not isinstance(value, str):
-            raise self._error(name, f"field '{name}' must be a string, got {_type_name(value)}")
+            raise self.invalid(name, f"field '{name}' must be a string, got {_type_name(value)}")
         if not value.strip():
-            raise self._error(name, f"field '{name}' is empty")
+            raise self.invalid(name, f"field '{name}' is empty")
         return value
 
     def optional_text(self, name: str) -> str | None:
@@ -55,7 +55,7 @@ class Item:
         if value is None or (isinstance(value, str) and not value.strip()):
             return None
         if not isinstance(value, str):
-            raise self._error(name, f"field '{name}' must be a string, got {_type_name(value)}")
+            raise self.invalid(name, f"field '{name}' must be a string, got {_type_name(value)}")
         return value
 
     def contexts(self, *, allow_empty: bool = False) -> list[str]:
@@ -65,21 +65,22 @@ class Item:
         if value is None:
             if allow_empty:
                 return []
-            raise self._error(name, f"required field '{name}' is missing")
+            raise self.invalid(name, f"required field '{name}' is missing")
         if isinstance(value, str) or not isinstance(value, (list, tuple)):
-            raise self._error(
+            raise self.invalid(
                 name, f"field '{name}' must be a list of strings, got {_type_name(value)}"
             )
         for i, piece in enumerate(value):
             if not isinstance(piece, str):
-                raise self._error(
+                raise self.invalid(
                     name, f"field '{name}[{i}]' must be a string, got {_type_name(piece)}"
                 )
         if not value and not allow_empty:
-            raise self._error(name, f"field '{name}' is empty")
+            raise self.invalid(name, f"field '{name}' is empty")
         return list(value)
 
-    def _error(self, name: str, message: str) -> InvalidItemError:
+    def invalid(self, name: str, message: str) -> InvalidItemError:
+        """The per-item error for field ``name`` (raise it)."""
         return InvalidItemError(f"item {self.id}: {message}", field=name, item_id=self.id)
 
 

@@ -316,6 +316,13 @@ def verdict_table(
     if isinstance(truncated, Mapping):
         pieces = ", ".join(f"#{p}" for p in truncated.get("pieces") or [])
         notes.append(f"Contexts were trimmed to fit the context window ({pieces or 'none'}).")
+    discarded = [_str(m) for m in details.get("discarded_missing") or []]
+    if discarded:
+        shown = "; ".join(f'"{m}"' for m in discarded)
+        notes.append(f"Missing information that repeats the prompt, not counted: {shown}.")
+    copied = details.get("copied_reasons") or []
+    if copied:
+        notes.append(f"{len(copied)} reason(s) repeat the prompt's example or instructions.")
     missing = [_str(m) for m in details.get("missing") or []]
     if metric == "recall":
         rows = [

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -15,6 +16,7 @@ from localjudge.errors import ContextOverflowError
 from localjudge.items import Item, make_item
 from localjudge.judge import GenerationStats, Judge, Message
 from localjudge.schemas import worst_case_tokens
+from localjudge.statements import split_statements
 
 #: reasons are short English sentences; ASCII keeps their worst case at one token per character
 REASON_CHARS = 120
@@ -193,3 +195,77 @@ def quote_list(texts: Sequence[str], limit: int = 3) -> str:
     shown = [f'"{t}"' for t in texts[:limit]]
     more = len(texts) - len(shown)
     return "; ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+# --------------------------------------------------------------------------- worked examples
+
+
+@dataclass(frozen=True)
+class WorkedExample:
+    """A metric's worked example, shown in its instructions.
+
+    Its content is invented (``names`` occur in no real item), so that a verdict repeating it can
+    be told from a verdict about the item (:class:`PromptCopies`).
+    """
+
+    #: the example's data as the instructions show it
+    data: str
+    #: the example's answer, a value of the metric's schema
+    answer: Mapping[str, Any]
+    #: the invented names the example is about
+    names: tuple[str, ...]
+
+    def render(self) -> str:
+        answer = json.dumps(self.answer, ensure_ascii=False, separators=(",", ":"))
+        return f"Example. {self.data}\nAnswer: {answer}"
+
+
+class PromptCopies:
+    """Tells verdict text that repeats a metric's instructions from text about the item.
+
+    A text copies the prompt when it names one of the example's invented names that the item's
+    own data does not contain, equals a sentence of the instructions or a string of the
+    example's answer, or contains one of those that has at least four words.
+    """
+
+    def __init__(self, system: str, example: WorkedExample) -> None:
+        texts = [*split_statements(system, max_statements=1_000_000), *_strings(example.answer)]
+        self.sentences = frozenset(n for n in map(_normal, texts) if n)
+        self._long = [f" {s} " for s in self.sentences if len(s.split()) >= 4]
+        self.names = frozenset(name.casefold() for name in example.names)
+
+    def __call__(self, text: str, item_data: str) -> bool:
+        norm = _normal(text)
+        if self.names & set(norm.split()) - set(_normal(item_data).split()):
+            return True
+        padded = f" {norm} "
+        return norm in self.sentences or any(s in padded for s in self._long)
+
+    def reasons(self, reasons: Sequence[str], item_data: str) -> list[int]:
+        """The indices of ``reasons`` that copy the prompt (allowed, but counted)."""
+        return [i for i, reason in enumerate(reasons) if self(reason, item_data)]
+
+
+def _normal(text: str) -> str:
+    """Case-folded words: runs of letters and digits, one space apart."""
+    return " ".join(re.findall(r"\w+", text.casefold()))
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+
+
+def item_data(item: Item) -> str:
+    """All of an item's text a judge sees, for telling its words from the prompt's."""
+    parts = [v for v in item.values.values() if isinstance(v, str)]
+    contexts = item.values.get("retrieved_contexts")
+    if isinstance(contexts, (list, tuple)):
+        parts += [c for c in contexts if isinstance(c, str)]
+    return "\n".join(parts)

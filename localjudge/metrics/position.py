@@ -14,12 +14,27 @@ from localjudge.metrics.base import (
     JudgeRequest,
     Metric,
     MetricResult,
+    PromptCopies,
+    WorkedExample,
     chat,
     delimit,
+    item_data,
     numbered_contexts,
 )
 from localjudge.schemas import StrictModel, one_per_piece, text
 from localjudge.scoring import position_score
+
+EXAMPLE = WorkedExample(
+    data='QUESTION: "Who designed the Korvath Bridge?" CONTEXT 0: "Lunesse is a large port city." '
+    'CONTEXT 1: "The Korvath Bridge was designed by Ilse Marrow."',
+    answer={
+        "verdicts": [
+            {"index": 0, "reason": "It is about Lunesse, not the bridge.", "relevant": False},
+            {"index": 1, "reason": "It names the designer of the bridge.", "relevant": True},
+        ]
+    },
+    names=("Korvath", "Lunesse", "Ilse", "Marrow"),
+)
 
 SYSTEM = f"""You judge whether each retrieved CONTEXT passage helps to answer a QUESTION.
 The EXPECTED ANSWER, when given, shows what a helpful passage must contain.
@@ -29,10 +44,9 @@ Give exactly one verdict per CONTEXT passage, in order, starting at index 0:
 - "relevant": true only if the passage contains information needed for the answer; false if it \
 is about something else or only mentions the topic.
 {DATA_RULE}
-Example. QUESTION: "Who wrote Hamlet?" CONTEXT 0: "London is a large city." CONTEXT 1: "Hamlet \
-is a tragedy by William Shakespeare."
-Answer: {{"verdicts":[{{"index":0,"reason":"It is about London, not Hamlet.","relevant":false}},\
-{{"index":1,"reason":"It names the author of Hamlet.","relevant":true}}]}}"""
+{EXAMPLE.render()}"""
+
+COPIES = PromptCopies(SYSTEM, EXAMPLE)
 
 
 @lru_cache(maxsize=64)
@@ -94,7 +108,14 @@ class ContextPosition(Metric):
             if low:
                 reason += f"; relevant pieces ranked below irrelevant ones: {_positions(low)}"
             reason += "."
-        return MetricResult(metric=self.name, value=value, reason=reason, verdicts=verdicts)
+        copied = COPIES.reasons([v["reason"] for v in verdicts], item_data(item))
+        return MetricResult(
+            metric=self.name,
+            value=value,
+            reason=reason,
+            verdicts=verdicts,
+            details={"copied_reasons": copied} if copied else {},
+        )
 
 
 def _positions(indices: list[int]) -> str:

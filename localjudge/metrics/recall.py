@@ -1,8 +1,16 @@
-"""Context recall (ragas semantics): is every reference statement supported by the context?"""
+"""Context recall (ragas semantics): is every reference statement supported by the context?
+
+The statements are the reference's own sentences (:mod:`localjudge.statements`): the judge only
+says, for each, whether the contexts support it. So every statement is a verbatim span of the
+reference, in order, never repeated and never invented.
+"""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, ClassVar, Literal
+
+from pydantic import create_model
 
 from localjudge.items import Item
 from localjudge.metrics.base import (
@@ -11,41 +19,56 @@ from localjudge.metrics.base import (
     JudgeRequest,
     Metric,
     MetricResult,
+    PromptCopies,
+    WorkedExample,
     chat,
     delimit,
+    item_data,
     numbered_contexts,
     quote_list,
 )
-from localjudge.schemas import StrictModel, bounded_list, text
+from localjudge.schemas import StrictModel, one_per_piece, text
 from localjudge.scoring import recall_score
+from localjudge.statements import MAX_STATEMENTS, split_statements
 
-MAX_STATEMENTS = 8
-STATEMENT_CHARS = 100
+__all__ = ["MAX_STATEMENTS", "SYSTEM", "ContextRecall", "recall_schema"]
 
+EXAMPLE = WorkedExample(
+    data='CONTEXT 0: "Velmora is the capital of Ostria." STATEMENT 0: "Velmora is the capital of '
+    'Ostria." STATEMENT 1: "It has two million inhabitants."',
+    answer={
+        "statements": [
+            {"index": 0, "reason": "Context 0 says so.", "attributed": 1},
+            {"index": 1, "reason": "No passage gives the population.", "attributed": 0},
+        ]
+    },
+    names=("Velmora", "Ostria"),
+)
 
-class Statement(StrictModel):
-    statement: text(STATEMENT_CHARS)  # type: ignore[valid-type]
-    reason: text(REASON_CHARS, ascii_only=True)  # type: ignore[valid-type]
-    attributed: Literal[0, 1]
-
-
-class RecallVerdicts(StrictModel):
-    statements: bounded_list(Statement, min_items=1, max_items=MAX_STATEMENTS)  # type: ignore[valid-type]
-
-
-SYSTEM = f"""You are a strict fact checker. You compare a REFERENCE answer with CONTEXT passages.
-Split the REFERENCE into short statements, at most {MAX_STATEMENTS}, one fact each, in the \
-language of the REFERENCE. For each statement give:
+SYSTEM = f"""You are a strict fact checker. You get CONTEXT passages and numbered STATEMENTs \
+from a reference answer.
+Give exactly one verdict per STATEMENT, in order, starting at index 0:
+- "index": the statement number;
 - "reason": one short English sentence naming the CONTEXT passage that states the fact, or \
 saying that no passage states it;
-- "attributed": 1 only if a CONTEXT passage states the fact or clearly implies it; 0 if no \
-passage does, even when the fact is true. Use only the CONTEXT, never your own knowledge.
+- "attributed": 1 only if a CONTEXT passage states the statement or clearly implies it; 0 if no \
+passage does, even when it is true. Use only the CONTEXT, never your own knowledge.
 {DATA_RULE}
-Example. CONTEXT 0: "Paris is the capital of France." REFERENCE: "Paris is the capital of France. \
-It has two million inhabitants."
-Answer: {{"statements":[{{"statement":"Paris is the capital of France.","reason":"Context 0 \
-says so.","attributed":1}},{{"statement":"Paris has two million inhabitants.","reason":"No \
-passage gives the population.","attributed":0}}]}}"""
+{EXAMPLE.render()}"""
+
+COPIES = PromptCopies(SYSTEM, EXAMPLE)
+
+
+@lru_cache(maxsize=MAX_STATEMENTS)
+def recall_schema(n: int) -> type[StrictModel]:
+    """The output schema for ``n`` statements: exactly ``n`` verdicts, indexed 0..n-1 in order."""
+    statements = one_per_piece(
+        "RecallVerdict",
+        n,
+        reason=(text(REASON_CHARS, ascii_only=True), ...),
+        attributed=(Literal[0, 1], ...),
+    )
+    return create_model(f"RecallVerdicts{n}", __base__=StrictModel, statements=(statements, ...))
 
 
 class ContextRecall(Metric):
@@ -57,29 +80,41 @@ class ContextRecall(Metric):
     def build(self, item: Item) -> JudgeRequest:
         question = item.text("user_input")
         contexts = item.contexts()
-        reference = item.text("reference")
+        statements = self._statements(item)
         user = "\n".join(
             [
                 delimit("QUESTION", question),
                 numbered_contexts(contexts),
-                delimit("REFERENCE", reference),
+                *(delimit(f"STATEMENT {i}", s) for i, s in enumerate(statements)),
             ]
         )
-        return JudgeRequest(messages=chat(SYSTEM, user), schema=RecallVerdicts)
+        return JudgeRequest(messages=chat(SYSTEM, user), schema=recall_schema(len(statements)))
 
     def finish(self, item: Item, verdict: Any) -> MetricResult:
-        statements: list[Statement] = list(verdict.statements)
-        value = recall_score([s.attributed for s in statements])
-        unsupported = [s.statement for s in statements if not s.attributed]
-        supported = len(statements) - len(unsupported)
-        reason = (
-            f"{supported} of {len(statements)} reference statements are supported by the context"
-        )
+        statements = self._statements(item)
+        verdicts = [
+            {"index": v.index, "statement": s, "reason": v.reason, "attributed": v.attributed}
+            for v, s in zip(verdict.statements, statements, strict=True)
+        ]
+        value = recall_score([v["attributed"] for v in verdicts])
+        unsupported = [v["statement"] for v in verdicts if not v["attributed"]]
+        supported = len(verdicts) - len(unsupported)
+        reason = f"{supported} of {len(verdicts)} reference statements are supported by the context"
         if unsupported:
             reason += f"; not supported: {quote_list(unsupported)}"
+        copied = COPIES.reasons([v["reason"] for v in verdicts], item_data(item))
         return MetricResult(
             metric=self.name,
             value=value,
             reason=reason + ".",
-            verdicts=[s.model_dump() for s in statements],
+            verdicts=verdicts,
+            details={"copied_reasons": copied} if copied else {},
         )
+
+    def _statements(self, item: Item) -> list[str]:
+        statements = split_statements(item.text("reference"))
+        if not statements:
+            raise item.invalid(
+                "reference", "field 'reference' has no statement (no letter or digit)"
+            )
+        return statements

@@ -15,8 +15,11 @@ from localjudge.metrics.base import (
     JudgeRequest,
     Metric,
     MetricResult,
+    PromptCopies,
+    WorkedExample,
     chat,
     delimit,
+    item_data,
     numbered_contexts,
     quote_list,
 )
@@ -25,6 +28,20 @@ from localjudge.scoring import LEVEL_WEIGHTS, RELEVANCE_LEVELS, RelevancePenalti
 
 MAX_MISSING = 3
 MISSING_CHARS = 60
+
+EXAMPLE = WorkedExample(
+    data='QUESTION: "Who designed the Korvath Bridge and when did it open?" CONTEXT 0: "The '
+    'Korvath Bridge was designed by Ilse Marrow." CONTEXT 1: "Lunesse is a large port city." '
+    'RESPONSE: "Ilse Marrow designed it."',
+    answer={
+        "pieces": [
+            {"index": 0, "reason": "It names the designer.", "relevance": "high", "used": True},
+            {"index": 1, "reason": "It is about Lunesse.", "relevance": "none", "used": False},
+        ],
+        "missing": ["the year the Korvath Bridge opened"],
+    },
+    names=("Korvath", "Lunesse", "Ilse", "Marrow"),
+)
 
 SYSTEM = f"""You grade how relevant retrieved CONTEXT passages are to a QUESTION, and \
 whether a RESPONSE used them.
@@ -37,11 +54,9 @@ supporting information, "low" if it is only on a related topic, "none" if it is 
 Then "missing": up to {MAX_MISSING} short pieces of information the QUESTION needs that no \
 passage gives; an empty list when nothing is missing.
 {DATA_RULE}
-Example. QUESTION: "Who wrote Hamlet and when?" CONTEXT 0: "Hamlet is a tragedy by William \
-Shakespeare." CONTEXT 1: "London is a large city." RESPONSE: "Shakespeare wrote it."
-Answer: {{"pieces":[{{"index":0,"reason":"It names the author.","relevance":"high","used":true}},\
-{{"index":1,"reason":"It is about London.","relevance":"none","used":false}}],\
-"missing":["the year Hamlet was written"]}}"""
+{EXAMPLE.render()}"""
+
+COPIES = PromptCopies(SYSTEM, EXAMPLE)
 
 Level = Literal["high", "medium", "low", "none"]
 assert set(Level.__args__) == set(RELEVANCE_LEVELS)  # type: ignore[attr-defined]
@@ -109,7 +124,10 @@ class ContextRelevance(Metric):
 
     def finish(self, item: Item, verdict: Any) -> MetricResult:
         pieces = [p.model_dump() for p in verdict.pieces]
-        missing = list(verdict.missing)
+        data = item_data(item)
+        # a missing item that repeats the prompt is about the prompt, not the item: it never counts
+        discarded = [m for m in verdict.missing if COPIES(m, data)]
+        missing = [m for m in verdict.missing if m not in discarded]
         levels = [p["relevance"] for p in pieces]
         used = [bool(p["used"]) for p in pieces]
         value = relevance_score(levels, used, len(missing), self.penalties, self.scale)
@@ -123,10 +141,16 @@ class ContextRelevance(Metric):
             reason += f"; high-relevance pieces not used by the response: {positions}"
         if missing:
             reason += f"; missing information: {quote_list(missing)}"
+        details: dict[str, Any] = {"missing": missing}
+        if discarded:
+            details["discarded_missing"] = discarded
+        copied = COPIES.reasons([p["reason"] for p in pieces], data)
+        if copied:
+            details["copied_reasons"] = copied
         return MetricResult(
             metric=self.name,
             value=value,
             reason=reason + ".",
             verdicts=pieces,
-            details={"missing": missing},
+            details=details,
         )

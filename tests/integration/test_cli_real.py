@@ -118,7 +118,7 @@ def test_fail_under_exits_1(first_run: Any, workdir: Path, cli: Any) -> None:
 
 def test_a_small_window_gives_overflow_rows_and_exit_0(tmp_path: Path, cli: Any) -> None:
     """With -c 1024 a long item overflows: an error row naming both numbers and -c/--n-ctx,
-    while the short items are scored (position fits 1,024 tokens, recall never does)."""
+    while the short items are scored."""
     data = tmp_path / "data.jsonl"
     root = Path(__file__).resolve().parents[2]
     short = _rows(root / "examples" / "rag.jsonl")[:2]

@@ -37,6 +37,7 @@ from localjudge.items import make_item
 from localjudge.metrics import Metric
 from localjudge.metrics.base import JudgeRequest
 from localjudge.schemas import worst_case_tokens
+from localjudge.statements import split_statements
 
 pytestmark = [
     pytest.mark.model,
@@ -132,7 +133,10 @@ def test_output_is_valid_compact_and_complete_on_nasty_inputs(
 ) -> None:
     out = check_call(judge, METRICS[metric_name](judge), NASTY[case])
     if metric_name == "recall":
-        assert 1 <= len(out.generation.value.statements) <= 8
+        reference = NASTY[case]["reference"]
+        statements = [v["statement"] for v in out.result.verdicts]
+        assert statements == split_statements(reference)
+        assert len(out.generation.value.statements) == len(statements)
     else:
         assert len(out.result.verdicts) == out.n_contexts
 
@@ -145,7 +149,11 @@ def test_score_helper_matches_generate(judge: Any) -> None:
     assert isinstance(request, JudgeRequest)
     assert judge.generate(request.messages, request.schema).raw == result.raw
     assert result.stats is not None
-    assert result.details["missing"] == json.loads(result.raw)["missing"]
+    # every missing item the judge wrote is counted or, as a copy of the prompt, set aside
+    written = json.loads(result.raw)["missing"]
+    kept, discarded = result.details["missing"], result.details.get("discarded_missing", [])
+    assert [m for m in written if m not in discarded] == kept
+    assert all(m in written for m in discarded)
 
 
 # --------------------------------------------------------------------------- overflow

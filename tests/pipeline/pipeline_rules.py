@@ -1,6 +1,6 @@
 """A rule-following scripted judge and the scores its rules imply, shared by pipeline tests.
 
-Recall: a reference sentence is attributed when a context contains it. Position: a piece is
+Recall: a reference statement is attributed when a context contains it. Position: a piece is
 relevant when it contains 'yes'. Relevance: 'yes' pieces are high, others none; a piece is used
 when the response contains it; nothing is missing.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from localjudge.metrics.recall import RecallVerdicts
+from localjudge.statements import split_statements
 from localjudge.testing import prompt_data
 
 
@@ -17,16 +17,18 @@ def rule_reply(messages, schema):
     data = prompt_data(messages)
     contexts = [data[f"CONTEXT {i}"] for i in range(sum(k.startswith("CONTEXT") for k in data))]
     name = schema.__name__
-    if schema is RecallVerdicts:
-        sentences = [s.strip() + "." for s in data["REFERENCE"].split(".") if s.strip()]
+    if name.startswith("RecallVerdicts"):
+        statements = [
+            data[f"STATEMENT {i}"] for i in range(sum(k.startswith("STATEMENT") for k in data))
+        ]
         return {
             "statements": [
                 {
-                    "statement": s,
+                    "index": i,
                     "reason": "matched" if any(s in c for c in contexts) else "absent",
                     "attributed": int(any(s in c for c in contexts)),
                 }
-                for s in sentences
+                for i, s in enumerate(statements)
             ]
         }
     if name.startswith("PositionVerdicts"):
@@ -52,7 +54,7 @@ def rule_reply(messages, schema):
 
 
 def expected_recall(rec):
-    sentences = [s.strip() + "." for s in rec["reference"].split(".") if s.strip()]
+    sentences = split_statements(rec["reference"])
     return sum(any(s in c for c in rec["retrieved_contexts"]) for s in sentences) / len(sentences)
 
 

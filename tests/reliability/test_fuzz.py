@@ -34,6 +34,7 @@ from localjudge.items import ALIASES, FIELDS
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.run import eval_file
 from localjudge.scoring import position_score, recall_score, relevance_score
+from localjudge.statements import split_statements
 from localjudge.testing import ScriptedJudge, prompt_data
 
 METRIC_NAMES = ["recall", "position", "relevance"]
@@ -267,22 +268,22 @@ BIG_RECORD = {
 
 
 def rule_reply(messages: list[dict[str, str]], schema: type[Any]) -> dict[str, Any]:
-    """A judge that follows fixed rules on the item's own data: recall attributes "the
-    reference" when it says yes and "the context" when any piece says yes; position calls a piece
+    """A judge that follows fixed rules on the item's own data: recall attributes a statement
+    when it says yes or when any piece says yes; position calls a piece
     relevant when it says yes; relevance grades yes-pieces high, no-pieces medium, others none,
     marks every piece used when the response says yes, and reports one gap when the question
     says no. The number of pieces comes from the schema and must match the prompt's blocks."""
     data = prompt_data(messages)
     contexts = [data[f"CONTEXT {i}"] for i in range(sum(k.startswith("CONTEXT ") for k in data))]
     if "statements" in schema.model_fields:
+        n = len(schema.model_fields["statements"].annotation.__args__)
+        statements = [data[f"STATEMENT {i}"] for i in range(n)]
+        assert f"STATEMENT {n}" not in data, "schema and prompt disagree on the statements"
+        context_yes = any("yes" in c for c in contexts)
         return {
             "statements": [
-                {"statement": "r", "reason": "rule", "attributed": int("yes" in data["REFERENCE"])},
-                {
-                    "statement": "c",
-                    "reason": "rule",
-                    "attributed": int(any("yes" in c for c in contexts)),
-                },
+                {"index": i, "reason": "rule", "attributed": int("yes" in st or context_yes)}
+                for i, st in enumerate(statements)
             ]
         }
     key = "verdicts" if "verdicts" in schema.model_fields else "pieces"
@@ -353,12 +354,13 @@ def expected_outcome(rec: Mapping[str, Any], metric: str) -> tuple[set[str], flo
     if not (_is_str_list(ctx) and ctx):
         bad.add("retrieved_contexts")
     other = "reference" if metric == "recall" else "response"
-    if not _is_text(values.get(other)):
+    if not _is_text(values.get(other)) or (metric == "recall" and not split_statements(ref)):
         bad.add(other)
     if bad:
         return bad, None
     if metric == "recall":
-        return bad, recall_score([int("yes" in ref), int(any("yes" in c for c in ctx))])
+        context_yes = any("yes" in c for c in ctx)
+        return bad, recall_score([int("yes" in st or context_yes) for st in split_statements(ref)])
     levels = ["high" if "yes" in c else "medium" if "no" in c else "none" for c in ctx]
     return bad, relevance_score(levels, ["yes" in resp] * len(ctx), int("no" in q))
 

@@ -19,7 +19,6 @@ from localjudge import bench
 from localjudge.dataset import file_sha256
 from localjudge.errors import DataError
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
-from localjudge.metrics.recall import RecallVerdicts
 from localjudge.report import (
     CSP,
     histogram,
@@ -81,7 +80,8 @@ _BLOCK = re.compile(r"^<<(?P<tag>[A-Z0-9 ]+)>>\n(?P<body>.*?)\n<</(?P=tag)>>$", 
 
 
 def rule_reply(messages, schema):
-    """Recall: a reference statement (split at '. ') is supported when a context contains it.
+    """Recall: a reference statement is supported when a context contains it (without its
+    final full stop).
     Position: a piece is relevant when it contains 'yes'. Relevance: 'yes' pieces are high, 'meh'
     pieces low, others none; used when the response contains the piece; a question asking for a
     year misses it. Reasons of pieces with markup in them quote it."""
@@ -91,16 +91,18 @@ def rule_reply(messages, schema):
     def reason(c):
         return f"rule: {REASON_IMG}" if "<" in c else "rule"
 
-    if schema is RecallVerdicts:
-        statements = [s for s in data["REFERENCE"].split(". ") if s.strip()]
+    if schema.__name__.startswith("RecallVerdicts"):
+        statements = [
+            data[f"STATEMENT {i}"] for i in range(sum(k.startswith("STATEMENT") for k in data))
+        ]
         return {
             "statements": [
                 {
-                    "statement": s,
+                    "index": i,
                     "reason": "rule",
                     "attributed": int(any(s.rstrip(".") in c for c in contexts)),
                 }
-                for s in statements
+                for i, s in enumerate(statements)
             ]
         }
     if schema.__name__.startswith("PositionVerdicts"):

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from localjudge.errors import ConstraintError
 from localjudge.metrics.base import REASON_CHARS
 from localjudge.metrics.position import position_schema
-from localjudge.metrics.recall import MAX_STATEMENTS, STATEMENT_CHARS, RecallVerdicts
+from localjudge.metrics.recall import MAX_STATEMENTS, recall_schema
 from localjudge.metrics.relevance import MAX_MISSING, MISSING_CHARS, relevance_schema
 from localjudge.schemas import (
     GUIDANCE,
@@ -45,16 +45,11 @@ def checked_size(schema, value):
 # ---------------------------------------------------------------- worst case: the largest instance
 
 
-def largest_recall():
+def largest_recall(n):
     return {
         "statements": [
-            {
-                "statement": WIDE * STATEMENT_CHARS,
-                "reason": ASCII_MAX * REASON_CHARS,
-                "attributed": 1,
-            }
+            {"index": i, "reason": ASCII_MAX * REASON_CHARS, "attributed": 1} for i in range(n)
         ]
-        * MAX_STATEMENTS
     }
 
 
@@ -84,14 +79,23 @@ def largest_relevance(n):
 @pytest.mark.parametrize(
     ("schema", "largest"),
     [
-        (RecallVerdicts, largest_recall()),
+        (recall_schema(2), largest_recall(2)),
+        (recall_schema(MAX_STATEMENTS), largest_recall(MAX_STATEMENTS)),
         (position_schema(3), largest_position(3)),
         (position_schema(1), largest_position(1)),
         (position_schema(12), largest_position(12)),  # two-digit indices
         (relevance_schema(2), largest_relevance(2)),
         (relevance_schema(11), largest_relevance(11)),
     ],
-    ids=["recall", "position3", "position1", "position12", "relevance2", "relevance11"],
+    ids=[
+        "recall2",
+        "recall16",
+        "position3",
+        "position1",
+        "position12",
+        "relevance2",
+        "relevance11",
+    ],
 )
 def test_worst_case_is_the_size_of_the_largest_instance(schema, largest):
     size = checked_size(schema, largest)
@@ -100,15 +104,13 @@ def test_worst_case_is_the_size_of_the_largest_instance(schema, largest):
 
 
 def test_recall_worst_case_by_hand():
-    statement = (
-        len('{"statement":"",')
-        + 4 * STATEMENT_CHARS
-        + len('"reason":"",')
-        + REASON_CHARS
-        + len('"attributed":1}')
-    )
-    expected = len('{"statements":[]}') + MAX_STATEMENTS * statement + MAX_STATEMENTS - 1
-    assert worst_case_bytes(RecallVerdicts) == expected == 4528
+    # the judge writes no statement text: an index, a reason and 0/1 per statement
+    verdict = len('{"index":0,"reason":"","attributed":1}') + REASON_CHARS
+    expected = len('{"statements":[]}') + 2 * verdict + 1
+    assert worst_case_bytes(recall_schema(2)) == expected == 334
+    # 16 statements, six of them with two-digit indices, fit in far less than the 4,528
+    # bytes of the 8 judge-written statements the schema used to allow
+    assert worst_case_bytes(recall_schema(16)) == 16 * verdict + 6 + 15 + 17 == 2566
 
 
 def test_position3_worst_case_by_hand():
@@ -152,22 +154,20 @@ _ASCII = st.sampled_from([chr(c) for c in range(0x20, 0x7F) if chr(c) not in '"\
 
 @settings(max_examples=60, deadline=None)
 @given(
-    statements=st.lists(
-        st.fixed_dictionaries(
-            {
-                "statement": st.text(_ANY, min_size=1, max_size=STATEMENT_CHARS),
-                "reason": st.text(_ASCII, min_size=1, max_size=REASON_CHARS),
-                "attributed": st.sampled_from([0, 1]),
-            }
-        ),
-        min_size=1,
-        max_size=MAX_STATEMENTS,
-    )
+    data=st.data(),
+    n=st.integers(min_value=1, max_value=MAX_STATEMENTS),
 )
-def test_every_conforming_recall_output_fits_the_bound(statements):
-    assert checked_size(RecallVerdicts, {"statements": statements}) <= worst_case_bytes(
-        RecallVerdicts
-    )
+def test_every_conforming_recall_output_fits_the_bound(data, n):
+    statements = [
+        {
+            "index": i,
+            "reason": data.draw(st.text(_ASCII, min_size=1, max_size=REASON_CHARS)),
+            "attributed": data.draw(st.sampled_from([0, 1])),
+        }
+        for i in range(n)
+    ]
+    schema = recall_schema(n)
+    assert checked_size(schema, {"statements": statements}) <= worst_case_bytes(schema)
 
 
 # ---------------------------------------------------------------- unbounded schemas
@@ -239,7 +239,7 @@ def test_schema_that_allows_extra_properties_by_default_is_refused():
 
 
 @pytest.mark.parametrize(
-    "schema", [RecallVerdicts, position_schema(3), relevance_schema(2), Composite]
+    "schema", [recall_schema(2), position_schema(3), relevance_schema(2), Composite]
 )
 def test_json_schema_is_compact_and_closed(schema):
     js = json_schema(schema)
@@ -270,9 +270,11 @@ def test_position_schema_fixes_the_count_and_the_indices():
 
 
 def test_strings_exclude_what_json_would_escape():
-    statement = json_schema(RecallVerdicts)["$defs"]["Statement"]["properties"]
-    assert statement["statement"]["maxLength"] == STATEMENT_CHARS
+    js = json_schema(recall_schema(1))
+    statement = js["$defs"]["RecallVerdict0"]["properties"]
+    assert set(statement) == {"index", "reason", "attributed"}  # no text of the judge's own
     assert statement["reason"]["maxLength"] == REASON_CHARS
+    assert statement["reason"]["pattern"].startswith("^[ !#-")
     assert statement["attributed"]["enum"] == [0, 1]
 
 
