@@ -30,10 +30,11 @@ import json, sys, time
 t0 = time.perf_counter()
 from localjudge import load_judge
 from localjudge.metrics.position import position_schema
-from localjudge.metrics.recall import RecallVerdicts
+from localjudge.metrics.recall import recall_schema
 from localjudge.metrics.relevance import relevance_schema
 judge = load_judge(sys.argv[1])
-judge.warm([RecallVerdicts, position_schema(5), relevance_schema(5)])
+for schema in (recall_schema(2), position_schema(5), relevance_schema(5)):
+    judge._processor(schema)
 print(json.dumps({"seconds": time.perf_counter() - t0}))
 """
 
@@ -92,7 +93,7 @@ def per_call_ratio(judge: object, repeats: int) -> dict[str, dict[str, float]]:
     out = {}
     item = make_item(items(1)[0], index=0)
     for name, cls in METRICS.items():
-        metric = cls(judge)  # type: ignore[arg-type]
+        metric = cls()
         request = metric.build(item)
         prepared = judge.render(request.messages)  # type: ignore[attr-defined]
         first = judge.generate(request.messages, request.schema)  # type: ignore[attr-defined]
@@ -110,7 +111,7 @@ def prefix_reuse(judge: object, n_items: int) -> dict[str, float]:
     from localjudge.items import make_item
     from localjudge.metrics.recall import ContextRecall
 
-    metric = ContextRecall(judge)  # type: ignore[arg-type]
+    metric = ContextRecall()
     evaluated, specific, prompt, tokens, seconds = [], [], [], 0, 0.0
     for i, record in enumerate(items(n_items)):
         request = metric.build(make_item(record, index=i))
@@ -145,7 +146,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             # the assembled gemma file must not count in its cold start: assemble it first
             # in the shared cache and point the fresh cache at the same models/ folder
-            from localjudge.models import resolve_model
+            from localjudge.registry import resolve_model
 
             model_path = resolve_model(alias).path
             (Path(tmp) / "models").mkdir()

@@ -6,7 +6,7 @@ Generates a JSONL file of N items (default 100,000) in a temporary directory: va
 phase in a fresh process (so that the peak RSS of one phase does not hide the next):
 
 - ``read``: stream the file through ``localjudge.dataset.read_records``;
-- ``eval``: ``localjudge.run.eval_file`` (the streaming ``runner.evaluate`` plus the
+- ``eval``: ``localjudge.evaluation.eval_file`` (the streaming ``evaluate`` plus the
   ``results.jsonl`` writer) with a :class:`~localjudge.testing.ScriptedJudge` (no model) answering
   every call from its schema;
 - ``summary``: the same run's end: the summary statistics (bootstrap CI) eval_file computes after
@@ -190,8 +190,8 @@ def phase_read(path: str, checkpoints: list[int], trace: bool) -> list[dict[str,
 def phase_eval(
     path: str, checkpoints: list[int], trace: bool, metric_names: list[str], keep_calls: bool
 ) -> list[dict[str, Any]]:
+    from localjudge.evaluation import eval_file
     from localjudge.metrics import METRICS
-    from localjudge.run import eval_file
     from localjudge.testing import ScriptedJudge
 
     replies: dict[type, dict[str, Any]] = {}
@@ -202,10 +202,10 @@ def phase_eval(
         if schema not in replies:
             fields = schema.model_fields
             if "statements" in fields:
+                n = len(fields["statements"].annotation.__args__)
                 replies[schema] = {
                     "statements": [
-                        {"statement": "one", "reason": "r", "attributed": 1},
-                        {"statement": "two", "reason": "r", "attributed": 0},
+                        {"index": i, "reason": "r", "attributed": i % 2} for i in range(n)
                     ]
                 }
             elif "verdicts" in fields:
@@ -227,7 +227,7 @@ def phase_eval(
         return replies[schema]
 
     judge = ScriptedJudge(reply)
-    metrics = [METRICS[m](judge) for m in metric_names]
+    metrics = [METRICS[m]() for m in metric_names]
     probe = Probe(trace)
     rows: list[dict[str, Any]] = []
     todo = list(checkpoints)

@@ -14,11 +14,19 @@ from localjudge.errors import (
     ModelError,
     UsageError,
 )
-from localjudge.judge import Generation, GenerationStats, Judge, JudgeIdentity
+from localjudge.evaluation import eval_file, evaluate, score
+from localjudge.judge import Generation, GenerationStats, Judge, JudgeIdentity, JudgeRequest
 from localjudge.llama import LlamaJudge, load_judge
-from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance, MetricResult
-from localjudge.runner import ItemResult, evaluate
+from localjudge.metrics import (
+    ContextPosition,
+    ContextRecall,
+    ContextRelevance,
+    MetricResult,
+    MetricSettings,
+)
+from localjudge.results import ItemResult
 from localjudge.scoring import RelevancePenalties
+from localjudge.settings import JudgeSettings, build_metrics, open_judge
 from localjudge.versions import DISTRIBUTION, package_version
 
 #: the installed distribution's version (``localjudge-rag`` in the package metadata)
@@ -38,13 +46,20 @@ __all__ = [
     "ItemResult",
     "Judge",
     "JudgeIdentity",
+    "JudgeRequest",
+    "JudgeSettings",
     "LlamaJudge",
     "LocalJudgeError",
     "MetricResult",
+    "MetricSettings",
     "ModelError",
     "RelevancePenalties",
     "UsageError",
     "__version__",
+    "build_metrics",
+    "eval_file",
     "evaluate",
     "load_judge",
+    "open_judge",
+    "score",
 ]

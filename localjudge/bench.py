@@ -1,291 +1,80 @@
-"""Agreement of judges with human labels, and judge against judge.
+"""``localjudge bench``: run judges on labelled data and compare each with the human labels.
 
-The statistics are pure functions of the labelled records and the ``results.jsonl`` rows each
-judge produced (they never look at runner internals), so an old run can be re-benched without
-re-judging. Judges are compared on the items that every judge scored; the items a judge failed are
-counted and listed, never silently dropped.
-
-Per-verdict agreement uses scikit-learn (accuracy, Cohen's kappa, quadratic-weighted for the
-ordinal relevance levels, confusion matrices); per-item score agreement uses SciPy (Spearman,
-Kendall) and scikit-learn (ROC AUC). Confidence intervals come from a seeded bootstrap over items
-(verdicts of one item are resampled together).
+:func:`bench_file` validates the labels, runs each judge on the data as an ordinary eval run
+(each in a fresh process, one after another, so judges never share the cores and each gets its
+own cold start and peak memory), reads the runs back through :mod:`localjudge.results` and
+compares them (:func:`compare`, :func:`item_rows`) with :mod:`localjudge.agreement`'s statistics.
+Judges are compared on the items every judge scored; the items a judge failed are counted and
+listed, never silently dropped.
 """
 
 from __future__ import annotations
 
-import math
-import warnings
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-import numpy as np
+from localjudge.agreement import Pair, score_agreement, verdict_agreement
+from localjudge.canonical import file_sha256
+from localjudge.dataset import read_records
+from localjudge.errors import ConstraintError, DataError, LocalJudgeError, ModelError, UsageError
+from localjudge.evaluation import eval_file
+from localjudge.judge import Judge
+from localjudge.metrics import METRICS, MetricSettings
+from localjudge.results import (
+    BENCH,
+    RESULTS,
+    BenchItemRow,
+    BenchReport,
+    read_results,
+    write_bench,
+)
+from localjudge.settings import JudgeSettings, build_metrics, open_judge
+from localjudge.versions import versions
 
-from localjudge.scoring import RELEVANCE_LEVELS, position_score, relevance_score
+__all__ = [
+    "BenchOutcome",
+    "JudgeFactory",
+    "applicable",
+    "bench_file",
+    "bench_table",
+    "compare",
+    "item_rows",
+    "label_problem",
+    "pair_up",
+]
 
-FORMAT_VERSION = 1
-BOOTSTRAP_RESAMPLES = 1000
-BOOTSTRAP_SEED = 0
-#: ordinal order of the relevance levels, lowest first (for weighted kappa)
-LEVEL_ORDER = tuple(reversed(RELEVANCE_LEVELS))
-#: what each metric needs in ``labels``
-LABELS_FOR = {
-    "recall": ("recall",),
-    "position": ("relevant",),
-    "relevance": ("levels", "used", "relevant"),
-}
-
-
-@dataclass(frozen=True)
-class Pair:
-    """One item's human labels and one judge's result row for one metric."""
-
-    index: int
-    id: str
-    labels: Mapping[str, Any]
-    row: Mapping[str, Any]
-
-
-# --------------------------------------------------------------------------- human scores
-
-
-def human_score(metric: str, labels: Mapping[str, Any]) -> float | None:
-    """The metric's formula applied to the human labels (None when the labels do not give it).
-
-    Relevance without ``used`` labels counts every piece as used (no usage penalty) and no
-    missing information: the labels say nothing about either.
-    """
-    if metric == "recall" and "recall" in labels:
-        return float(labels["recall"])
-    if metric == "position" and "relevant" in labels:
-        return position_score([bool(v) for v in labels["relevant"]])
-    if metric == "relevance" and "levels" in labels:
-        levels = list(labels["levels"])
-        used = [bool(v) for v in labels.get("used", [True] * len(levels))]
-        return relevance_score(levels, used, 0)
-    return None
+#: opens a judge from its settings; the default loads the real model in a fresh process
+JudgeFactory = Callable[[JudgeSettings], Judge]
 
 
-def label_problem(labels: Any, n_pieces: int | None) -> str | None:  # noqa: PLR0911
+# --------------------------------------------------------------------------- labels
+
+
+def label_problem(labels: Any, n_pieces: int | None) -> str | None:
     """What is wrong with one record's ``labels`` (None when they are usable)."""
     if not isinstance(labels, Mapping):
         return "'labels' must be an object"
-    recall = labels.get("recall")
-    if "recall" in labels and (
-        isinstance(recall, bool) or not isinstance(recall, (int, float)) or not 0 <= recall <= 1
-    ):
-        return f"labels.recall must be a number in [0, 1], got {recall!r}"
-    for key in ("relevant", "used", "levels"):
-        if key not in labels:
-            continue
-        value = labels[key]
-        if not isinstance(value, list) or not value:
-            return f"labels.{key} must be a non-empty list"
-        if n_pieces is not None and len(value) != n_pieces:
-            return f"labels.{key} has {len(value)} entries for {n_pieces} context pieces"
-        if key == "levels":
-            bad = [v for v in value if v not in RELEVANCE_LEVELS]
-            if bad:
-                return (
-                    f"labels.levels has {bad[0]!r}; expected one of {', '.join(RELEVANCE_LEVELS)}"
-                )
-        elif not all(isinstance(v, bool) for v in value):
-            return f"labels.{key} must be a list of true/false"
+    for cls in METRICS.values():
+        for key, kind in cls.labels.items():
+            if key in labels and (problem := kind.problem(key, labels[key], n_pieces)):
+                return problem
     return None
 
 
 def applicable(metric: str, labels: Mapping[str, Any]) -> bool:
-    return any(key in labels for key in LABELS_FOR[metric])
+    """Whether ``labels`` give something ``metric`` can be compared on."""
+    return any(key in labels for key in METRICS[metric].labels)
 
 
-# --------------------------------------------------------------------------- statistics
-
-
-def _nan_to_none(value: float) -> float | None:
-    return None if value is None or math.isnan(value) else float(value)
-
-
-def _quiet(fn: Callable[[], float]) -> float | None:
-    """Run a statistic; undefined cases (constant inputs, one class) give None, not NaN."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return _nan_to_none(fn())
-        except ValueError:
-            return None
-
-
-def accuracy(human: Sequence[Any], judge: Sequence[Any]) -> float | None:
-    from sklearn.metrics import accuracy_score  # noqa: PLC0415
-
-    return _quiet(lambda: accuracy_score(human, judge)) if human else None
-
-
-def kappa(
-    human: Sequence[Any], judge: Sequence[Any], labels: Sequence[Any], weights: str | None = None
-) -> float | None:
-    """Cohen's kappa; ``weights="quadratic"`` for ordinal labels (given lowest first)."""
-    from sklearn.metrics import cohen_kappa_score  # noqa: PLC0415
-
-    if not human:
-        return None
-    rank = {label: i for i, label in enumerate(labels)}
-    h, j = [rank[v] for v in human], [rank[v] for v in judge]
-    return _quiet(lambda: cohen_kappa_score(h, j, labels=list(range(len(labels))), weights=weights))
-
-
-def confusion(human: Sequence[Any], judge: Sequence[Any], labels: Sequence[Any]) -> dict[str, Any]:
-    """Rows: human label; columns: judge label; in ``labels`` order."""
-    from sklearn.metrics import confusion_matrix  # noqa: PLC0415
-
-    matrix = (
-        confusion_matrix(human, judge, labels=list(labels))
-        if human
-        else np.zeros((len(labels),) * 2)
-    )
-    return {
-        "labels": [str(v).lower() for v in labels],
-        "matrix": np.asarray(matrix, dtype=int).tolist(),
-    }
-
-
-def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
-    from scipy.stats import spearmanr  # noqa: PLC0415
-
-    return _quiet(lambda: spearmanr(x, y).statistic) if len(x) > 1 else None
-
-
-def kendall(x: Sequence[float], y: Sequence[float]) -> float | None:
-    from scipy.stats import kendalltau  # noqa: PLC0415
-
-    return _quiet(lambda: kendalltau(x, y).statistic) if len(x) > 1 else None
-
-
-def mae(x: Sequence[float], y: Sequence[float]) -> float | None:
-    return float(np.mean(np.abs(np.asarray(x) - np.asarray(y)))) if len(x) else None
-
-
-def roc_auc(binary: Sequence[float], scores: Sequence[float]) -> float | None:
-    """ROC AUC of the judge's score against binary (0/1) human labels."""
-    from sklearn.metrics import roc_auc_score  # noqa: PLC0415
-
-    return _quiet(lambda: roc_auc_score([int(b) for b in binary], scores)) if binary else None
-
-
-def bootstrap(
-    clusters: Sequence[Any],
-    statistic: Callable[[Sequence[Any]], float | None],
-    *,
-    resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = BOOTSTRAP_SEED,
-) -> list[float] | None:
-    """Seeded percentile bootstrap over items: ``statistic`` of each resample of ``clusters``."""
-    if len(clusters) < 2:
-        return None
-    rng = np.random.default_rng(seed)
-    n = len(clusters)
-    values = []
-    for _ in range(resamples):
-        sample = [clusters[i] for i in rng.integers(0, n, n)]
-        value = statistic(sample)
-        if value is not None:
-            values.append(value)
-    if len(values) < resamples // 2:
-        return None
-    low, high = np.percentile(values, [2.5, 97.5])
-    return [float(low), float(high)]
-
-
-def with_ci(
-    clusters: Sequence[Any], statistic: Callable[[Sequence[Any]], float | None]
-) -> dict[str, Any]:
-    return {"value": statistic(clusters), "ci95": bootstrap(clusters, statistic)}
-
-
-# --------------------------------------------------------------------------- per metric
-
-
-def _verdicts(metric: str, row: Mapping[str, Any], key: str) -> list[Any] | None:
-    """The judge's per-piece values for a label key, in piece order."""
-    verdicts = row.get("verdicts") or []
-    if metric == "position" and key == "relevant":
-        return [bool(v["relevant"]) for v in verdicts]
-    if metric == "relevance" and key == "levels":
-        return [v["relevance"] for v in verdicts]
-    if metric == "relevance" and key == "used":
-        return [bool(v["used"]) for v in verdicts]
-    if metric == "relevance" and key == "relevant":  # binary labels: high/medium count as relevant
-        return [v["relevance"] in ("high", "medium") for v in verdicts]
-    return None
-
-
-def _flat(pairs: Sequence[tuple[list[Any], list[Any]]]) -> tuple[list[Any], list[Any]]:
-    human = [h for hs, _ in pairs for h in hs]
-    judge = [j for _, js in pairs for j in js]
-    return human, judge
-
-
-def verdict_agreement(metric: str, key: str, pairs: Sequence[Pair]) -> dict[str, Any] | None:
-    """Accuracy, kappa (quadratic for levels) and confusion for one per-piece label key."""
-    clusters = []
-    for p in pairs:
-        judge = _verdicts(metric, p.row, key)
-        human = p.labels.get(key)
-        if judge is None or human is None or len(judge) != len(human):
-            continue
-        clusters.append(([v if key == "levels" else bool(v) for v in human], judge))
-    if not clusters:
-        return None
-    labels: Sequence[Any] = LEVEL_ORDER if key == "levels" else (False, True)
-    weights = "quadratic" if key == "levels" else None
-
-    def acc(cs: Sequence[tuple[list[Any], list[Any]]]) -> float | None:
-        return accuracy(*_flat(cs))
-
-    def kap(cs: Sequence[tuple[list[Any], list[Any]]]) -> float | None:
-        return kappa(*_flat(cs), labels=labels, weights=weights)
-
-    human, judge = _flat(clusters)
-    return {
-        "n_verdicts": len(human),
-        "accuracy": with_ci(clusters, acc),
-        "kappa": {**with_ci(clusters, kap), "weights": weights or "none"},
-        "confusion": confusion(human, judge, labels),
-    }
-
-
-def score_agreement(metric: str, pairs: Sequence[Pair]) -> dict[str, Any] | None:
-    """Spearman, Kendall, MAE (and ROC AUC for binary recall labels) of per-item scores."""
-    points = []
-    for p in pairs:
-        h = human_score(metric, p.labels)
-        if h is not None and p.row.get("score") is not None:
-            points.append((h, float(p.row["score"])))
-    if not points:
-        return None
-
-    def col(ps: Sequence[tuple[float, float]], i: int) -> list[float]:
-        return [pt[i] for pt in ps]
-
-    out = {
-        "n_items": len(points),
-        "spearman": with_ci(points, lambda ps: spearman(col(ps, 0), col(ps, 1))),
-        "kendall": with_ci(points, lambda ps: kendall(col(ps, 0), col(ps, 1))),
-        "mae": with_ci(points, lambda ps: mae(col(ps, 0), col(ps, 1))),
-        "human_mean": float(np.mean(col(points, 0))),
-        "judge_mean": float(np.mean(col(points, 1))),
-    }
-    binary = [pt for pt in points if pt[0] in (0.0, 1.0)]
-    if metric == "recall" and binary:
-        out["roc_auc"] = {
-            **with_ci(binary, lambda ps: roc_auc(col(ps, 0), col(ps, 1))),
-            "n_items": len(binary),
-        }
-    return out
+# --------------------------------------------------------------------------- comparison
 
 
 def metric_report(metric: str, pairs: Sequence[Pair], common: set[int]) -> dict[str, Any]:
     """One judge x metric: agreement on the common items, failures, speed."""
+    cls = METRICS[metric]
     scored = [p for p in pairs if p.row.get("error") is None]
     failed = [p for p in pairs if p.row.get("error") is not None]
     on_common = [p for p in scored if p.index in common]
@@ -294,8 +83,8 @@ def metric_report(metric: str, pairs: Sequence[Pair], common: set[int]) -> dict[
     tokens = sum(int(r["completion_tokens"] or 0) for r in timed)
     verdicts = {
         key: agreement
-        for key in LABELS_FOR[metric]
-        if key != "recall" and (agreement := verdict_agreement(metric, key, on_common)) is not None
+        for key, kind in cls.labels.items()
+        if kind.per_piece and (agreement := verdict_agreement(cls, key, on_common)) is not None
     }
     return {
         "n_items": len(pairs),
@@ -304,7 +93,7 @@ def metric_report(metric: str, pairs: Sequence[Pair], common: set[int]) -> dict[
         "failed_ids": [p.id for p in failed],
         "n_common": len(on_common),
         "verdicts": verdicts,
-        "scores": score_agreement(metric, on_common),
+        "scores": score_agreement(cls, on_common),
         "seconds_per_item": seconds / len(timed) if timed else None,
         "tokens_per_s": tokens / seconds if seconds > 0 else None,
     }
@@ -346,13 +135,14 @@ def item_rows(
     labelled: Mapping[int, Mapping[str, Any]],
     rows_by_judge: Mapping[str, Sequence[Mapping[str, Any]]],
     metrics: Sequence[str],
-) -> list[dict[str, Any]]:
+) -> list[BenchItemRow]:
     """One row per judge x metric x item, for inspecting disagreements (largest first)."""
-    out: list[dict[str, Any]] = []
+    out: list[BenchItemRow] = []
     for name, rows in rows_by_judge.items():
         for metric in metrics:
+            cls = METRICS[metric]
             for p in pair_up(labelled, rows, metric):
-                h = human_score(metric, p.labels)
+                h = cls.human_score(p.labels)
                 s = p.row.get("score")
                 out.append(
                     {
@@ -365,9 +155,9 @@ def item_rows(
                         "abs_error": abs(h - s) if h is not None and s is not None else None,
                         "labels": dict(p.labels),
                         "judge_verdicts": {
-                            key: _verdicts(metric, p.row, key)
-                            for key in LABELS_FOR[metric]
-                            if key != "recall"
+                            key: cls.judge_values(p.row.get("verdicts") or [], key)
+                            for key, kind in cls.labels.items()
+                            if kind.per_piece
                         },
                         "reason": p.row.get("reason"),
                         "error": p.row.get("error"),
@@ -402,3 +192,162 @@ def bench_table(report: Mapping[str, Any]) -> str:
 
 def _num(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
+
+
+# --------------------------------------------------------------------------- running judges
+
+
+@dataclass(frozen=True)
+class BenchOutcome:
+    """What a bench run wrote, and its report."""
+
+    bench_path: Path
+    items_path: Path
+    report: BenchReport
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One judge's eval run inside a bench (picklable: it crosses into a worker process)."""
+
+    judge: JudgeSettings
+    data: Path
+    out_dir: Path
+    metrics: tuple[str, ...]
+    metric_settings: MetricSettings
+    limit: int | None
+    truncate: bool
+
+
+def bench_file(
+    data: Path,
+    out_dir: Path,
+    *,
+    judges: Sequence[JudgeSettings],
+    metrics: Sequence[str] | None = None,
+    metric_settings: MetricSettings | None = None,
+    limit: int | None = None,
+    truncate: bool = False,
+    open_judge: JudgeFactory | None = None,
+    on_judge: Callable[[str], None] | None = None,
+) -> BenchOutcome:
+    """Run every judge on the labelled ``data`` and compare each with the human labels.
+
+    Each judge's results go to ``out_dir/judges/<n>-<name>/`` as an ordinary eval run;
+    ``bench.json`` and ``bench_items.jsonl`` hold the comparison. By default each judge runs in
+    a fresh process; with ``open_judge`` (a factory of judges) they run in this one.
+    """
+    labelled: dict[int, dict[str, Any]] = {}
+    for n, rec in enumerate(read_records(data)):
+        if (limit is not None and n >= limit) or rec.data is None or "labels" not in rec.data:
+            continue
+        contexts = rec.data.get("retrieved_contexts", rec.data.get("context"))
+        n_pieces = len(contexts) if isinstance(contexts, list) else None
+        problem = label_problem(rec.data["labels"], n_pieces)
+        if problem is not None:  # checked before any judge runs: no wasted benchmark
+            where = f"line {rec.line}" if rec.line is not None else f"record #{rec.index}"
+            raise DataError(f"{data}: {where}: {problem}", hint="fix the labels (README, 'bench')")
+        labelled[rec.index] = dict(rec.data["labels"])
+    if not labelled:
+        raise UsageError(
+            f"{data} has no records with a 'labels' object", hint="see README, 'bench'"
+        )
+    if metrics is None:
+        metrics = [m for m in METRICS if any(applicable(m, labels) for labels in labelled.values())]
+    names = [spec.name for spec in judges]
+    if len(set(names)) != len(names):
+        raise UsageError(f"judges repeated: {names}")
+    runs: dict[str, dict[str, Any]] = {}
+    rows_by_judge: dict[str, list[Any]] = {}
+    for n, spec in enumerate(judges):
+        if on_judge is not None:
+            on_judge(spec.name)
+        job = _Job(
+            judge=spec,
+            data=data,
+            out_dir=out_dir / "judges" / f"{n}-{_safe(spec.name)}",
+            metrics=tuple(metrics),
+            metric_settings=metric_settings or MetricSettings(),
+            limit=limit,
+            truncate=truncate,
+        )
+        runs[spec.name] = _run_job(job) if open_judge is None else _judge_job(job, open_judge)
+        rows_by_judge[spec.name] = list(read_results(job.out_dir / RESULTS.name))
+    comparison = compare(labelled, rows_by_judge, metrics)
+    report: BenchReport = {
+        "format": BENCH.version,
+        "data": str(data),
+        "data_sha256": file_sha256(data),
+        "n_labelled": len(labelled),
+        "metrics": list(metrics),
+        "versions": versions(),
+        "judges": {name: {**runs[name], "metrics": comparison[name]} for name in names},
+    }
+    items = item_rows(labelled, rows_by_judge, metrics)
+    bench_path = write_bench(out_dir, report, items)
+    return BenchOutcome(bench_path, bench_path.with_name("bench_items.jsonl"), report)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).name)[:60]
+
+
+def _run_job(job: _Job) -> dict[str, Any]:
+    """``job`` in a fresh (spawned) process; a library error there is raised here."""
+    import multiprocessing  # noqa: PLC0415
+
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(1) as pool:
+        result: dict[str, Any] = pool.apply(_worker, (job,))
+    if "error" in result:
+        exc_type = {c.__name__: c for c in (ModelError, ConstraintError, DataError, UsageError)}
+        raise exc_type.get(result["error"]["type"], LocalJudgeError)(
+            f"judge {job.judge.name}: {result['error']['message']}", hint=result["error"]["hint"]
+        )
+    return result
+
+
+def _worker(job: _Job) -> dict[str, Any]:
+    """Runs in the worker process: the job, with library errors returned rather than raised."""
+    try:
+        return _judge_job(job, open_judge)
+    except LocalJudgeError as exc:
+        return {"error": {"type": type(exc).__name__, "message": exc.message, "hint": exc.hint}}
+
+
+def _judge_job(job: _Job, factory: JudgeFactory) -> dict[str, Any]:
+    """Load the judge, run the eval, report load time, wall time and peak memory."""
+    start = time.perf_counter()
+    judge = factory(job.judge)
+    load_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    outcome = eval_file(
+        job.data,
+        job.out_dir,
+        judge=judge,
+        metrics=build_metrics(job.metrics, job.metric_settings),
+        limit=job.limit,
+        truncate=job.truncate,
+        settings=job.judge.recorded(),
+    )
+    return {
+        "identity": judge.identity.as_dict(),
+        "load_seconds": load_seconds,
+        "wall_seconds": time.perf_counter() - start,
+        "peak_rss_mb": peak_rss_mb(),
+        "judge_calls": outcome.summary["run"]["judge_calls"],
+        "cache_hits": outcome.summary["run"]["cache_hits"],
+        "results": str(outcome.results_path),
+    }
+
+
+def peak_rss_mb() -> float | None:
+    """This process's peak resident memory in MB (None where the OS does not say)."""
+    try:
+        import resource  # noqa: PLC0415 (POSIX only)
+    except ImportError:
+        return None
+    import sys  # noqa: PLC0415
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024  # bytes on macOS

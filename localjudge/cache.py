@@ -10,13 +10,11 @@ write it at once; each write commits immediately, so a killed run keeps every fi
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import random
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,15 +24,20 @@ from typing import Any, TypeVar
 import platformdirs
 from pydantic import BaseModel
 
+from localjudge.canonical import canonical_json, sha256_text
 from localjudge.errors import LocalJudgeError
 from localjudge.judge import (
     Generation,
     GenerationStats,
     Judge,
     JudgeIdentity,
+    JudgeRequest,
     M,
+    OnOutcome,
+    Outcome,
     Prompt,
     as_messages,
+    generate_many,
 )
 from localjudge.schemas import json_schema, parse_output
 
@@ -93,8 +96,7 @@ def cache_key(
         "messages": messages,
         "schema": json_schema(schema),
     }
-    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return f"{KEY_VERSION}:{hashlib.sha256(canonical.encode('utf-8')).hexdigest()}"
+    return f"{KEY_VERSION}:{sha256_text(canonical_json(payload))}"
 
 
 @dataclass(frozen=True)
@@ -287,18 +289,56 @@ class CachingJudge:
         return self.inner.identity
 
     def generate(self, prompt: Prompt, schema: type[M]) -> Generation[M]:
-        messages = as_messages(prompt)
-        key = cache_key(self.identity, messages, schema)
-        stored = self.cache.get(key)
-        if stored is not None:
-            value = parse_output(schema, stored.raw)
-            assert isinstance(value, schema)
-            self.hits += 1
-            return Generation(value=value, raw=stored.raw, stats=stored.stats, cached=True)
+        key = cache_key(self.identity, as_messages(prompt), schema)
+        hit = self._lookup(key, schema)
+        if hit is not None:
+            return hit
         generation = self.inner.generate(prompt, schema)
+        self._store(key, generation)
+        return generation
+
+    def generate_many(
+        self, requests: Sequence[JudgeRequest], *, on_outcome: OnOutcome | None = None
+    ) -> list[Outcome]:
+        """Cached requests from the cache, the rest from the inner judge in one go; each new
+        generation is stored the moment the inner judge reports it."""
+        outcomes: list[Outcome | None] = [None] * len(requests)
+        keys = [cache_key(self.identity, as_messages(r.messages), r.schema) for r in requests]
+        misses = []
+        for i, (request, key) in enumerate(zip(requests, keys, strict=True)):
+            hit = self._lookup(key, request.schema)
+            if hit is None:
+                misses.append(i)
+            else:
+                outcomes[i] = hit
+                if on_outcome is not None:
+                    on_outcome(i, hit)
+
+        def done(j: int, outcome: Outcome) -> None:
+            i = misses[j]
+            if isinstance(outcome, Generation):
+                self._store(keys[i], outcome)
+            if on_outcome is not None:
+                on_outcome(i, outcome)
+
+        if misses:
+            fresh = generate_many(self.inner, [requests[i] for i in misses], on_outcome=done)
+            for i, outcome in zip(misses, fresh, strict=True):
+                outcomes[i] = outcome
+        return [o for o in outcomes if o is not None]
+
+    def _lookup(self, key: str, schema: type[M]) -> Generation[M] | None:
+        stored = self.cache.get(key)
+        if stored is None:
+            return None
+        value = parse_output(schema, stored.raw)
+        assert isinstance(value, schema)
+        self.hits += 1
+        return Generation(value=value, raw=stored.raw, stats=stored.stats, cached=True)
+
+    def _store(self, key: str, generation: Generation[Any]) -> None:
         self.calls += 1  # counted once a model ran: an overflow raised before generating is not
         self.cache.put(key, generation.raw, generation.stats)
-        return generation
 
 
 def _cache_error(path: Path, exc: BaseException) -> LocalJudgeError:

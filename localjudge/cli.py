@@ -2,11 +2,14 @@
 
 Each command parses its options, calls one library function, prints, and maps errors to exit
 codes (README, "Exit codes"). Library errors print as one line; ``LOCALJUDGE_DEBUG=1`` shows the
-traceback.
+traceback. Judges come from a factory in Click's context object (``obj={"open_judge": ...}``,
+default :func:`localjudge.settings.open_judge`), so every command can be driven with a scripted
+judge.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -16,6 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from localjudge.errors import LocalJudgeError, UsageError
+from localjudge.metrics import METRICS
 from localjudge.versions import DISTRIBUTION
 
 EXIT_OK = 0
@@ -36,6 +40,7 @@ def _fail(exc: LocalJudgeError) -> None:
 def _guarded(fn: F) -> F:
     """Map library errors to one readable line and their exit code."""
 
+    @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
@@ -52,8 +57,6 @@ def _guarded(fn: F) -> F:
             sys.exit(EXIT_INTERRUPTED)
         return None
 
-    wrapper.__name__ = fn.__name__
-    wrapper.__doc__ = fn.__doc__
     return wrapper  # type: ignore[return-value]
 
 
@@ -70,17 +73,47 @@ def _parse_thresholds(pairs: Sequence[str]) -> dict[str, float]:
     return out
 
 
-_RUN_OPTIONS = [
+def _options(*options: Callable[[F], F]) -> Callable[[F], F]:
+    def apply(fn: F) -> F:
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+
+    return apply
+
+
+#: what to run and how to score: eval and bench share them
+_run_options = _options(
     click.option(
         "--metric",
         "metric_names",
         multiple=True,
-        type=click.Choice(["recall", "position", "relevance"]),
+        type=click.Choice(list(METRICS)),
         help="Metric to run (repeatable). Default: every metric the data (bench: labels) covers.",
     ),
     click.option(
         "--limit", type=click.IntRange(min=1), default=None, help="Use only the first N records."
     ),
+    click.option(
+        "--scale",
+        type=click.FloatRange(min=0, min_open=True),
+        default=1.0,
+        show_default=True,
+        help="Scale of position and relevance scores.",
+    ),
+    click.option(
+        "--truncate",
+        is_flag=True,
+        help="Trim the longest contexts of an item too long for the window instead of failing "
+        "it (recorded in the result's details.truncated).",
+    ),
+    click.option(
+        "--html", is_flag=True, help="Also write OUT/report.html (see `localjudge report`)."
+    ),
+)
+
+#: how to load a judge: one set of options for eval and bench (JudgeSettings)
+_judge_options = _options(
     click.option(
         "-c",
         "--n-ctx",
@@ -88,6 +121,14 @@ _RUN_OPTIONS = [
         default=8192,
         show_default=True,
         help="Context window in tokens.",
+    ),
+    click.option(
+        "-ngl",
+        "--n-gpu-layers",
+        type=int,
+        default=0,
+        show_default=True,
+        help="Layers to offload to a GPU build of llama.cpp (-1: all).",
     ),
     click.option(
         "-t",
@@ -105,6 +146,9 @@ _RUN_OPTIONS = [
         help="Sampling seed (decoding is greedy).",
     ),
     click.option(
+        "--no-chat-template", is_flag=True, help="Prompt without the model's chat template."
+    ),
+    click.option(
         "--cache",
         "cache_path",
         type=click.Path(path_type=Path),
@@ -112,17 +156,28 @@ _RUN_OPTIONS = [
         help="Cache file or directory (default: user cache dir or $LOCALJUDGE_CACHE_DIR).",
     ),
     click.option("--no-cache", is_flag=True, help="Do not read or write the judge-call cache."),
-    click.option(
-        "--html", is_flag=True, help="Also write OUT/report.html (see `localjudge report`)."
-    ),
-]
+)
 
 
-def _run_options(fn: F) -> F:
-    """The options eval and bench share."""
-    for option in reversed(_RUN_OPTIONS):
-        fn = option(fn)
-    return fn
+def _judge_settings(model: str | None, **options: Any) -> Any:
+    from localjudge.settings import JudgeSettings  # noqa: PLC0415
+
+    return JudgeSettings(
+        model=model,
+        n_ctx=options["n_ctx"],
+        n_gpu_layers=options["n_gpu_layers"],
+        n_threads=options["threads"],
+        seed=options["seed"],
+        chat_template=False if options["no_chat_template"] else None,
+        cache=options["cache_path"],
+        use_cache=not options["no_cache"],
+    )
+
+
+def _factory(ctx: click.Context) -> Callable[[Any], Any] | None:
+    """The judge factory given in the context object (None: the real one)."""
+    obj = ctx.find_root().obj
+    return obj.get("open_judge") if isinstance(obj, dict) else None
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -165,86 +220,55 @@ def main() -> None:
     default=None,
     help="Data format (default: from the file extension).",
 )
-@click.option(
-    "-ngl",
-    "--n-gpu-layers",
-    type=int,
-    default=0,
-    show_default=True,
-    help="Layers to offload to a GPU build of llama.cpp (-1: all).",
-)
-@click.option("--no-chat-template", is_flag=True, help="Prompt without the model's chat template.")
-@click.option(
-    "--scale",
-    type=click.FloatRange(min=0, min_open=True),
-    default=1.0,
-    show_default=True,
-    help="Scale of position and relevance scores.",
-)
-@click.option(
-    "--truncate",
-    is_flag=True,
-    help="Trim the longest contexts of an item too long for the window instead of failing it "
-    "(recorded in the result's details.truncated).",
-)
+@_judge_options
 @_run_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
+@click.pass_context
 @_guarded
 def eval_command(  # noqa: PLR0917 (Click passes every option as an argument)
+    ctx: click.Context,
+    /,
     data: Path,
-    metric_names: tuple[str, ...],
     model: str | None,
     out_dir: Path,
-    limit: int | None,
     fail_under: tuple[str, ...],
     maps: tuple[str, ...],
     fmt: str | None,
-    n_ctx: int,
-    n_gpu_layers: int,
-    threads: int | None,
-    seed: int,
-    no_chat_template: bool,
+    metric_names: tuple[str, ...],
+    limit: int | None,
     scale: float,
-    cache_path: Path | None,
-    no_cache: bool,
     truncate: bool,
     html: bool,
     quiet: bool,
+    **judge_options: Any,
 ) -> None:
     """Score DATA (JSONL, JSON, CSV or Parquet) and write OUT/results.jsonl and OUT/summary.json."""
-    from localjudge.cache import CachingJudge  # noqa: PLC0415 (keep --help fast)
-    from localjudge.dataset import parse_mapping  # noqa: PLC0415
-    from localjudge.judge import Judge  # noqa: PLC0415
-    from localjudge.llama import load_judge  # noqa: PLC0415
-    from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance, Metric  # noqa: PLC0415
-    from localjudge.run import detect_metrics, eval_file, open_cache  # noqa: PLC0415
+    from localjudge.dataset import parse_mapping  # noqa: PLC0415 (keep --help fast)
+    from localjudge.evaluation import eval_file, survey  # noqa: PLC0415
+    from localjudge.metrics import MetricSettings  # noqa: PLC0415
+    from localjudge.results import summary_table  # noqa: PLC0415
+    from localjudge.settings import build_metrics, open_judge  # noqa: PLC0415
 
     mapping = parse_mapping(maps)
     thresholds = _parse_thresholds(fail_under)
-    names = list(metric_names) or detect_metrics(data, fmt=fmt, mapping=mapping, limit=limit)
+    progress = not quiet and sys.stderr.isatty()
+    found = (
+        survey(data, fmt=fmt, mapping=mapping, limit=limit)
+        if progress or not metric_names
+        else None
+    )
+    names = list(metric_names) or (found.metrics if found else [])
     if not names:
         raise UsageError(
             f"no metric applies to {data}: records need user_input and retrieved_contexts, plus "
             "reference (recall) or response (relevance)",
             hint="name fields with --map, e.g. --map user_input=question",
         )
-    judge: Judge = load_judge(
-        model,
-        n_ctx=n_ctx,
-        n_gpu_layers=n_gpu_layers,
-        n_threads=threads,
-        seed=seed,
-        chat_template=False if no_chat_template else None,
-    )
-    if not no_cache:
-        judge = CachingJudge(judge, open_cache(cache_path))
-    builders: dict[str, Callable[[], Metric]] = {
-        "recall": lambda: ContextRecall(judge, truncate=truncate),
-        "position": lambda: ContextPosition(judge, scale=scale, truncate=truncate),
-        "relevance": lambda: ContextRelevance(judge, scale=scale, truncate=truncate),
-    }
-    metrics = [builders[n]() for n in dict.fromkeys(names)]
-    with _progress(data, limit, len(metrics), quiet=quiet) as on_result:
+    settings = _judge_settings(model, **judge_options)
+    judge = (_factory(ctx) or open_judge)(settings)
+    metrics = build_metrics(names, MetricSettings(scale=scale))
+    total = found.n_records if found and progress else None
+    with _progress(total, len(metrics)) as on_result:
         outcome = eval_file(
             data,
             out_dir,
@@ -253,19 +277,13 @@ def eval_command(  # noqa: PLR0917 (Click passes every option as an argument)
             mapping=mapping,
             fmt=fmt,
             limit=limit,
+            truncate=truncate,
             fail_under=thresholds,
-            settings={
-                "n_ctx": n_ctx,
-                "n_gpu_layers": n_gpu_layers,
-                "threads": threads,
-                "seed": seed,
-            },
+            settings=settings.recorded(),
             on_result=on_result,
         )
     report = _write_html(out_dir, data) if html else None
     if not quiet:
-        from localjudge.results import summary_table  # noqa: PLC0415
-
         click.echo(summary_table(outcome.summary))
         click.echo(f"results: {outcome.results_path}\nsummary: {outcome.summary_path}")
         if report is not None:
@@ -276,23 +294,18 @@ def eval_command(  # noqa: PLR0917 (Click passes every option as an argument)
 
 
 class _progress:  # noqa: N801 (used as a context manager, reads like a function)
-    """A tqdm bar on stderr in items (items/s and ETA); silent when not a terminal or quiet."""
+    """A tqdm bar on stderr in items (items/s and ETA) when ``total`` is known (a terminal)."""
 
-    def __init__(self, data: Path, limit: int | None, n_metrics: int, *, quiet: bool) -> None:
-        self.enabled = not quiet and sys.stderr.isatty()
-        self.data, self.limit, self.n_metrics = data, limit, n_metrics
+    def __init__(self, total: int | None, n_metrics: int) -> None:
+        self.total, self.n_metrics = total, n_metrics
         self.bar: Any = None
 
     def __enter__(self) -> Callable[[Any], None] | None:
-        if not self.enabled:
+        if self.total is None:
             return None
         from tqdm import tqdm  # noqa: PLC0415
 
-        from localjudge.dataset import read_records  # noqa: PLC0415
-
-        total = sum(1 for _ in read_records(self.data))
-        total = min(total, self.limit) if self.limit else total
-        self.bar = tqdm(total=total, unit="item", file=sys.stderr, dynamic_ncols=True)
+        self.bar = tqdm(total=self.total, unit="item", file=sys.stderr, dynamic_ncols=True)
         step = 1.0 / self.n_metrics
 
         def on_result(_: Any) -> None:
@@ -323,38 +336,28 @@ class _progress:  # noqa: N801 (used as a context manager, reads like a function
     show_default=True,
     help="Directory for bench.json, bench_items.jsonl and each judge's run.",
 )
+@_judge_options
 @_run_options
 @click.option("-q", "--quiet", is_flag=True, help="Print only the table.")
+@click.pass_context
 @_guarded
 def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
+    ctx: click.Context,
+    /,
     data: Path,
     models: tuple[str, ...],
+    out_dir: Path,
     metric_names: tuple[str, ...],
     limit: int | None,
-    out_dir: Path,
-    n_ctx: int,
-    threads: int | None,
-    seed: int,
-    cache_path: Path | None,
-    no_cache: bool,
+    scale: float,
+    truncate: bool,
     html: bool,
     quiet: bool,
+    **judge_options: Any,
 ) -> None:
     """Benchmark judges against the human labels in DATA (labelled JSONL, see README)."""
-    from localjudge.bench import bench_table  # noqa: PLC0415
-    from localjudge.run import JudgeSpec, bench_file  # noqa: PLC0415
-
-    specs = [
-        JudgeSpec(
-            model=m,
-            n_ctx=n_ctx,
-            n_threads=threads,
-            seed=seed,
-            cache=cache_path,
-            use_cache=not no_cache,
-        )
-        for m in (models or (None,))
-    ]
+    from localjudge.bench import bench_file, bench_table  # noqa: PLC0415
+    from localjudge.metrics import MetricSettings  # noqa: PLC0415
 
     def announce(name: str) -> None:
         if not quiet:
@@ -363,9 +366,12 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
     outcome = bench_file(
         data,
         out_dir,
-        judges=specs,
+        judges=[_judge_settings(m, **judge_options) for m in (models or (None,))],
         metrics=list(metric_names) or None,
+        metric_settings=MetricSettings(scale=scale),
         limit=limit,
+        truncate=truncate,
+        open_judge=_factory(ctx),
         on_judge=announce,
     )
     click.echo(bench_table(outcome.report))
@@ -410,7 +416,7 @@ def _write_html(out_dir: Path, data: Path | None) -> Path:
 @_guarded
 def models_command() -> None:
     """List the judges localjudge can use and whether each is present."""
-    from localjudge.models import DEFAULT_ALIAS, list_models, user_registry_path  # noqa: PLC0415
+    from localjudge.registry import DEFAULT_ALIAS, list_models, user_registry_path  # noqa: PLC0415
 
     for status in list_models():
         j = status.judge

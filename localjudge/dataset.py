@@ -11,7 +11,6 @@ when :func:`read_records` is called, before the first record.
 from __future__ import annotations
 
 import csv
-import hashlib
 import importlib
 import json
 from collections.abc import Collection, Iterable, Iterator, Mapping
@@ -45,7 +44,6 @@ MAPPABLE_FIELDS: tuple[str, ...] = (*FIELDS, "id")
 
 _BOM = b"\xef\xbb\xbf"
 _PARQUET_BATCH_ROWS = 1024
-_HASH_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -349,15 +347,6 @@ def _plain(value: Any) -> Any:
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def file_sha256(path: str | Path) -> str:
-    """The hex sha256 of a file, read in chunks. Raises :class:`OSError` if it cannot be read."""
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as fh:
-        while chunk := fh.read(_HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def parse_mapping(pairs: Iterable[str]) -> dict[str, str]:

@@ -7,7 +7,6 @@ reported as a failed check with the signal's name instead of ending the doctor.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import platform
 import signal
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from localjudge.cache import CACHE_FILENAME, default_cache_dir
+from localjudge.canonical import file_sha256
 from localjudge.errors import LocalJudgeError
 from localjudge.versions import DISTRIBUTION, package_version
 
@@ -97,7 +97,7 @@ def _native() -> Check:
 
 
 def _judge_file(model: str | None) -> Check:
-    from localjudge.models import DEFAULT_ALIAS, check_gguf, resolve_model  # noqa: PLC0415
+    from localjudge.registry import DEFAULT_ALIAS, check_gguf, resolve_model  # noqa: PLC0415
 
     name = model or DEFAULT_ALIAS
     try:
@@ -106,11 +106,7 @@ def _judge_file(model: str | None) -> Check:
     except LocalJudgeError as exc:
         return Check("judge", "fail", f"{name}: {exc.message}", exc.hint)
     size = resolved.path.stat().st_size
-    digest = hashlib.sha256()
-    with resolved.path.open("rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
-    sha = digest.hexdigest()
+    sha = file_sha256(resolved.path)  # read now, not from the loader's memo
     detail = f"{name}: {resolved.path} ({size / 1e6:.1f} MB), sha256 {sha[:12]}"
     if resolved.expected_sha256 is None:
         return Check("judge", "ok", detail + " (no registered sha256 to compare)")
@@ -193,7 +189,7 @@ def _probe(model: str | None) -> Check:
 
 
 #: the probe's item: the README's example, in English
-PROBE_ITEM = {
+PROBE_ITEM: dict[str, Any] = {
     "user_input": "Where is the Eiffel Tower?",
     "retrieved_contexts": ["Paris is the capital of France.", "The Eiffel Tower is in Paris."],
     "reference": "The Eiffel Tower is in Paris.",
@@ -202,6 +198,7 @@ PROBE_ITEM = {
 
 def probe_main() -> None:
     """The child process of the judge-call check: load the judge, make one call, print JSON."""
+    from localjudge.evaluation import score  # noqa: PLC0415
     from localjudge.llama import load_judge  # noqa: PLC0415
     from localjudge.metrics import ContextPosition  # noqa: PLC0415
 
@@ -210,7 +207,7 @@ def probe_main() -> None:
         start = time.perf_counter()
         judge = load_judge(model)
         load_seconds = time.perf_counter() - start
-        result = ContextPosition(judge).score(**PROBE_ITEM)
+        result = score(ContextPosition(), judge, **PROBE_ITEM)
     except LocalJudgeError as exc:
         print(json.dumps({"error": exc.message, "hint": exc.hint}))
         sys.exit(1)

@@ -1,13 +1,14 @@
 """The narrow judge interface: messages + pydantic schema -> validated value, raw text, stats.
 
 The llama.cpp backend (:mod:`localjudge.llama`), the caching wrapper (:mod:`localjudge.cache`)
-and the scripted fake (:mod:`localjudge.testing`) all implement :class:`Judge`; the metrics and
-the runner know nothing else about models.
+and the scripted fake (:mod:`localjudge.testing`) all implement :class:`Judge`, with its optional
+many-requests call :meth:`Judge.generate_many`; the runner (:mod:`localjudge.evaluation`) knows
+nothing else about models, and the metrics know nothing about judges at all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, Union, runtime_checkable
 
@@ -22,6 +23,14 @@ M_co = TypeVar("M_co", bound=BaseModel, covariant=True)
 Message = Mapping[str, str]
 #: What a judge is asked: chat messages, or a plain completion prompt.
 Prompt = Union[str, Sequence[Message]]  # noqa: UP007 (a runtime alias; `|` needs 3.10 objects)
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One judge call: the messages and the output schema the answer must validate against."""
+
+    messages: list[Message]
+    schema: type[BaseModel]
 
 
 @dataclass(frozen=True)
@@ -77,8 +86,61 @@ class Judge(Protocol):
         Raises :class:`~localjudge.errors.ContextOverflowError` (before generating) when the prompt
         and the schema's worst-case output do not fit, and
         :class:`~localjudge.errors.ConstraintError` when constrained decoding cannot be applied.
+
+        A judge may also offer ``generate_many(requests, *, on_outcome=None) -> list[Outcome]``:
+        the same calls for many :class:`JudgeRequest` at once, outcomes in request order (see
+        :func:`generate_many`).
         """
         ...
+
+
+#: what :meth:`Judge.generate_many` gives per request: the generation, or the overflow that kept
+#: it from being made (raised before generating; the one per-request failure)
+Outcome = Union["Generation[BaseModel]", ContextOverflowError]
+
+
+#: called with a request's position and outcome the moment that request is done
+OnOutcome = Callable[[int, Outcome], None]
+
+
+def generate_many(
+    judge: Judge, requests: Sequence[JudgeRequest], *, on_outcome: OnOutcome | None = None
+) -> list[Outcome]:
+    """Run ``requests`` on ``judge``; outcomes in request order.
+
+    Uses the judge's own ``generate_many`` when it has one (a batched engine, a cache), else one
+    :meth:`Judge.generate` call after another. A request too long for the window gives its
+    :class:`ContextOverflowError` in its place; every other exception propagates. ``on_outcome``
+    sees each outcome as soon as it exists, in whatever order requests finish (a cache stores
+    each call then, so an interrupted batch loses nothing finished).
+    """
+    many = getattr(judge, "generate_many", None)
+    if many is None:
+        return generate_each(judge, requests, on_outcome=on_outcome)
+    outcomes = list(many(requests, on_outcome=on_outcome))
+    if len(outcomes) != len(requests):
+        raise AssertionError(
+            f"{type(judge).__name__}.generate_many gave {len(outcomes)} outcomes for "
+            f"{len(requests)} requests"
+        )
+    return outcomes
+
+
+def generate_each(
+    judge: Judge, requests: Sequence[JudgeRequest], *, on_outcome: OnOutcome | None = None
+) -> list[Outcome]:
+    """One :meth:`Judge.generate` call per request, in order: the sequential ``generate_many``."""
+    outcomes: list[Outcome] = []
+    for i, request in enumerate(requests):
+        outcome: Outcome
+        try:
+            outcome = judge.generate(request.messages, request.schema)
+        except ContextOverflowError as exc:
+            outcome = exc
+        outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(i, outcome)
+    return outcomes
 
 
 def as_messages(prompt: Prompt) -> list[dict[str, str]]:

@@ -31,7 +31,6 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -52,12 +51,11 @@ from localjudge.judge import (
     as_messages,
     check_fits,
 )
-from localjudge.models import ResolvedModel, check_gguf, file_sha256, resolve_model
+from localjudge.registry import ResolvedModel, check_gguf, model_sha256, resolve_model
 from localjudge.schemas import json_schema, parse_output, worst_case_tokens
 from localjudge.versions import package_version
 
 DEFAULT_N_CTX = 8192
-GRAMMAR_BACKEND = "llguidance"
 #: ``auto`` (default): load without extra buffer types when llama.cpp's AMX kernels are active;
 #: ``1``: keep the AMX kernels; ``0``: never use extra buffer types (AMX, weight repacking)
 AMX_ENV = "LOCALJUDGE_AMX"
@@ -172,7 +170,7 @@ class LlamaJudge:
         self.n_ctx = n_ctx
         self.seed = seed
         check_gguf(model.path)
-        sha = file_sha256(model.path)
+        sha = model_sha256(model.path)
         if model.expected_sha256 and sha != model.expected_sha256:
             raise ModelError(
                 f"model file {model.path} has sha256 {sha}, expected {model.expected_sha256}",
@@ -334,11 +332,6 @@ class LlamaJudge:
     def count_tokens(self, text: str) -> int:
         return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
-    def warm(self, schemas: Sequence[type[BaseModel]]) -> None:
-        """Build (and compile) the grammars of ``schemas`` now rather than at their first call."""
-        for schema in schemas:
-            self._processor(schema)
-
     def _processor(self, schema: type[BaseModel]) -> Any:
         proc = self._processors.get(schema)
         if proc is None:
@@ -376,7 +369,7 @@ class LlamaJudge:
         template = self._llm.metadata.get("tokenizer.chat_template")
         use = chat_template if chat_template is not None else bool(template)
         if self.model.alias is not None and chat_template is None:
-            from localjudge.models import registry  # noqa: PLC0415
+            from localjudge.registry import registry  # noqa: PLC0415
 
             entry = next((j for j in registry() if j.alias == self.model.alias), None)
             use = bool(template) and (entry is None or entry.instruct)

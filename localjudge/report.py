@@ -24,16 +24,24 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from localjudge.dataset import LIST_FIELDS, file_sha256, read_records
+from localjudge.canonical import compact_json, file_sha256
+from localjudge.dataset import LIST_FIELDS, read_records
 from localjudge.errors import DataError, InvalidItemError
 from localjudge.items import make_item
+from localjudge.metrics import METRICS
+from localjudge.metrics.base import VerdictRow, shown
+from localjudge.results import (
+    BENCH,
+    BENCH_ITEMS,
+    RESULTS,
+    SUMMARY,
+    detect_run,
+    read_bench,
+    read_bench_items,
+    read_results,
+    read_summary,
+)
 
-#: the results / bench format versions this module reads
-FORMAT_VERSION = 1
-RESULTS_FILE = "results.jsonl"
-SUMMARY_FILE = "summary.json"
-BENCH_FILE = "bench.json"
-BENCH_ITEMS_FILE = "bench_items.jsonl"
 REPORT_FILE = "report.html"
 HISTOGRAM_BINS = 10
 TOP_DISAGREEMENTS = 20
@@ -44,7 +52,6 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'
 _CSP_ATTRIBUTE = Markup(CSP)  # noqa: S704
 _HIST_WIDTH = 300
 _HIST_HEIGHT = 100
-_LOW_LEVELS = ("none", "low")
 _SUMMARY_KEYS = ("n_scored", "n_failed", "n_undefined", "mean", "median", "std", "ci95")
 
 
@@ -60,12 +67,12 @@ def render_report(out_dir: Path, data: Path | None = None) -> str:
     has an unknown ``format`` version, or ``data`` is not the file the run scored.
     """
     out_dir = Path(out_dir)
-    if _detect(out_dir) == "bench":
-        report = _read_json(out_dir / BENCH_FILE)
-        items = _read_jsonl(out_dir / BENCH_ITEMS_FILE, versioned=False)
+    if detect_run(out_dir) == "bench":
+        report = read_bench(out_dir / BENCH.name)
+        items = read_bench_items(out_dir / BENCH_ITEMS.name)
         return _render("bench.html.j2", bench_view(report, items))
-    summary = _read_json(out_dir / SUMMARY_FILE)
-    rows = _read_jsonl(out_dir / RESULTS_FILE, versioned=True)
+    summary = read_summary(out_dir / SUMMARY.name)
+    rows = read_results(out_dir / RESULTS.name)
     records, note = load_records(summary, rows, data)
     return _render("eval.html.j2", eval_view(summary, rows, records, note))
 
@@ -82,78 +89,13 @@ def write_report(out_dir: Path, path: Path | None = None, *, data: Path | None =
 def script_json(value: Any) -> Markup:
     """JSON safe to place inside ``<script type="application/json">``: ``<``, ``>`` and ``&`` are
     written as ``\\u003c`` etc., so no string in the data can close the element."""
-    text = json.dumps(_finite(value), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    text = compact_json(_finite(value))
     for char in "<>&\u2028\u2029":
         text = text.replace(char, f"\\u{ord(char):04x}")
     return Markup(text)  # noqa: S704 (escaped for this context just above)
 
 
-# --------------------------------------------------------------------------- reading files
-
-
-def _detect(out_dir: Path) -> str:
-    if not out_dir.is_dir():
-        raise DataError(
-            f"no run directory at {str(out_dir)!r}",
-            hint="give the -o directory of `localjudge eval` or `localjudge bench`",
-        )
-    if (out_dir / BENCH_FILE).is_file() and (out_dir / BENCH_ITEMS_FILE).is_file():
-        return "bench"
-    if (out_dir / SUMMARY_FILE).is_file() and (out_dir / RESULTS_FILE).is_file():
-        return "eval"
-    unfinished = (out_dir / (RESULTS_FILE + ".partial")).is_file()
-    raise DataError(
-        f"{str(out_dir)!r} holds neither an eval run ({SUMMARY_FILE} + {RESULTS_FILE}) "
-        f"nor a bench run ({BENCH_FILE} + {BENCH_ITEMS_FILE})",
-        hint=(
-            "the eval run there did not complete; run the same command again to finish it"
-            if unfinished
-            else "give the -o directory of `localjudge eval` or `localjudge bench`"
-        ),
-    )
-
-
-def _check_format(obj: Any, where: str) -> dict[str, Any]:
-    if not isinstance(obj, dict):
-        raise DataError(f"{where}: expected a JSON object, got {type(obj).__name__}")
-    version = obj.get("format")
-    if version != FORMAT_VERSION:
-        raise DataError(
-            f"{where}: unknown format version {version!r} (this localjudge reads format "
-            f"{FORMAT_VERSION})",
-            hint="render it with the localjudge version that wrote it, or re-run",
-        )
-    return obj
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        obj = json.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"cannot read {str(path)!r}: {exc}") from exc
-    return _check_format(obj, str(path))
-
-
-def _read_jsonl(path: Path, *, versioned: bool) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    try:
-        with path.open(encoding="utf-8") as f:
-            for number, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                where = f"{path} line {number}"
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"cannot read {where}: {exc}") from exc
-                if versioned:
-                    obj = _check_format(obj, where)
-                elif not isinstance(obj, dict):
-                    raise DataError(f"{where}: expected a JSON object")
-                rows.append(obj)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read {str(path)!r}: {exc}") from exc
-    return rows
+# --------------------------------------------------------------------------- contexts
 
 
 def load_records(
@@ -168,6 +110,7 @@ def load_records(
     expected = run.get("data_sha256")
     settings = run.get("settings") or {}
     mapping = {str(k): str(v) for k, v in (settings.get("map") or {}).items()}
+    fmt = settings.get("format") if isinstance(settings.get("format"), str) else None
     wanted = {r["index"] for r in rows if isinstance(r.get("index"), int)}
     if data is None:
         if not run.get("data"):
@@ -181,7 +124,7 @@ def load_records(
                 "pass the original file with --data PATH."
             )
         try:
-            return _records(path, mapping, wanted), f"Contexts from {path} (sha256 matches)."
+            return _records(path, mapping, wanted, fmt), f"Contexts from {path} (sha256 matches)."
         except DataError as exc:
             return {}, f"Contexts are not shown: {exc.message}"
     path = Path(data)
@@ -194,15 +137,17 @@ def load_records(
             f"from the run's {str(expected)[:12]}...",
             hint="pass the data file the run was made from",
         )
-    return _records(path, mapping, wanted), f"Contexts from {path} (sha256 matches)."
+    return _records(path, mapping, wanted, fmt), f"Contexts from {path} (sha256 matches)."
 
 
-def _records(path: Path, mapping: Mapping[str, str], wanted: set[int]) -> dict[int, dict[str, Any]]:
+def _records(
+    path: Path, mapping: Mapping[str, str], wanted: set[int], fmt: str | None
+) -> dict[int, dict[str, Any]]:
     list_fields = set(LIST_FIELDS) | (
         {mapping["retrieved_contexts"]} if "retrieved_contexts" in mapping else set()
     )
     out: dict[int, dict[str, Any]] = {}
-    for rec in read_records(path, list_fields=list_fields):
+    for rec in read_records(path, fmt=fmt, list_fields=list_fields):
         if rec.index not in wanted or rec.data is None:
             continue
         try:
@@ -283,16 +228,6 @@ def histogram(scores: Iterable[float], scale: float = 1.0, bins: int = HISTOGRAM
 
 
 @dataclass(frozen=True)
-class VerdictRow:
-    """One statement or piece verdict; ``flag`` says how it lowered the score (None: it did not);
-    ``piece`` is the context index it is about."""
-
-    cells: list[str]
-    flag: str | None = None
-    piece: int | None = None
-
-
-@dataclass(frozen=True)
 class VerdictTable:
     columns: list[str]
     rows: list[VerdictRow] = field(default_factory=list)
@@ -303,12 +238,9 @@ class VerdictTable:
 def verdict_table(
     metric: str, verdicts: Sequence[Any] | None, details: Mapping[str, Any] | None
 ) -> VerdictTable:
-    """The verdicts of one result row as a table, with what lowered the score flagged.
-
-    recall: unsupported statements; position: irrelevant pieces and relevant pieces ranked
-    below an irrelevant one; relevance: pieces of level none/low, high pieces the response did
-    not use, and the missing information.
-    """
+    """The verdicts of one result row as a table, with what lowered the score flagged (each
+    metric says how: :meth:`~localjudge.metrics.base.Metric.verdict_rows`), and notes on what
+    was trimmed or set aside."""
     vs = [v for v in (verdicts or []) if isinstance(v, Mapping)]
     details = details or {}
     notes = []
@@ -316,72 +248,24 @@ def verdict_table(
     if isinstance(truncated, Mapping):
         pieces = ", ".join(f"#{p}" for p in truncated.get("pieces") or [])
         notes.append(f"Contexts were trimmed to fit the context window ({pieces or 'none'}).")
-    discarded = [_str(m) for m in details.get("discarded_missing") or []]
+    discarded = [shown(m) for m in details.get("discarded_missing") or []]
     if discarded:
-        shown = "; ".join(f'"{m}"' for m in discarded)
-        notes.append(f"Missing information that repeats the prompt, not counted: {shown}.")
+        listed = "; ".join(f'"{m}"' for m in discarded)
+        notes.append(f"Missing information that repeats the prompt, not counted: {listed}.")
     copied = details.get("copied_reasons") or []
     if copied:
         notes.append(f"{len(copied)} reason(s) repeat the prompt's example or instructions.")
-    missing = [_str(m) for m in details.get("missing") or []]
-    if metric == "recall":
-        rows = [
-            VerdictRow(
-                [_str(v.get("statement")), _yes(v.get("attributed")), _str(v.get("reason"))],
-                flag=None if v.get("attributed") else "not supported by the contexts",
-            )
-            for v in vs
-        ]
-        return VerdictTable(["statement", "supported", "reason"], rows, missing, notes)
-    if metric == "position":
-        first_miss = next((i for i, v in enumerate(vs) if not v.get("relevant")), None)
-        rows = []
-        for i, v in enumerate(vs):
-            flag = None
-            if not v.get("relevant"):
-                flag = "irrelevant"
-            elif first_miss is not None and i > first_miss:
-                flag = f"relevant, but ranked below irrelevant piece #{first_miss}"
-            piece = _piece(v.get("index"), i)
-            rows.append(
-                VerdictRow(
-                    [f"#{piece}", _yes(v.get("relevant")), _str(v.get("reason"))], flag, piece
-                )
-            )
-        return VerdictTable(["piece", "relevant", "reason"], rows, missing, notes)
-    if metric == "relevance":
-        rows = []
-        for i, v in enumerate(vs):
-            level = _str(v.get("relevance"))
-            flag = None
-            if level in _LOW_LEVELS:
-                flag = f"relevance {level}"
-            elif level == "high" and not v.get("used"):
-                flag = "high relevance, but the response did not use it"
-            piece = _piece(v.get("index"), i)
-            rows.append(
-                VerdictRow(
-                    [f"#{piece}", level, _yes(v.get("used")), _str(v.get("reason"))], flag, piece
-                )
-            )
-        return VerdictTable(["piece", "relevance", "used", "reason"], rows, missing, notes)
+    missing = [shown(m) for m in details.get("missing") or []]
+    cls = METRICS.get(metric)
+    if cls is not None:
+        return VerdictTable(list(cls.columns), cls.verdict_rows(vs), missing, notes)
     columns = sorted({k for v in vs for k in v})
-    rows = [VerdictRow([_str(v.get(c)) for c in columns]) for v in vs]
+    rows = [VerdictRow([shown(v.get(c)) for c in columns]) for v in vs]
     return VerdictTable(columns, rows, missing, notes)
 
 
-def _piece(value: Any, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
-def _yes(value: Any) -> str:
-    return "yes" if value else "no"
-
-
 def _str(value: Any) -> str:
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return shown(value)
 
 
 def _error(value: Any) -> dict[str, str] | None:

@@ -1,9 +1,15 @@
-"""The results file format (versioned) and the run summary.
+"""The results format: every file localjudge writes about a run, in one versioned, typed home.
+
+Per file kind (:data:`RESULTS`, :data:`SUMMARY`, :data:`BENCH`, :data:`BENCH_ITEMS`): its name,
+its version, its shape (the ``TypedDict`` below), its writer and its reader. Readers check the
+version and raise :class:`~localjudge.errors.DataError` on a file they cannot read; ``report``
+and ``bench`` read runs only through them, never runner internals, so an old run can be
+re-reported and re-benched without re-judging.
 
 ``results.jsonl`` holds one row per item x metric; ``summary.json`` the per-metric statistics and
-the run manifest. ``report`` and ``bench`` read these files, never runner internals. Rows contain
-nothing that varies between a run and its cached rerun (the stats stored with a cached call are
-those of the original call), so a rerun writes the same bytes.
+the run manifest. Rows contain nothing that varies between a run and its cached rerun (the stats
+stored with a cached call are those of the original call), so a rerun writes the same bytes.
+``bench_items.jsonl`` rows are versioned by their ``bench.json``.
 """
 
 from __future__ import annotations
@@ -12,25 +18,178 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypedDict
 
 import numpy as np
 
-from localjudge.judge import JudgeIdentity
-from localjudge.runner import ItemResult
+from localjudge.bootstrap import mean_interval
+from localjudge.cache import CachingJudge
+from localjudge.canonical import compact_json
+from localjudge.errors import DataError, ItemError
+from localjudge.judge import Judge, JudgeIdentity
+from localjudge.metrics.base import MetricResult
+from localjudge.versions import versions
 
+__all__ = [
+    "BENCH",
+    "BENCH_ITEMS",
+    "FORMAT_VERSION",
+    "RESULTS",
+    "SUMMARY",
+    "BenchItemRow",
+    "BenchReport",
+    "ErrorInfo",
+    "FileKind",
+    "ItemResult",
+    "MetricStats",
+    "MetricSummary",
+    "ResultRow",
+    "ResultsWriter",
+    "RunInfo",
+    "Summary",
+    "build_summary",
+    "detect_run",
+    "dumps_row",
+    "read_bench",
+    "read_bench_items",
+    "read_results",
+    "read_summary",
+    "result_row",
+    "summarize",
+    "summary_table",
+    "write_bench",
+    "write_summary",
+]
+
+#: the version of every file kind this localjudge writes and reads
 FORMAT_VERSION = 1
-#: rows and summaries written by this version carry ``"format": FORMAT_VERSION``
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_SEED = 0
+
+
+@dataclass(frozen=True)
+class FileKind:
+    """One kind of run file: its name in a run directory and its format version."""
+
+    name: str
+    version: int = FORMAT_VERSION
+
+
+RESULTS = FileKind("results.jsonl")
+SUMMARY = FileKind("summary.json")
+BENCH = FileKind("bench.json")
+BENCH_ITEMS = FileKind("bench_items.jsonl")
+#: suffix of the results file while its run is going
+PARTIAL = ".partial"
+
+
+# --------------------------------------------------------------------------- shapes
+
+
+class ErrorInfo(TypedDict):
+    kind: str
+    field: str | None
+    message: str
+    hint: str | None
+
+
+class ResultRow(TypedDict):
+    """One line of ``results.jsonl`` (keys in this order; README, "CLI")."""
+
+    format: int
+    index: int
+    id: str
+    metric: str
+    score: float | None
+    reason: str | None
+    verdicts: list[dict[str, Any]] | None
+    details: dict[str, Any] | None
+    error: ErrorInfo | None
+    judge: dict[str, str]
+    settings: dict[str, Any]
+    seconds: float | None
+    prompt_tokens: int | None
+    evaluated_prompt_tokens: int | None
+    completion_tokens: int | None
+
+
+class MetricStats(TypedDict):
+    n_scored: int
+    n_failed: int
+    n_undefined: int
+    mean: float | None
+    median: float | None
+    std: float | None
+    ci95: list[float] | None
+
+
+class RunInfo(TypedDict):
+    data: str
+    data_sha256: str
+    n_items: int
+    judge: dict[str, Any]
+    settings: dict[str, Any]
+    versions: dict[str, str]
+    judge_calls: int
+    cache_hits: int
+
+
+class Summary(TypedDict):
+    """``summary.json``."""
+
+    format: int
+    metrics: dict[str, MetricStats]
+    run: RunInfo
+
+
+class BenchReport(TypedDict):
+    """``bench.json``: per judge its run facts and per metric its agreement report."""
+
+    format: int
+    data: str
+    data_sha256: str
+    n_labelled: int
+    metrics: list[str]
+    versions: dict[str, str]
+    judges: dict[str, dict[str, Any]]
+
+
+class BenchItemRow(TypedDict):
+    """One line of ``bench_items.jsonl``: a judge's result for one labelled item."""
+
+    judge: str
+    metric: str
+    index: int
+    id: str
+    human_score: float | None
+    judge_score: float | None
+    abs_error: float | None
+    labels: dict[str, Any]
+    judge_verdicts: dict[str, Any]
+    reason: str | None
+    error: ErrorInfo | None
+
+
+# --------------------------------------------------------------------------- results.jsonl
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """One item x metric: a score (``result``) or a per-item failure (``error``), never both."""
+
+    index: int
+    id: str
+    metric: str
+    result: MetricResult | None
+    error: ItemError | None
 
 
 def result_row(
     res: ItemResult, judge: JudgeIdentity, metric_settings: Mapping[str, Any]
-) -> dict[str, Any]:
-    """The JSON-ready row for one item x metric (stable key names, see README)."""
-    row: dict[str, Any] = {
-        "format": FORMAT_VERSION,
+) -> ResultRow:
+    """The row for one item x metric (stable key names, see README)."""
+    row: ResultRow = {
+        "format": RESULTS.version,
         "index": res.index,
         "id": res.id,
         "metric": res.metric,
@@ -48,19 +207,15 @@ def result_row(
     }
     if res.result is not None:
         r = res.result
-        row.update(
-            score=None if math.isnan(r.value) else r.value,
-            reason=r.reason,
-            verdicts=r.verdicts,
-            details=r.details or None,
-        )
+        row["score"] = None if math.isnan(r.value) else r.value
+        row["reason"] = r.reason
+        row["verdicts"] = r.verdicts
+        row["details"] = r.details or None
         if r.stats is not None:
-            row.update(
-                seconds=round(r.stats.seconds, 4),
-                prompt_tokens=r.stats.prompt_tokens,
-                evaluated_prompt_tokens=r.stats.evaluated_prompt_tokens,
-                completion_tokens=r.stats.completion_tokens,
-            )
+            row["seconds"] = round(r.stats.seconds, 4)
+            row["prompt_tokens"] = r.stats.prompt_tokens
+            row["evaluated_prompt_tokens"] = r.stats.evaluated_prompt_tokens
+            row["completion_tokens"] = r.stats.completion_tokens
     elif res.error is not None:
         e = res.error
         row["error"] = {
@@ -74,7 +229,61 @@ def result_row(
 
 def dumps_row(row: Mapping[str, Any]) -> str:
     """One JSONL line: compact, UTF-8, keys in their documented order."""
-    return json.dumps(row, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return compact_json(row)
+
+
+class ResultsWriter:
+    """Streams rows to ``results.jsonl.partial`` and renames it to ``results.jsonl`` when the
+    block ends without an exception (an interrupted run leaves the partial file); tallies each
+    metric for the summary on the way."""
+
+    def __init__(
+        self,
+        path: Path,
+        judge: JudgeIdentity,
+        settings_by_metric: Mapping[str, Mapping[str, Any]],
+    ) -> None:
+        self.path = path
+        self.partial = path.with_name(path.name + PARTIAL)
+        self.judge = judge
+        self.settings_by_metric = settings_by_metric
+        self.tallies = {name: MetricSummary() for name in settings_by_metric}
+        self.n_items = 0
+        self.calls = 0
+        self._last_index: int | None = None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self.partial.open("w", encoding="utf-8", newline="\n")
+
+    def write(self, res: ItemResult) -> ResultRow:
+        row = result_row(res, self.judge, self.settings_by_metric[res.metric])
+        self._file.write(dumps_row(row) + "\n")
+        self._file.flush()
+        self.tallies[res.metric].add(row)
+        self.n_items += res.index != self._last_index
+        self._last_index = res.index
+        self.calls += row["prompt_tokens"] is not None
+        return row
+
+    def __enter__(self) -> ResultsWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._file.close()
+        if exc_type is None:
+            self.partial.replace(self.path)
+
+
+def read_results(path: Path) -> list[ResultRow]:
+    """The rows of a ``results.jsonl``; every row's version is checked."""
+    return [_checked(row, where) for row, where in _jsonl(path)]  # type: ignore[misc]
+
+
+# --------------------------------------------------------------------------- summary.json
 
 
 @dataclass
@@ -93,7 +302,7 @@ class MetricSummary:
         else:
             self.scores.append(float(row["score"]))
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> MetricStats:
         values = np.asarray(self.scores, dtype=float)
         n = len(values)
         return {
@@ -103,40 +312,53 @@ class MetricSummary:
             "mean": float(values.mean()) if n else None,
             "median": float(np.median(values)) if n else None,
             "std": float(values.std(ddof=1)) if n > 1 else None,
-            "ci95": bootstrap_ci(self.scores),
+            "ci95": mean_interval(self.scores),
         }
 
 
-def bootstrap_ci(scores: Sequence[float], *, confidence: float = 0.95) -> list[float] | None:
-    """Seeded percentile-bootstrap confidence interval of the mean (None below 2 values)."""
-    if len(scores) < 2:
-        return None
-    values = np.asarray(scores, dtype=float)
-    if np.all(values == values[0]):
-        return [float(values[0]), float(values[0])]
-    from scipy.stats import bootstrap  # noqa: PLC0415 (scipy is slow to import; only here)
-
-    res = bootstrap(
-        (values,),
-        np.mean,
-        n_resamples=BOOTSTRAP_RESAMPLES,
-        confidence_level=confidence,
-        method="percentile",
-        rng=np.random.default_rng(BOOTSTRAP_SEED),
-        # resamples are drawn in batches so memory stays bounded on large runs
-        batch=max(1, 2_000_000 // len(values)),
-    )
-    return [float(res.confidence_interval.low), float(res.confidence_interval.high)]
-
-
-def summarize(
-    rows: Iterable[Mapping[str, Any]], metrics: Sequence[str]
-) -> dict[str, dict[str, Any]]:
+def summarize(rows: Iterable[Mapping[str, Any]], metrics: Sequence[str]) -> dict[str, MetricStats]:
     """Per-metric statistics over result rows; failures are counted, never averaged in."""
     tallies = {m: MetricSummary() for m in metrics}
     for row in rows:
         tallies.setdefault(row["metric"], MetricSummary()).add(row)
     return {m: t.as_dict() for m, t in tallies.items()}
+
+
+def build_summary(
+    writer: ResultsWriter,
+    *,
+    data: Path,
+    data_sha256: str,
+    judge: Judge,
+    settings: Mapping[str, Any],
+) -> Summary:
+    """The summary of the run ``writer`` wrote: statistics per metric and the run manifest."""
+    caching = judge if isinstance(judge, CachingJudge) else None
+    return {
+        "format": SUMMARY.version,
+        "metrics": {name: t.as_dict() for name, t in writer.tallies.items()},
+        "run": {
+            "data": str(data),
+            "data_sha256": data_sha256,
+            "n_items": writer.n_items,
+            "judge": judge.identity.as_dict(),
+            "settings": dict(settings),
+            "versions": versions(),
+            # a caching judge counts real calls; without one every row with tokens was one
+            "judge_calls": caching.calls if caching is not None else writer.calls,
+            "cache_hits": caching.hits if caching is not None else 0,
+        },
+    }
+
+
+def write_summary(out_dir: Path, summary: Summary) -> Path:
+    """Write ``summary.json`` atomically (a reader never sees half of it)."""
+    return _write_json(out_dir / SUMMARY.name, summary)
+
+
+def read_summary(path: Path) -> Summary:
+    """A ``summary.json``, its version checked."""
+    return _checked(_read_json(path), str(path))  # type: ignore[return-value]
 
 
 def summary_table(summary: Mapping[str, Any]) -> str:
@@ -154,3 +376,99 @@ def summary_table(summary: Mapping[str, Any]) -> str:
 
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+# --------------------------------------------------------------------------- bench files
+
+
+def write_bench(out_dir: Path, report: BenchReport, items: Iterable[BenchItemRow]) -> Path:
+    """Write ``bench.json`` and ``bench_items.jsonl``; returns the former's path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with (out_dir / BENCH_ITEMS.name).open("w", encoding="utf-8", newline="\n") as f:
+        for row in items:
+            f.write(dumps_row(row) + "\n")
+    return _write_json(out_dir / BENCH.name, report)
+
+
+def read_bench(path: Path) -> BenchReport:
+    """A ``bench.json``, its version checked."""
+    return _checked(_read_json(path), str(path))  # type: ignore[return-value]
+
+
+def read_bench_items(path: Path) -> list[BenchItemRow]:
+    """The rows of a ``bench_items.jsonl`` (versioned by its ``bench.json``)."""
+    return [row for row, _ in _jsonl(path)]  # type: ignore[misc]
+
+
+# --------------------------------------------------------------------------- run directories
+
+
+def detect_run(out_dir: Path) -> str:
+    """``"bench"`` or ``"eval"``: which kind of complete run ``out_dir`` holds."""
+    if not out_dir.is_dir():
+        raise DataError(
+            f"no run directory at {str(out_dir)!r}",
+            hint="give the -o directory of `localjudge eval` or `localjudge bench`",
+        )
+    if (out_dir / BENCH.name).is_file() and (out_dir / BENCH_ITEMS.name).is_file():
+        return "bench"
+    if (out_dir / SUMMARY.name).is_file() and (out_dir / RESULTS.name).is_file():
+        return "eval"
+    unfinished = (out_dir / (RESULTS.name + PARTIAL)).is_file()
+    raise DataError(
+        f"{str(out_dir)!r} holds neither an eval run ({SUMMARY.name} + {RESULTS.name}) "
+        f"nor a bench run ({BENCH.name} + {BENCH_ITEMS.name})",
+        hint=(
+            "the eval run there did not complete; run the same command again to finish it"
+            if unfinished
+            else "give the -o directory of `localjudge eval` or `localjudge bench`"
+        ),
+    )
+
+
+def _write_json(path: Path, value: Mapping[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n", "utf-8")
+    tmp.replace(path)
+    return path
+
+
+def _checked(obj: Any, where: str) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise DataError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    version = obj.get("format")
+    if version != FORMAT_VERSION:
+        raise DataError(
+            f"{where}: unknown format version {version!r} (this localjudge reads format "
+            f"{FORMAT_VERSION})",
+            hint="read it with the localjudge version that wrote it, or re-run",
+        )
+    return obj
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"cannot read {str(path)!r}: {exc}") from exc
+
+
+def _jsonl(path: Path) -> list[tuple[dict[str, Any], str]]:
+    rows: list[tuple[dict[str, Any], str]] = []
+    try:
+        with path.open(encoding="utf-8") as f:
+            for number, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                where = f"{path} line {number}"
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DataError(f"cannot read {where}: {exc}") from exc
+                if not isinstance(obj, dict):
+                    raise DataError(f"{where}: expected a JSON object")
+                rows.append((obj, where))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read {str(path)!r}: {exc}") from exc
+    return rows

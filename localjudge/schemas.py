@@ -26,6 +26,7 @@ from pydantic import (
     create_model,
 )
 
+from localjudge.canonical import compact_json
 from localjudge.errors import ConstraintError
 
 #: characters that never need an escape in a JSON string: no quote, backslash, control char
@@ -151,7 +152,7 @@ def _max_bytes(node: Mapping[str, Any], defs: Mapping[str, Any], path: str) -> i
 
 
 def _json_len(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    return len(compact_json(value).encode("utf-8"))
 
 
 def parse_output(schema: type[BaseModel], raw: str) -> BaseModel:
@@ -168,7 +169,7 @@ def parse_output(schema: type[BaseModel], raw: str) -> BaseModel:
             f"judge output does not match schema {schema.__name__} at <root>: invalid JSON: {exc}",
             hint="constrained decoding was not applied; the output was discarded",
         ) from exc
-    if json.dumps(data, ensure_ascii=False, separators=(",", ":")) != raw:
+    if compact_json(data) != raw:
         raise ConstraintError(
             f"judge output does not match schema {schema.__name__} at <root>: not compact JSON "
             "(whitespace, escapes or repeated keys the grammar never produces)",

@@ -7,23 +7,27 @@ so a script that the real grammar could never produce fails the same way.
 
 from __future__ import annotations
 
-import json
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
+from localjudge.canonical import compact_json
 from localjudge.judge import (
     Generation,
     GenerationStats,
     JudgeIdentity,
+    JudgeRequest,
     M,
+    OnOutcome,
+    Outcome,
     Prompt,
     as_messages,
     check_fits,
+    generate_each,
 )
 from localjudge.schemas import parse_output, worst_case_tokens
 
@@ -89,11 +93,7 @@ class ScriptedJudge:
             ) from None
         if callable(reply):
             reply = reply(messages, schema)
-        raw = (
-            reply
-            if isinstance(reply, str)
-            else json.dumps(reply, ensure_ascii=False, separators=(",", ":"))
-        )
+        raw = reply if isinstance(reply, str) else compact_json(reply)
         value = parse_output(schema, raw)
         assert isinstance(value, schema)
         self.calls.append(Call(messages=messages, schema=schema, raw=raw))
@@ -104,6 +104,12 @@ class ScriptedJudge:
             seconds=time.perf_counter() - start,
         )
         return Generation(value=value, raw=raw, stats=stats)
+
+    def generate_many(
+        self, requests: Sequence[JudgeRequest], *, on_outcome: OnOutcome | None = None
+    ) -> list[Outcome]:
+        """The requests one after another, in order (replies are consumed in request order)."""
+        return generate_each(self, requests, on_outcome=on_outcome)
 
 
 _BLOCK = re.compile(r"^<<(?P<tag>[A-Z0-9 ]+)>>\n(?P<body>.*?)\n<</(?P=tag)>>$", re.M | re.S)

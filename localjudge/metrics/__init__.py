@@ -1,14 +1,16 @@
-"""The three metrics. ``METRICS`` maps the CLI names to their classes."""
+"""The metrics. ``METRICS`` is the one list of them: CLI names to classes, in CLI order.
 
-from localjudge.metrics.base import Metric, MetricResult
+Adding a metric means writing its module (a :class:`Metric` subclass: prompt, schema, scoring,
+labels and report rows) and adding it here.
+"""
+
+from localjudge.metrics.base import Metric, MetricResult, MetricSettings
 from localjudge.metrics.position import ContextPosition
 from localjudge.metrics.recall import ContextRecall
 from localjudge.metrics.relevance import ContextRelevance
 
 METRICS: dict[str, type[Metric]] = {
-    "recall": ContextRecall,
-    "position": ContextPosition,
-    "relevance": ContextRelevance,
+    cls.name: cls for cls in (ContextRecall, ContextPosition, ContextRelevance)
 }
 
 __all__ = [
@@ -18,4 +20,5 @@ __all__ = [
     "ContextRelevance",
     "Metric",
     "MetricResult",
+    "MetricSettings",
 ]

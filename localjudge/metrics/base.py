@@ -1,22 +1,47 @@
-"""What the three metrics share: the result type, the request/finish split, data delimiting."""
+"""What the three metrics share: the result type, the metric interface, data delimiting.
+
+A metric is pure. It turns an item into a :class:`~localjudge.judge.JudgeRequest` and the
+judge's validated verdicts into a :class:`MetricResult`; it never holds or calls a judge. The
+runner (:mod:`localjudge.evaluation`) makes every judge call.
+"""
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from pydantic import BaseModel
-
-from localjudge.errors import ContextOverflowError
-from localjudge.items import Item, make_item
-from localjudge.judge import GenerationStats, Judge, Message
-from localjudge.schemas import worst_case_tokens
+from localjudge.canonical import compact_json
+from localjudge.items import Item
+from localjudge.judge import GenerationStats, JudgeRequest, Message
+from localjudge.scoring import RelevancePenalties
 from localjudge.statements import split_statements
+
+__all__ = [
+    "DATA_RULE",
+    "FLAGS",
+    "FRACTION",
+    "REASON_CHARS",
+    "JudgeRequest",
+    "LabelKind",
+    "Metric",
+    "MetricResult",
+    "MetricSettings",
+    "PromptCopies",
+    "VerdictRow",
+    "WorkedExample",
+    "chat",
+    "delimit",
+    "item_data",
+    "numbered_contexts",
+    "piece_index",
+    "quote_list",
+    "shown",
+    "yes",
+]
 
 #: reasons are short English sentences; ASCII keeps their worst case at one token per character
 REASON_CHARS = 120
@@ -38,32 +63,125 @@ class MetricResult:
 
 
 @dataclass(frozen=True)
-class JudgeRequest:
-    """What a metric asks the judge for one item."""
+class MetricSettings:
+    """The metrics' own options (SPEC's ``scale`` and relevance penalties); each metric takes
+    the ones it has (:meth:`Metric.from_settings`)."""
 
-    messages: list[Message]
-    schema: type[BaseModel]
+    scale: float = 1.0
+    penalties: RelevancePenalties = field(default_factory=RelevancePenalties)
+
+
+# --------------------------------------------------------------------------- human labels
+
+
+@dataclass(frozen=True)
+class LabelKind:
+    """A kind of human label a metric can be compared on (bench's labelled format)."""
+
+    name: str
+    #: per piece (a list, one value per context piece) or per item
+    per_piece: bool
+    #: per-piece values in order, lowest first (confusion matrices, weighted kappa)
+    values: tuple[Any, ...] = ()
+    #: Cohen's kappa weighting for per-piece values (``"quadratic"`` for ordinal ones)
+    weights: str | None = None
+
+    def problem(self, key: str, value: Any, n_pieces: int | None) -> str | None:
+        """What is wrong with ``labels[key] = value`` (None when it is usable)."""
+        if not self.per_piece:
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            ok = number and 0 <= value <= 1
+            return None if ok else f"labels.{key} must be a number in [0, 1], got {value!r}"
+        if not isinstance(value, list) or not value:
+            return f"labels.{key} must be a non-empty list"
+        if n_pieces is not None and len(value) != n_pieces:
+            return f"labels.{key} has {len(value)} entries for {n_pieces} context pieces"
+        if self.values == (False, True):
+            ok = all(isinstance(v, bool) for v in value)
+            return None if ok else f"labels.{key} must be a list of true/false"
+        bad = [v for v in value if v not in self.values]
+        listed = ", ".join(str(v) for v in reversed(self.values))
+        return f"labels.{key} has {bad[0]!r}; expected one of {listed}" if bad else None
+
+
+#: a share in [0, 1] for the whole item (recall)
+FRACTION = LabelKind("fraction", per_piece=False)
+#: true/false per piece (relevant, used)
+FLAGS = LabelKind("flags", per_piece=True, values=(False, True))
+
+
+# --------------------------------------------------------------------------- the report's view
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    """One statement or piece verdict as the report shows it; ``flag`` says how it lowered the
+    score (None: it did not); ``piece`` is the context index it is about."""
+
+    cells: list[str]
+    flag: str | None = None
+    piece: int | None = None
+
+
+def shown(value: Any) -> str:
+    """A verdict value as table text."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def yes(value: Any) -> str:
+    return "yes" if value else "no"
+
+
+def piece_index(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+# --------------------------------------------------------------------------- the interface
 
 
 class Metric(ABC):
     """A metric builds one judge request per item and turns the verdicts into a score.
 
     ``build`` raises :class:`~localjudge.errors.InvalidItemError` for an item it cannot score, or
-    returns a finished :class:`MetricResult` when no judge call is needed.
+    returns a finished :class:`MetricResult` when no judge call is needed. Everything else a
+    metric knows lives on its class too: the human labels it is compared on (``labels``,
+    :meth:`human_score`, :meth:`judge_values`) and how the report shows its verdicts
+    (:meth:`verdict_rows`).
     """
 
     name: ClassVar[str]
     #: fields an item must have for this metric to apply (used to pick default metrics)
     required: ClassVar[tuple[str, ...]]
+    #: the label keys (bench's labelled format) it can be compared on, and their kinds
+    labels: ClassVar[Mapping[str, LabelKind]]
+    #: the report's column names, in the order of :meth:`verdict_rows`' cells
+    columns: ClassVar[tuple[str, ...]]
 
-    def __init__(self, judge: Judge, *, truncate: bool = False) -> None:
-        self.judge = judge
-        #: opt-in policy for items too long for the window: trim the longest contexts (see
-        #: :func:`trim_contexts`) instead of failing, and record what was cut
-        self.truncate = truncate
+    @staticmethod
+    @abstractmethod
+    def human_score(labels: Mapping[str, Any]) -> float | None:
+        """The metric's formula applied to human labels (None when they do not give it)."""
+
+    @staticmethod
+    def judge_values(verdicts: Sequence[Mapping[str, Any]], key: str) -> list[Any] | None:
+        """The judge's per-piece values for the per-piece label ``key`` (None: not comparable)."""
+        return None
+
+    @staticmethod
+    @abstractmethod
+    def verdict_rows(verdicts: Sequence[Mapping[str, Any]]) -> list[VerdictRow]:
+        """The verdicts as table rows, each flagged with what it cost the score."""
+
+    @classmethod
+    def from_settings(cls, settings: MetricSettings) -> Metric:
+        """This metric with the options of ``settings`` it has (the default: none)."""
+        return cls()
 
     @abstractmethod
-    def build(self, item: Item) -> JudgeRequest | MetricResult: ...
+    def build(self, item: Item) -> JudgeRequest | MetricResult:
+        """The judge request for ``item``, or its result when no judge call is needed."""
 
     @abstractmethod
     def finish(self, item: Item, verdict: Any) -> MetricResult:
@@ -71,92 +189,11 @@ class Metric(ABC):
 
     def settings(self) -> dict[str, Any]:
         """The metric's own settings, recorded in results."""
-        return {"truncate": self.truncate}
+        return {}
 
-    def score_item(self, item: Item) -> MetricResult:
-        request = self.build(item)
-        if isinstance(request, MetricResult):
-            return request
-        truncation: dict[str, Any] | None = None
-        while True:
-            try:
-                out = self.judge.generate(request.messages, request.schema)
-                break
-            except ContextOverflowError as exc:
-                if not self.truncate:
-                    raise
-                item, truncation = trim_contexts(item, request, exc, truncation)
-                built = self.build(item)
-                assert isinstance(built, JudgeRequest)
-                request = built
-        result = self.finish(item, out.value)
-        return MetricResult(
-            metric=result.metric,
-            value=result.value,
-            reason=result.reason,
-            verdicts=result.verdicts,
-            stats=out.stats,
-            cached=out.cached,
-            raw=out.raw,
-            details={**result.details, "truncated": truncation} if truncation else result.details,
-        )
-
-    def score(self, **fields: Any) -> MetricResult:
-        """Score one item given as keyword fields (SPEC names or Mastra aliases, and ``id``)."""
-        return self.score_item(make_item(fields, index=0))
-
-
-# --------------------------------------------------------------------------- truncation policy
-
-#: a trimmed piece keeps at least this many characters
-MIN_PIECE_CHARS = 80
-TRUNCATION_MARK = " [...]"
-
-
-def trim_contexts(
-    item: Item,
-    request: JudgeRequest,
-    overflow: ContextOverflowError,
-    previous: dict[str, Any] | None,
-) -> tuple[Item, dict[str, Any]]:
-    """The documented truncation policy: cut the longest context pieces down to a common length
-    (keeping each piece's beginning and at least :data:`MIN_PIECE_CHARS` characters), by the
-    overflow converted to characters at the prompt's own characters-per-token rate; the caller
-    retries until the prompt fits. Question, reference and response are never cut. Re-raises
-    ``overflow`` when every piece is already at the minimum.
-    """
-    contexts = item.contexts()
-    prompt_tokens = overflow.needed - worst_case_tokens(request.schema)
-    prompt_chars = sum(len(m["content"]) for m in request.messages)
-    chars_per_token = prompt_chars / max(prompt_tokens, 1)
-    excess = overflow.needed - overflow.available
-    cut = math.ceil(excess * chars_per_token) + len(TRUNCATION_MARK)
-    lengths = [len(c) for c in contexts]
-    if max(lengths) <= MIN_PIECE_CHARS:
-        raise overflow  # nothing left to trim: the item cannot fit this window
-    floor = sum(min(n, MIN_PIECE_CHARS) for n in lengths)
-    target = max(sum(lengths) - cut, floor)
-    low, high = MIN_PIECE_CHARS, max(lengths)  # the largest cap whose total fits the target
-    while low < high:
-        mid = (low + high + 1) // 2
-        if sum(min(n, mid) for n in lengths) <= target:
-            low = mid
-        else:
-            high = mid - 1
-    trimmed = [
-        c if len(c) <= low else c[: low - len(TRUNCATION_MARK)] + TRUNCATION_MARK for c in contexts
-    ]
-    original = (previous or {}).get("original_chars", lengths)
-    record = {
-        "policy": "trim-longest-contexts",
-        "original_chars": original,
-        "kept_chars": [len(c) for c in trimmed],
-        "pieces": [
-            i for i, (a, b) in enumerate(zip(original, trimmed, strict=True)) if a != len(b)
-        ],
-    }
-    values = {**item.values, "retrieved_contexts": trimmed}
-    return Item(id=item.id, index=item.index, values=values), record
+    def __repr__(self) -> str:
+        settings = ", ".join(f"{k}={v!r}" for k, v in self.settings().items())
+        return f"{type(self).__name__}({settings})"
 
 
 # --------------------------------------------------------------------------- prompt helpers
@@ -216,8 +253,7 @@ class WorkedExample:
     names: tuple[str, ...]
 
     def render(self) -> str:
-        answer = json.dumps(self.answer, ensure_ascii=False, separators=(",", ":"))
-        return f"Example. {self.data}\nAnswer: {answer}"
+        return f"Example. {self.data}\nAnswer: {compact_json(self.answer)}"
 
 
 class PromptCopies:

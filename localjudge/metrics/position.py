@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any, ClassVar
 
@@ -10,16 +11,23 @@ from pydantic import create_model
 from localjudge.items import Item
 from localjudge.metrics.base import (
     DATA_RULE,
+    FLAGS,
     REASON_CHARS,
     JudgeRequest,
+    LabelKind,
     Metric,
     MetricResult,
+    MetricSettings,
     PromptCopies,
+    VerdictRow,
     WorkedExample,
     chat,
     delimit,
     item_data,
     numbered_contexts,
+    piece_index,
+    shown,
+    yes,
 )
 from localjudge.schemas import StrictModel, one_per_piece, text
 from localjudge.scoring import position_score
@@ -66,14 +74,44 @@ class ContextPosition(Metric):
 
     name: ClassVar[str] = "position"
     required: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts")
+    labels: ClassVar[Mapping[str, LabelKind]] = {"relevant": FLAGS}
+    columns: ClassVar[tuple[str, ...]] = ("piece", "relevant", "reason")
 
-    def __init__(self, judge: Any, scale: float = 1.0, *, truncate: bool = False) -> None:
-        super().__init__(judge, truncate=truncate)
+    @staticmethod
+    def human_score(labels: Mapping[str, Any]) -> float | None:
+        if "relevant" not in labels:
+            return None
+        return position_score([bool(v) for v in labels["relevant"]])
+
+    @staticmethod
+    def judge_values(verdicts: Sequence[Mapping[str, Any]], key: str) -> list[Any] | None:
+        return [bool(v["relevant"]) for v in verdicts] if key == "relevant" else None
+
+    @staticmethod
+    def verdict_rows(verdicts: Sequence[Mapping[str, Any]]) -> list[VerdictRow]:
+        first_miss = next((i for i, v in enumerate(verdicts) if not v.get("relevant")), None)
+        rows = []
+        for i, v in enumerate(verdicts):
+            flag = None
+            if not v.get("relevant"):
+                flag = "irrelevant"
+            elif first_miss is not None and i > first_miss:
+                flag = f"relevant, but ranked below irrelevant piece #{first_miss}"
+            piece = piece_index(v.get("index"), i)
+            cells = [f"#{piece}", yes(v.get("relevant")), shown(v.get("reason"))]
+            rows.append(VerdictRow(cells, flag, piece))
+        return rows
+
+    @classmethod
+    def from_settings(cls, settings: MetricSettings) -> ContextPosition:
+        return cls(scale=settings.scale)
+
+    def __init__(self, scale: float = 1.0) -> None:
         position_score([], scale=scale)  # validates scale with the scoring function's message
         self.scale = scale
 
     def settings(self) -> dict[str, Any]:
-        return {**super().settings(), "scale": self.scale}
+        return {"scale": self.scale}
 
     def build(self, item: Item) -> JudgeRequest | MetricResult:
         question = item.text("user_input")

@@ -7,6 +7,7 @@ reference, in order, never repeated and never invented.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
@@ -15,17 +16,22 @@ from pydantic import create_model
 from localjudge.items import Item
 from localjudge.metrics.base import (
     DATA_RULE,
+    FRACTION,
     REASON_CHARS,
     JudgeRequest,
+    LabelKind,
     Metric,
     MetricResult,
     PromptCopies,
+    VerdictRow,
     WorkedExample,
     chat,
     delimit,
     item_data,
     numbered_contexts,
     quote_list,
+    shown,
+    yes,
 )
 from localjudge.schemas import StrictModel, one_per_piece, text
 from localjudge.scoring import recall_score
@@ -76,6 +82,22 @@ class ContextRecall(Metric):
 
     name: ClassVar[str] = "recall"
     required: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts", "reference")
+    labels: ClassVar[Mapping[str, LabelKind]] = {"recall": FRACTION}
+    columns: ClassVar[tuple[str, ...]] = ("statement", "supported", "reason")
+
+    @staticmethod
+    def human_score(labels: Mapping[str, Any]) -> float | None:
+        return float(labels["recall"]) if "recall" in labels else None
+
+    @staticmethod
+    def verdict_rows(verdicts: Sequence[Mapping[str, Any]]) -> list[VerdictRow]:
+        return [
+            VerdictRow(
+                [shown(v.get("statement")), yes(v.get("attributed")), shown(v.get("reason"))],
+                flag=None if v.get("attributed") else "not supported by the contexts",
+            )
+            for v in verdicts
+        ]
 
     def build(self, item: Item) -> JudgeRequest:
         question = item.text("user_input")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
@@ -11,17 +12,24 @@ from pydantic import create_model
 from localjudge.items import Item
 from localjudge.metrics.base import (
     DATA_RULE,
+    FLAGS,
     REASON_CHARS,
     JudgeRequest,
+    LabelKind,
     Metric,
     MetricResult,
+    MetricSettings,
     PromptCopies,
+    VerdictRow,
     WorkedExample,
     chat,
     delimit,
     item_data,
     numbered_contexts,
+    piece_index,
     quote_list,
+    shown,
+    yes,
 )
 from localjudge.schemas import StrictModel, bounded_list, one_per_piece, text
 from localjudge.scoring import LEVEL_WEIGHTS, RELEVANCE_LEVELS, RelevancePenalties, relevance_score
@@ -60,6 +68,10 @@ COPIES = PromptCopies(SYSTEM, EXAMPLE)
 
 Level = Literal["high", "medium", "low", "none"]
 assert set(Level.__args__) == set(RELEVANCE_LEVELS)  # type: ignore[attr-defined]
+#: a relevance level per piece, ordinal (weighted kappa), lowest first
+LEVELS = LabelKind(
+    "levels", per_piece=True, values=tuple(reversed(RELEVANCE_LEVELS)), weights="quadratic"
+)
 
 
 @lru_cache(maxsize=64)
@@ -85,16 +97,50 @@ class ContextRelevance(Metric):
 
     name: ClassVar[str] = "relevance"
     required: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts", "response")
+    #: binary ``relevant`` labels count the judge's high and medium pieces as relevant
+    labels: ClassVar[Mapping[str, LabelKind]] = {"levels": LEVELS, "used": FLAGS, "relevant": FLAGS}
+    columns: ClassVar[tuple[str, ...]] = ("piece", "relevance", "used", "reason")
 
-    def __init__(
-        self,
-        judge: Any,
-        penalties: RelevancePenalties | None = None,
-        scale: float = 1.0,
-        *,
-        truncate: bool = False,
-    ) -> None:
-        super().__init__(judge, truncate=truncate)
+    @staticmethod
+    def human_score(labels: Mapping[str, Any]) -> float | None:
+        """Without ``used`` labels every piece counts as used (no usage penalty), and nothing as
+        missing: the labels say nothing about either."""
+        if "levels" not in labels:
+            return None
+        levels = list(labels["levels"])
+        used = [bool(v) for v in labels.get("used", [True] * len(levels))]
+        return relevance_score(levels, used, 0)
+
+    @staticmethod
+    def judge_values(verdicts: Sequence[Mapping[str, Any]], key: str) -> list[Any] | None:
+        if key == "levels":
+            return [v["relevance"] for v in verdicts]
+        if key == "used":
+            return [bool(v["used"]) for v in verdicts]
+        if key == "relevant":
+            return [v["relevance"] in ("high", "medium") for v in verdicts]
+        return None
+
+    @staticmethod
+    def verdict_rows(verdicts: Sequence[Mapping[str, Any]]) -> list[VerdictRow]:
+        rows = []
+        for i, v in enumerate(verdicts):
+            level = shown(v.get("relevance"))
+            flag = None
+            if level in ("none", "low"):
+                flag = f"relevance {level}"
+            elif level == "high" and not v.get("used"):
+                flag = "high relevance, but the response did not use it"
+            piece = piece_index(v.get("index"), i)
+            cells = [f"#{piece}", level, yes(v.get("used")), shown(v.get("reason"))]
+            rows.append(VerdictRow(cells, flag, piece))
+        return rows
+
+    @classmethod
+    def from_settings(cls, settings: MetricSettings) -> ContextRelevance:
+        return cls(penalties=settings.penalties, scale=settings.scale)
+
+    def __init__(self, penalties: RelevancePenalties | None = None, scale: float = 1.0) -> None:
         self.penalties = penalties or RelevancePenalties()
         relevance_score(["none"], [False], 0, self.penalties, scale)  # validates scale
         self.scale = scale
@@ -102,7 +148,6 @@ class ContextRelevance(Metric):
     def settings(self) -> dict[str, Any]:
         p = self.penalties
         return {
-            **super().settings(),
             "scale": self.scale,
             "unused_high": p.unused_high,
             "missing_per_item": p.missing_per_item,

@@ -21,9 +21,9 @@ pytestmark = pytest.mark.model
 #: loads the default judge, makes one real constrained call, prints what the judge recorded
 JUDGE_CALL = """
 import json
-from localjudge import ContextPosition, load_judge
+from localjudge import ContextPosition, load_judge, score
 judge = load_judge(n_threads=2)
-r = ContextPosition(judge).score(user_input="Where is the Eiffel Tower?",
+r = score(ContextPosition(), judge, user_input="Where is the Eiffel Tower?",
     retrieved_contexts=["Paris is in France.", "The Eiffel Tower is in Paris."])
 print(json.dumps({"settings": dict(judge.identity.settings), "n": len(r.verdicts)}))
 """
@@ -33,7 +33,7 @@ LOAD_LOG = """
 import sys
 import llama_cpp
 from localjudge.llama import _model_params
-from localjudge.models import resolve_model
+from localjudge.registry import resolve_model
 with _model_params(llama_cpp, extra_buffers=sys.argv[1] == "1"):
     llm = llama_cpp.Llama(model_path=str(resolve_model(sys.argv[2]).path), n_ctx=256,
                           n_threads=2, verbose=True)

@@ -12,7 +12,7 @@ import pytest
 
 from localjudge.cache import Cache
 from localjudge.judge import GenerationStats
-from localjudge.models import resolve_model
+from localjudge.registry import resolve_model
 
 pytestmark = pytest.mark.model
 

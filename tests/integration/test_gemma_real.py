@@ -12,11 +12,7 @@ from localjudge import ContextPosition, ContextRecall, ContextRelevance, load_ju
 from localjudge.llama import plain_prompt
 from localjudge.metrics import Metric
 
-pytestmark = [
-    pytest.mark.model,
-    # llama-cpp-python's own deprecation, raised once per token while a token table is built
-    pytest.mark.filterwarnings("ignore:llama_token_get_attr is deprecated:DeprecationWarning"),
-]
+pytestmark = pytest.mark.model
 
 ITEM = {
     "user_input": "Where is the Eiffel tower, and how tall is it?",
@@ -63,7 +59,7 @@ def test_gemma_uses_the_plain_prompt(gemma: Any) -> None:
 def test_gemma_scores_one_item_per_metric(
     gemma: Any, check_call: Any, metric_cls: type[Metric]
 ) -> None:
-    out = check_call(gemma, metric_cls(gemma), ITEM)
+    out = check_call(gemma, metric_cls(), ITEM)
     assert out.generation.stats.prompt_tokens > 0
     if metric_cls is not ContextRecall:
         assert len(out.result.verdicts) == 3

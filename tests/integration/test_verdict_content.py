@@ -78,8 +78,8 @@ def check_content(records: list[dict[str, Any]], results: list[Any]) -> dict[str
 
 
 def test_the_default_judge_on_the_examples(judge: Any) -> None:
-    metrics = [ContextRecall(judge), ContextPosition(judge), ContextRelevance(judge)]
-    results = list(evaluate(RECORDS, metrics))
+    metrics = [ContextRecall(), ContextPosition(), ContextRelevance()]
+    results = list(evaluate(RECORDS, metrics, judge))
     assert len(results) == 3 * len(RECORDS)
     check_content(RECORDS, results)
     # the README's headline example: its two sentences, judged one by one
@@ -92,6 +92,6 @@ def test_the_default_judge_on_the_examples(judge: Any) -> None:
 
 def test_gemma_on_the_examples(isolated_env: Path) -> None:
     gemma = load_judge("gemma3-270m", n_threads=2)
-    metrics = [ContextRecall(gemma), ContextRelevance(gemma)]
-    results = list(evaluate(RECORDS, metrics))
+    metrics = [ContextRecall(), ContextRelevance()]
+    results = list(evaluate(RECORDS, metrics, gemma))
     check_content(RECORDS, results)

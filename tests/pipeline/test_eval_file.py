@@ -11,9 +11,9 @@ from pipeline_rules import EXPECTED, rule_reply
 
 from localjudge.cache import Cache, CachingJudge
 from localjudge.errors import UsageError
+from localjudge.evaluation import detect_metrics, eval_file
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.results import FORMAT_VERSION
-from localjudge.run import detect_metrics, eval_file
 from localjudge.testing import ScriptedJudge
 from localjudge.versions import versions
 
@@ -94,7 +94,7 @@ def data(tmp_path):
 
 
 def make_metrics(judge):
-    return [ContextRecall(judge), ContextPosition(judge), ContextRelevance(judge)]
+    return [ContextRecall(), ContextPosition(), ContextRelevance()]
 
 
 def run(data, out, judge, **kwargs):
@@ -266,6 +266,8 @@ def test_summary(tmp_path, data):
         },
         "limit": None,
         "map": {},
+        # the data format as given (None: from the extension), so a report re-reads alike
+        "format": None,
     }
     assert run_info["versions"] == versions()
     assert run_info["judge_calls"] == TOTAL_CALLS
@@ -299,7 +301,7 @@ def test_limit_and_mapping(tmp_path):
         path,
         tmp_path / "out",
         judge=judge,
-        metrics=[ContextPosition(judge)],
+        metrics=[ContextPosition()],
         mapping=mapping,
         limit=2,
     )
@@ -329,7 +331,7 @@ def test_fail_under_with_no_scored_item_fails(tmp_path):
         path,
         tmp_path / "out",
         judge=judge,
-        metrics=[ContextRecall(judge)],
+        metrics=[ContextRecall()],
         fail_under={"recall": 0.0},
     )
     assert outcome.summary["metrics"]["recall"]["mean"] is None
@@ -343,7 +345,7 @@ def test_fail_under_for_a_metric_not_run_is_a_usage_error(tmp_path, data):
             data,
             tmp_path / "out",
             judge=judge,
-            metrics=[ContextRecall(judge)],
+            metrics=[ContextRecall()],
             fail_under={"relevance": 0.5},
         )
     assert not (tmp_path / "out").exists()

@@ -9,6 +9,7 @@ from pipeline_rules import expected_position, expected_recall, rule_reply
 from pydantic import BaseModel
 
 from localjudge import ItemResult, evaluate
+from localjudge.dataset import Record
 from localjudge.errors import (
     ConstraintError,
     ContextOverflowError,
@@ -46,8 +47,8 @@ def question_of(call):
 
 def test_results_stream_in_item_then_metric_order_across_chunks():
     judge = ScriptedJudge(rule_reply)
-    metrics = [ContextRecall(judge), ContextPosition(judge)]
-    results = list(evaluate(RECORDS, metrics, chunk_size=2))
+    metrics = [ContextRecall(), ContextPosition()]
+    results = list(evaluate(RECORDS, metrics, judge, chunk_size=2))
     assert [(r.index, r.id, r.metric) for r in results] == [
         (i, f"r{i}", m) for i in range(5) for m in ("recall", "position")
     ]
@@ -65,7 +66,7 @@ def test_results_stream_in_item_then_metric_order_across_chunks():
 
 def test_within_a_chunk_each_metric_runs_over_all_items_before_the_next():
     judge = ScriptedJudge(rule_reply)
-    list(evaluate(RECORDS, [ContextRecall(judge), ContextPosition(judge)], chunk_size=2))
+    list(evaluate(RECORDS, [ContextRecall(), ContextPosition()], judge, chunk_size=2))
     order = [
         ("recall" if c.schema.__name__.startswith("RecallVerdicts") else "position", question_of(c))
         for c in judge.calls
@@ -94,7 +95,7 @@ def test_evaluate_is_lazy_and_yields_chunk_by_chunk():
             yield rec
 
     judge = ScriptedJudge(rule_reply)
-    stream = evaluate(source(), [ContextRecall(judge), ContextPosition(judge)], chunk_size=2)
+    stream = evaluate(source(), [ContextRecall(), ContextPosition()], judge, chunk_size=2)
     assert pulled == []
     assert judge.calls == []
     first = next(stream)
@@ -118,7 +119,8 @@ def test_on_result_is_called_once_per_item_and_metric_before_the_chunk_is_yielde
     judge = ScriptedJudge(rule_reply)
     stream = evaluate(
         RECORDS,
-        [ContextRecall(judge), ContextPosition(judge)],
+        [ContextRecall(), ContextPosition()],
+        judge,
         chunk_size=2,
         on_result=seen.append,
     )
@@ -146,7 +148,7 @@ def test_per_item_failures_become_error_rows_and_others_still_score():
         record(5),
     ]
     judge = ScriptedJudge(rule_reply)
-    results = list(evaluate(records, [ContextRecall(judge), ContextPosition(judge)]))
+    results = list(evaluate(records, [ContextRecall(), ContextPosition()], judge))
     table = {(r.index, r.metric): r for r in results}
     assert len(results) == 12
 
@@ -183,12 +185,12 @@ def test_context_overflow_becomes_an_error_row_with_both_numbers():
     # does not
     worst = worst_case_bytes(recall_schema(2)) + 1
     probe = ScriptedJudge(rule_reply)
-    list(evaluate([record(0)], [ContextRecall(probe)]))
+    list(evaluate([record(0)], [ContextRecall()], probe))
     short_words = sum(len(m["content"].split()) for m in probe.calls[0].messages)
     n_ctx = short_words + worst + 100
 
     judge = ScriptedJudge(rule_reply, n_ctx=n_ctx)
-    results = list(evaluate(records, [ContextRecall(judge)]))
+    results = list(evaluate(records, [ContextRecall()], judge))
     assert [r.error is None for r in results] == [True, False, True]
     error = results[1].error
     assert isinstance(error, ContextOverflowError)
@@ -196,7 +198,7 @@ def test_context_overflow_becomes_an_error_row_with_both_numbers():
     assert error.item_id == "r1"
     long_words = sum(
         len(m["content"].split())
-        for m in ContextRecall(probe).build(make_item(long_item, index=1)).messages
+        for m in ContextRecall().build(make_item(long_item, index=1)).messages
     )
     assert error.needed == long_words + worst
     assert error.available == n_ctx
@@ -211,7 +213,7 @@ def test_context_overflow_becomes_an_error_row_with_both_numbers():
 def test_a_non_item_error_from_the_judge_propagates():
     judge = ScriptedJudge([{"statements": []}])  # violates one verdict per statement
     with pytest.raises(ConstraintError):
-        list(evaluate([record(0), record(1)], [ContextRecall(judge)]))
+        list(evaluate([record(0), record(1)], [ContextRecall()], judge))
 
 
 def test_an_unexpected_exception_from_the_judge_propagates():
@@ -221,7 +223,7 @@ def test_an_unexpected_exception_from_the_judge_propagates():
 
     judge = Broken([])
     with pytest.raises(RuntimeError, match="GPU on fire"):
-        list(evaluate([record(0)], [ContextRecall(judge)]))
+        list(evaluate([record(0)], [ContextRecall()], judge))
 
 
 # ---------------------------------------------------------------- metrics and records
@@ -230,7 +232,7 @@ def test_an_unexpected_exception_from_the_judge_propagates():
 def test_metrics_given_by_name_with_judge():
     judge = ScriptedJudge(rule_reply)
     recs = [record(0, response="yes fact 0.")]
-    results = list(evaluate(recs, ["recall", "position", "relevance"], judge=judge))
+    results = list(evaluate(recs, ["recall", "position", "relevance"], judge))
     assert [r.metric for r in results] == ["recall", "position", "relevance"]
     assert results[0].result.value == 0.5
     # relevance: two 'high' pieces, the first used: base 2/3, one unused high: -0.1
@@ -240,7 +242,7 @@ def test_metrics_given_by_name_with_judge():
 
 def test_metric_classes_and_instances_can_be_mixed():
     judge = ScriptedJudge(rule_reply)
-    results = list(evaluate([record(0)], [ContextRecall, ContextPosition(judge, scale=2)], judge))
+    results = list(evaluate([record(0)], [ContextRecall, ContextPosition(scale=2)], judge))
     assert [r.metric for r in results] == ["recall", "position"]
     assert abs(results[1].result.value - 2 * expected_position(record(0))) < 1e-9
 
@@ -249,7 +251,7 @@ def test_metric_classes_and_instances_can_be_mixed():
     ("metrics", "judge", "words"),
     [
         (["recall", "precision"], True, "unknown metric 'precision'"),
-        (["recall"], False, "needs judge="),
+        (["recall"], False, "needs a judge"),
         (["recall", "recall"], True, "metrics repeated"),
     ],
 )
@@ -269,7 +271,7 @@ def test_duplicate_ids_are_kept_apart_by_index():
     a = record(0, id="dup")
     b = record(1, id="dup", retrieved_contexts=["nothing"])
     judge = ScriptedJudge(rule_reply)
-    results = list(evaluate([a, b], [ContextRecall(judge)]))
+    results = list(evaluate([a, b], [ContextRecall()], judge))
     assert [(r.index, r.id) for r in results] == [(0, "dup"), (1, "dup")]
     assert [r.result.value for r in results] == [0.5, 0.0]
 
@@ -284,11 +286,12 @@ def test_records_may_be_models_items_or_read_errors_and_aliases_and_mapping_appl
         Row(question="q0?", contexts=["yes a"]),
         {"question": "q1?", "contexts": ["no", "yes"]},
         make_item({"input": "q2?", "context": ["yes", "no"]}, index=2),
-        InvalidItemError("line 4: invalid JSON: Expecting value at column 1", item_id="line 4"),
+        # a line the reader could not parse: a Record with its error
+        Record(index=3, line=4, data=None, error="line 4: invalid JSON: Expecting value"),
         {"input": "q4?", "context": ["x"]},  # Mastra aliases still apply under a mapping
     ]
     judge = ScriptedJudge(rule_reply)
-    results = list(evaluate(records, [ContextPosition(judge)], mapping=mapping))
+    results = list(evaluate(records, [ContextPosition()], judge, mapping=mapping))
     assert [(r.index, r.id) for r in results] == [
         (0, "#0"),
         (1, "#1"),
@@ -306,7 +309,7 @@ def test_records_may_be_models_items_or_read_errors_and_aliases_and_mapping_appl
 
 def test_empty_input_yields_nothing():
     judge = ScriptedJudge([])
-    assert list(evaluate([], [ContextRecall(judge)])) == []
+    assert list(evaluate([], [ContextRecall()], judge)) == []
     assert judge.calls == []
 
 
@@ -332,19 +335,17 @@ def test_truncate_trims_the_longest_context_until_the_prompt_fits():
     long_piece = "yes fact 0. " + " ".join(f"w{i}" for i in range(800))
     rec = record(0, retrieved_contexts=[long_piece, "short noise"])
     worst = worst_case_bytes(recall_schema(2)) + 1
-    full_words = prompt_words(
-        ContextRecall(ScriptedJudge([])).build(make_item(rec, index=0)).messages
-    )
+    full_words = prompt_words(ContextRecall().build(make_item(rec, index=0)).messages)
     n_ctx = full_words + worst - 300  # 300 words too many
 
     strict = ScriptedJudge(rule_reply, n_ctx=n_ctx)
-    [failed] = list(evaluate([rec], [ContextRecall(strict)]))
+    [failed] = list(evaluate([rec], [ContextRecall()], strict))
     assert isinstance(failed.error, ContextOverflowError)
 
     judge = ScriptedJudge(rule_reply, n_ctx=n_ctx)
-    metric = ContextRecall(judge, truncate=True)
-    assert metric.settings() == {"truncate": True}
-    [res] = list(evaluate([rec], [metric]))
+    metric = ContextRecall()
+    assert metric.settings() == {}  # truncation is the runner's, not the metric's
+    [res] = list(evaluate([rec], [metric], judge, truncate=True))
     assert res.error is None
     assert len(judge.calls) == 1  # overflowing attempts never reach the script
     final = judge.calls[0]
@@ -371,7 +372,7 @@ def test_truncate_trims_the_longest_context_until_the_prompt_fits():
 def test_truncate_cannot_shorten_the_question():
     rec = record(0, user_input=" ".join(["word"] * 6000) + "?")
     judge = ScriptedJudge(rule_reply, n_ctx=5000)
-    [res] = list(evaluate([rec], [ContextRecall(judge, truncate=True)]))
+    [res] = list(evaluate([rec], [ContextRecall()], judge, truncate=True))
     assert isinstance(res.error, ContextOverflowError)
     assert res.error.available == 5000
     assert judge.calls == []

@@ -23,10 +23,7 @@ from localjudge.judge import JudgeIdentity
 from localjudge.metrics import ContextPosition, ContextRecall
 from localjudge.metrics.base import JudgeRequest
 
-pytestmark = [
-    pytest.mark.model,
-    pytest.mark.filterwarnings("ignore:llama_token_get_attr is deprecated:DeprecationWarning"),
-]
+pytestmark = pytest.mark.model
 
 #: two slices of the six real items that share two items
 SLICES = {"a": slice(0, 4), "b": slice(2, 6)}
@@ -34,7 +31,7 @@ SLICES = {"a": slice(0, 4), "b": slice(2, 6)}
 
 def expected_keys(records: list[dict[str, Any]], identity: JudgeIdentity) -> set[str]:
     """The cache keys of every judge call ``records`` need, computed without a model."""
-    metrics = {"recall": ContextRecall(None), "position": ContextPosition(None)}
+    metrics = {"recall": ContextRecall(), "position": ContextPosition()}
     keys = set()
     for i, rec in enumerate(records):
         for name in METRICS:

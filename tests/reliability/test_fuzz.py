@@ -30,9 +30,9 @@ from hypothesis import strategies as st
 from localjudge.cache import Cache, CachingJudge
 from localjudge.dataset import read_records
 from localjudge.errors import DataError
+from localjudge.evaluation import eval_file
 from localjudge.items import ALIASES, FIELDS
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
-from localjudge.run import eval_file
 from localjudge.scoring import position_score, recall_score, relevance_score
 from localjudge.statements import split_statements
 from localjudge.testing import ScriptedJudge, prompt_data
@@ -373,7 +373,7 @@ def expected_id(rec: Mapping[str, Any], index: int) -> str:
 
 
 def metrics_for(judge: Any) -> list[Any]:
-    return [ContextRecall(judge), ContextPosition(judge), ContextRelevance(judge)]
+    return [ContextRecall(), ContextPosition(), ContextRelevance()]
 
 
 def run_file(blob: bytes, tmp: Path, name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -558,7 +558,7 @@ def test_lone_surrogate_is_a_per_item_error_not_a_crash(tmp_path: Path, where: s
     data.write_bytes(GOOD_LINE + json.dumps(rec).encode() + b"\n" + GOOD_LINE)
     # the CLI's default setup: every call goes through the SQLite cache
     judge = CachingJudge(ScriptedJudge(rule_reply), Cache(tmp_path / "calls.sqlite3"))
-    metrics = [ContextRecall(judge), ContextPosition(judge)]
+    metrics = [ContextRecall(), ContextPosition()]
     outcome = eval_file(data, tmp_path / "out", judge=judge, metrics=metrics)
     rows = [json.loads(x) for x in outcome.results_path.read_text("utf-8").splitlines()]
     assert [(r["index"], r["metric"]) for r in rows] == [

@@ -11,9 +11,9 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+from localjudge.bootstrap import mean_interval as bootstrap_ci
+from localjudge.evaluation import eval_file
 from localjudge.metrics import ContextPosition
-from localjudge.results import bootstrap_ci
-from localjudge.run import eval_file
 from localjudge.testing import ScriptedJudge
 
 
@@ -57,7 +57,7 @@ def test_eval_file_memory_does_not_grow_with_the_items(tmp_path: Path) -> None:
             data,
             tmp_path / "out",
             judge=judge,
-            metrics=[ContextPosition(judge)],
+            metrics=[ContextPosition()],
             on_result=on_result,
         )
     finally:

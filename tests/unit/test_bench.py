@@ -1,4 +1,5 @@
-"""localjudge.bench: the agreement statistics against hand-computed small cases, and the joins.
+"""localjudge.agreement's statistics against hand-computed small cases, and localjudge.bench's
+joins and bench_file (with scripted judges).
 
 Every expected number below is worked out by hand in the comments (never by calling the library
 or its dependencies), so a wrong formula, a transposed matrix or a mis-ordered label list shows.
@@ -6,7 +7,6 @@ or its dependencies), so a wrong formula, a transposed matrix or a mis-ordered l
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from pathlib import Path
@@ -14,26 +14,33 @@ from typing import Any
 
 import pytest
 
-from localjudge import bench, run
-from localjudge.bench import (
-    LEVEL_ORDER,
+from localjudge import agreement
+from localjudge.agreement import (
     Pair,
     accuracy,
-    bench_table,
-    bootstrap,
-    compare,
     confusion,
-    human_score,
-    item_rows,
     kappa,
     kendall,
     mae,
-    pair_up,
     roc_auc,
     spearman,
     with_ci,
 )
+from localjudge.bench import bench_file, bench_table, compare, item_rows, pair_up
+from localjudge.bootstrap import interval as bootstrap
 from localjudge.errors import LocalJudgeError
+from localjudge.metrics import METRICS
+from localjudge.metrics.relevance import LEVELS
+from localjudge.settings import JudgeSettings
+from localjudge.testing import ScriptedJudge, prompt_data
+
+LEVEL_ORDER = LEVELS.values
+
+
+def human_score(metric: str, labels: dict[str, Any]) -> float | None:
+    """The metric's own human-derived score (each metric module knows its labels)."""
+    return METRICS[metric].human_score(labels) if metric in METRICS else None
+
 
 TOL = 1e-9
 BINARY = (False, True)
@@ -106,7 +113,7 @@ def _rel(levels: list[str], used: list[bool] | None = None) -> list[dict[str, An
 def fast_bootstrap(monkeypatch: pytest.MonkeyPatch) -> None:
     """100 resamples instead of 1000 inside compare() (the tests using it check no interval
     bounds); the bootstrap tests below call the real function directly."""
-    monkeypatch.setattr(bench, "bootstrap", functools.partial(bootstrap, resamples=100))
+    monkeypatch.setattr(agreement, "RESAMPLES", 100)
 
 
 # --------------------------------------------------------------------------- accuracy
@@ -661,10 +668,12 @@ def test_bench_table_truncates_long_names_and_handles_missing_numbers():
     assert line.split()[1:] == ["x", "0", "2"] + ["-"] * 9
 
 
-def test_labels_for_covers_every_metric():
-    from localjudge.metrics import METRICS  # noqa: PLC0415
-
-    assert set(bench.LABELS_FOR) == set(METRICS)
+def test_every_metric_names_its_labels():
+    for cls in METRICS.values():
+        assert cls.labels, cls.name
+        for key in cls.labels:
+            # a metric compared on a label gives a human score or per-piece judge values for it
+            assert not cls.labels[key].per_piece or cls.judge_values([], key) == [], (cls, key)
 
 
 # --------------------------------------------------------------------------- bench_file (no model)
@@ -695,74 +704,58 @@ def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
     return path
 
 
+def _perfect_reply(messages: list[dict[str, str]], schema: type[Any]) -> dict[str, Any]:
+    """A judge that answers every prompt of LABELLED with its labels (unlabelled: anything)."""
+    data = prompt_data(messages)
+    labels = next(r.get("labels", {}) for r in LABELLED if r["user_input"] == data["QUESTION"])
+    n = sum(k.startswith("CONTEXT ") for k in data)
+    name = schema.__name__
+    if name.startswith("RecallVerdicts"):
+        n_statements = sum(k.startswith("STATEMENT ") for k in data)
+        attributed = int(labels.get("recall", 0) >= 0.5)
+        return {
+            "statements": [
+                {"index": i, "reason": "r", "attributed": attributed} for i in range(n_statements)
+            ]
+        }
+    if name.startswith("PositionVerdicts"):
+        return {"verdicts": _pos(list(labels.get("relevant", [False] * n)[:n]))}
+    return {"pieces": _rel(list(labels.get("levels", ["none"] * n)[:n]), [True] * n), "missing": []}
+
+
 class FakeJudges:
-    """Stands in for run._run_judge_process: a perfect judge that copies the labels."""
+    """A judge factory for bench_file: a perfect scripted judge per name, names recorded."""
 
     def __init__(self) -> None:
         self.calls: list[str] = []
 
-    def __call__(self, spec, data, out_dir, metrics, limit):
-        self.calls.append(spec.name)
-        records = [json.loads(line) for line in data.read_text("utf-8").splitlines()]
-        if limit is not None:
-            records = records[:limit]
-        rows = []
-        for i, rec in enumerate(records):
-            labels = rec.get("labels", {})
-            n = len(rec["retrieved_contexts"])
-            for metric in metrics:
-                # what a real judge could answer: valid verdicts, one per piece
-                if metric == "recall":
-                    value = labels.get("recall")
-                    score = float(value) if isinstance(value, (int, float)) else 0.5
-                    rows.append(_row(i, metric, score, item_id=rec["id"]))
-                elif metric == "position":
-                    flags = [bool(f) for f in labels.get("relevant", [])][:n]
-                    flags += [False] * (n - len(flags))
-                    score = human_score(metric, {"relevant": flags})
-                    rows.append(_row(i, metric, score, _pos(flags), item_id=rec["id"]))
-                else:
-                    levels = [
-                        lv if lv in LEVEL_ORDER else "none" for lv in labels.get("levels", [])
-                    ]
-                    levels = (levels + ["none"] * n)[:n]
-                    score = human_score(metric, {"levels": levels})
-                    verdicts = _rel(levels, [True] * n)
-                    rows.append(_row(i, metric, score, verdicts, item_id=rec["id"]))
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
-        return {
-            "identity": {"model": spec.name, "sha256": "0" * 64},
-            "load_seconds": 0.25,
-            "wall_seconds": 1.0,
-            "peak_rss_mb": 200.0,
-            "judge_calls": len(rows),
-            "cache_hits": 0,
-            "results": str(out_dir / "results.jsonl"),
-        }
+    def __call__(self, settings: JudgeSettings) -> ScriptedJudge:
+        self.calls.append(settings.name)
+        return ScriptedJudge(_perfect_reply, model=settings.name)
 
 
 @pytest.fixture
-def fake_judges(monkeypatch: pytest.MonkeyPatch) -> FakeJudges:
-    fake = FakeJudges()
-    monkeypatch.setattr(run, "_run_judge_process", fake)
-    return fake
+def fake_judges() -> FakeJudges:
+    return FakeJudges()
 
 
 @pytest.mark.usefixtures("fast_bootstrap")
 def test_bench_file_writes_report_and_items(tmp_path, fake_judges):
     data = _write_jsonl(tmp_path / "labelled.jsonl", LABELLED)
-    specs = [run.JudgeSpec(model="one"), run.JudgeSpec(model="two")]
-    outcome = run.bench_file(data, tmp_path / "out", judges=specs)
+    specs = [JudgeSettings(model="one"), JudgeSettings(model="two")]
+    outcome = bench_file(data, tmp_path / "out", judges=specs, open_judge=fake_judges)
     assert fake_judges.calls == ["one", "two"]
     report = json.loads(outcome.bench_path.read_text("utf-8"))
     assert report == json.loads(json.dumps(outcome.report))
     assert report["n_labelled"] == 2  # the unlabelled record is not counted
     assert report["metrics"] == ["recall", "position", "relevance"]
     assert list(report["judges"]) == ["one", "two"]
-    for judge in report["judges"].values():
-        assert judge["load_seconds"] == 0.25
-        assert judge["peak_rss_mb"] == 200.0
+    for name, judge in report["judges"].items():
+        assert judge["identity"]["model"] == name
+        assert judge["load_seconds"] >= 0.0
+        assert judge["peak_rss_mb"] > 0.0
+        # every item x metric (no cache) but relevance on the unlabelled one: it has no response
+        assert judge["judge_calls"] == 3 * 3 - 1
         for metric in report["metrics"]:
             m = judge["metrics"][metric]
             assert (m["n_common"], m["n_failed"]) == (2, 0)
@@ -777,8 +770,13 @@ def test_bench_file_writes_report_and_items(tmp_path, fake_judges):
 
 def test_bench_file_limit_and_metric_choice(tmp_path, fake_judges):
     data = _write_jsonl(tmp_path / "labelled.jsonl", LABELLED)
-    outcome = run.bench_file(
-        data, tmp_path / "out", judges=[run.JudgeSpec(model="one")], metrics=["recall"], limit=1
+    outcome = bench_file(
+        data,
+        tmp_path / "out",
+        judges=[JudgeSettings(model="one")],
+        metrics=["recall"],
+        limit=1,
+        open_judge=fake_judges,
     )
     assert outcome.report["n_labelled"] == 1
     assert outcome.report["metrics"] == ["recall"]
@@ -788,14 +786,17 @@ def test_bench_file_limit_and_metric_choice(tmp_path, fake_judges):
 def test_bench_file_rejects_unlabelled_data_and_repeated_judges(tmp_path, fake_judges):
     data = _write_jsonl(tmp_path / "plain.jsonl", [LABELLED[2]])
     with pytest.raises(LocalJudgeError) as info:
-        run.bench_file(data, tmp_path / "out", judges=[run.JudgeSpec(model=None)])
+        bench_file(
+            data, tmp_path / "out", judges=[JudgeSettings(model=None)], open_judge=fake_judges
+        )
     assert info.value.exit_code == 2
     labelled = _write_jsonl(tmp_path / "labelled.jsonl", LABELLED)
     with pytest.raises(LocalJudgeError) as info:
-        run.bench_file(
+        bench_file(
             labelled,
             tmp_path / "out",
-            judges=[run.JudgeSpec(model=None), run.JudgeSpec(model="smollm2-135m")],
+            judges=[JudgeSettings(model=None), JudgeSettings(model="smollm2-135m")],
+            open_judge=fake_judges,
         )
     assert info.value.exit_code == 2
     assert fake_judges.calls == []
@@ -813,6 +814,8 @@ def test_bench_file_rejects_malformed_labels_before_judging(tmp_path, fake_judge
     record = {**LABELLED[0], "labels": labels}
     data = _write_jsonl(tmp_path / "labelled.jsonl", [record])
     with pytest.raises(LocalJudgeError) as info:
-        run.bench_file(data, tmp_path / "out", judges=[run.JudgeSpec(model="one")])
+        bench_file(
+            data, tmp_path / "out", judges=[JudgeSettings(model="one")], open_judge=fake_judges
+        )
     assert info.value.exit_code in (2, 3)  # a usage or data error: one line, not a traceback
     assert fake_judges.calls == []  # found before any judge is loaded

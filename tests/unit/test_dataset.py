@@ -10,10 +10,10 @@ import tracemalloc
 
 import pytest
 
+from localjudge.canonical import file_sha256
 from localjudge.dataset import (
     Record,
     detect_format,
-    file_sha256,
     parse_mapping,
     read_records,
 )

@@ -1,13 +1,12 @@
 """The HTML report: content, escaping, no external references, format checks (no browser).
 
 The builders at the top make an eval run (with the scripted judge, through eval_file) and a bench
-run (compare + item_rows on labelled records, assembled like run.bench_file); the browser tests in
+run (compare + item_rows on labelled records, assembled like bench.bench_file); the browser tests in
 tests/browser load this module to reuse them.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from html.parser import HTMLParser
@@ -15,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from localjudge import bench
-from localjudge.dataset import file_sha256
+from localjudge import agreement, bench
+from localjudge.canonical import file_sha256
 from localjudge.errors import DataError
+from localjudge.evaluation import eval_file
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.report import (
     CSP,
@@ -27,7 +27,7 @@ from localjudge.report import (
     verdict_table,
     write_report,
 )
-from localjudge.run import eval_file
+from localjudge.results import BENCH
 from localjudge.testing import ScriptedJudge
 
 # ---------------------------------------------------------------- an eval run, scripted
@@ -134,7 +134,7 @@ def build_eval_run(root: Path) -> tuple[Path, Path]:
     lines = [json.dumps(item, ensure_ascii=False) for item in ITEMS] + [MALFORMED]
     data.write_text("\n".join(lines) + "\n", "utf-8")
     judge = ScriptedJudge(rule_reply)
-    metrics = [ContextRecall(judge), ContextPosition(judge), ContextRelevance(judge)]
+    metrics = [ContextRecall(), ContextPosition(), ContextRelevance()]
     out = root / "run"
     eval_file(data, out, judge=judge, metrics=metrics, settings={"n_ctx": 8192})
     return data, out
@@ -214,7 +214,7 @@ def everything_reply(messages, schema):
 
 
 def build_bench_run(root: Path) -> Path:
-    """A bench run of two scripted judges on LABELLED, written like run.bench_file writes it."""
+    """A bench run of two scripted judges on LABELLED, written like bench.bench_file writes it."""
     root.mkdir(parents=True, exist_ok=True)
     data = root / "labelled.jsonl"
     data.write_text("\n".join(json.dumps(r) for r in LABELLED) + "\n", "utf-8")
@@ -224,7 +224,7 @@ def build_bench_run(root: Path) -> Path:
     for n, (name, reply) in enumerate([(JUDGE_A, rule_reply), (JUDGE_B, everything_reply)]):
         judge = ScriptedJudge(reply, model=name)
         out = root / "judges" / f"{n}-judge"
-        metrics = [ContextRecall(judge), ContextPosition(judge), ContextRelevance(judge)]
+        metrics = [ContextRecall(), ContextPosition(), ContextRelevance()]
         outcome = eval_file(data, out, judge=judge, metrics=metrics)
         rows_by_judge[name] = read_rows(out)
         runs[name] = {
@@ -238,10 +238,10 @@ def build_bench_run(root: Path) -> Path:
         }
     # fewer bootstrap resamples than bench's 1,000: the report only shows the intervals
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(bench, "bootstrap", functools.partial(bench.bootstrap, resamples=100))
+        mp.setattr(agreement, "RESAMPLES", 100)
         comparison = bench.compare(labelled, rows_by_judge, METRICS)
     report = {
-        "format": bench.FORMAT_VERSION,
+        "format": BENCH.version,
         "data": str(data),
         "data_sha256": file_sha256(data),
         "n_labelled": len(labelled),
@@ -597,7 +597,10 @@ def test_bench_report_compares_judges(bench_dir, bench_html):
 
 
 def test_bench_report_lists_the_largest_disagreements(bench_dir, bench_html):
-    items = [json.loads(line) for line in (bench_dir / "bench_items.jsonl").open()]
+    items = [
+        json.loads(line)
+        for line in (bench_dir / "bench_items.jsonl").read_text("utf-8").splitlines()
+    ]
     worst = [r for r in items if r["abs_error"]][:20]
     assert worst
     table = bench_html[bench_html.index('id="worst"') :]

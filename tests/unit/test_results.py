@@ -1,4 +1,5 @@
-"""The results format: rows, compact dumping, summaries, the seeded bootstrap, the table."""
+"""The results format: rows, compact dumping, summaries, the seeded bootstrap, the table, and
+each file kind's writer and reader."""
 
 from __future__ import annotations
 
@@ -8,20 +9,33 @@ import statistics
 
 import pytest
 
-from localjudge.errors import ContextOverflowError, InvalidItemError
+from localjudge.bootstrap import RESAMPLES as BOOTSTRAP_RESAMPLES
+from localjudge.bootstrap import interval
+from localjudge.bootstrap import mean_interval as bootstrap_ci
+from localjudge.errors import ContextOverflowError, DataError, InvalidItemError
 from localjudge.judge import GenerationStats, JudgeIdentity
 from localjudge.metrics import MetricResult
 from localjudge.results import (
-    BOOTSTRAP_RESAMPLES,
+    BENCH,
+    BENCH_ITEMS,
     FORMAT_VERSION,
+    RESULTS,
+    SUMMARY,
+    ItemResult,
     MetricSummary,
-    bootstrap_ci,
+    ResultsWriter,
+    detect_run,
     dumps_row,
+    read_bench,
+    read_bench_items,
+    read_results,
+    read_summary,
     result_row,
     summarize,
     summary_table,
+    write_bench,
+    write_summary,
 )
-from localjudge.runner import ItemResult
 
 JUDGE = JudgeIdentity(model="tiny.gguf", sha256="ab" * 32, backend="llama.cpp", settings={"x": 1})
 STATS = GenerationStats(
@@ -217,3 +231,89 @@ def test_summary_table():
     assert lines[2].split() == ["recall", "3", "1", "0.583", "0.500", "0.250-1.000"]
     assert lines[3].split() == ["relevance", "0", "2", "-", "-", "-"]
     assert len(lines) == 4
+
+
+def test_the_mean_interval_is_the_one_bootstrap_vectorised():
+    values = [0.1, 0.9, 0.5, 0.3, 1.0, 0.0, 0.6, 0.25, 0.75]
+    by_hand = interval(values, statistics.fmean)
+    assert bootstrap_ci(values) == pytest.approx(by_hand, abs=1e-12)
+    assert bootstrap_ci(values, seed=3) == pytest.approx(interval(values, statistics.fmean, seed=3))
+    assert bootstrap_ci(values, seed=3) != bootstrap_ci(values)
+
+
+# ---------------------------------------------------------------- file kinds
+
+
+def _row(index: int, **changes):
+    return {**result_row(scored(0.5, index=index), JUDGE, {}), **changes}
+
+
+def test_results_writer_renames_only_a_complete_run(tmp_path):
+    path = tmp_path / "out" / "results.jsonl"
+    settings = {"recall": {"truncate": False}}
+    with ResultsWriter(path, JUDGE, settings) as writer:
+        writer.write(scored(0.5))
+        assert not path.exists()
+        assert (tmp_path / "out" / "results.jsonl.partial").is_file()
+    assert path.is_file()
+    assert not (tmp_path / "out" / "results.jsonl.partial").exists()
+    assert [r["score"] for r in read_results(path)] == [0.5]
+    assert (writer.n_items, writer.calls) == (1, 1)
+
+    def interrupted() -> None:
+        with ResultsWriter(path.with_name("b.jsonl"), JUDGE, settings) as w:
+            w.write(scored(0.25))
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        interrupted()
+    assert not (tmp_path / "out" / "b.jsonl").exists()
+    assert (tmp_path / "out" / "b.jsonl.partial").read_text("utf-8").count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ('{"format": 2, "index": 0}\n', "unknown format version 2"),
+        ('{"index": 0}\n', "unknown format version None"),
+        ("[1, 2]\n", "expected a JSON object"),
+        ("{not json\n", "cannot read"),
+    ],
+)
+def test_read_results_checks_every_row(tmp_path, text, words):
+    path = tmp_path / "results.jsonl"
+    path.write_text(json.dumps(_row(0)) + "\n" + text, "utf-8")
+    with pytest.raises(DataError, match=words) as info:
+        read_results(path)
+    assert "line 2" in info.value.message or "cannot read" in info.value.message
+
+
+def test_summary_and_bench_files_round_trip_with_their_version(tmp_path):
+    summary = {"format": 1, "metrics": {}, "run": {"data": "d"}}
+    path = write_summary(tmp_path, summary)
+    assert path == tmp_path / SUMMARY.name
+    assert read_summary(path) == summary
+    report = {"format": 1, "judges": {}}
+    bench = write_bench(tmp_path, report, [{"judge": "j", "metric": "recall"}])
+    assert read_bench(bench) == report
+    assert read_bench_items(tmp_path / BENCH_ITEMS.name) == [{"judge": "j", "metric": "recall"}]
+    path.write_text(json.dumps({**summary, "format": 0}), "utf-8")
+    with pytest.raises(DataError, match="unknown format version 0"):
+        read_summary(path)
+
+
+def test_detect_run_tells_eval_from_bench_and_explains_an_unfinished_one(tmp_path):
+    with pytest.raises(DataError, match="no run directory"):
+        detect_run(tmp_path / "none")
+    (tmp_path / RESULTS.name).write_text("", "utf-8")
+    (tmp_path / SUMMARY.name).write_text("{}", "utf-8")
+    assert detect_run(tmp_path) == "eval"
+    (tmp_path / BENCH.name).write_text("{}", "utf-8")
+    (tmp_path / BENCH_ITEMS.name).write_text("", "utf-8")
+    assert detect_run(tmp_path) == "bench"
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    (partial / "results.jsonl.partial").write_text("", "utf-8")
+    with pytest.raises(DataError) as info:
+        detect_run(partial)
+    assert "did not complete" in info.value.hint

