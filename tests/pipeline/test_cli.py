@@ -1,0 +1,315 @@
+"""The CLI driven with the scripted judge (Click's context object carries the judge factory):
+every README exit code, option errors, judge settings reaching the factory, --html, --format,
+bench in one process, report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from pipeline_rules import EXPECTED, rule_reply
+
+from localjudge.cache import CachingJudge
+from localjudge.cli import main
+from localjudge.errors import ConstraintError, ModelError
+from localjudge.settings import JudgeSettings, open_cache
+from localjudge.testing import ScriptedJudge
+
+RECORDS = [
+    {
+        "id": f"r{i}",
+        "user_input": f"question {i}?",
+        "retrieved_contexts": [f"yes fact {i}.", f"noise {i}"],
+        "reference": f"yes fact {i}. unknown {i}.",
+        "response": f"yes fact {i}.",
+    }
+    for i in range(3)
+]
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    path = tmp_path / "data.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in RECORDS), "utf-8")
+    return path
+
+
+class Factory:
+    """A judge factory that records the settings it was given."""
+
+    def __init__(self, make: Any = None) -> None:
+        self.settings: list[JudgeSettings] = []
+        self.make = make or (lambda settings: ScriptedJudge(rule_reply, model=settings.name))
+
+    def __call__(self, settings: JudgeSettings) -> Any:
+        self.settings.append(settings)
+        return self.make(settings)
+
+
+def invoke(factory: Any, *args: str) -> Result:
+    return CliRunner().invoke(main, list(args), obj={"open_judge": factory}, catch_exceptions=False)
+
+
+def rows(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text("utf-8").splitlines()]
+
+
+def error_line(result: Result) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.startswith("localjudge: error:")]
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    return lines[0]
+
+
+# ---------------------------------------------------------------- exit 0
+
+
+def test_eval_scores_every_item_and_metric(data: Path, tmp_path: Path) -> None:
+    factory = Factory()
+    out = tmp_path / "out"
+    result = invoke(factory, "eval", str(data), "-o", str(out), "--no-cache")
+    assert result.exit_code == 0, result.stderr
+    got = rows(out)
+    assert [(r["index"], r["metric"]) for r in got] == [
+        (i, m) for i in range(3) for m in ("recall", "position", "relevance")
+    ]
+    for r in got:
+        assert r["score"] == pytest.approx(EXPECTED[r["metric"]](RECORDS[r["index"]]))
+    assert "metric" in result.stdout  # the summary table
+    assert f"results: {out / 'results.jsonl'}" in result.stdout
+    assert json.loads((out / "summary.json").read_text("utf-8"))["run"]["n_items"] == 3
+
+
+def test_every_judge_option_reaches_the_factory(data: Path, tmp_path: Path) -> None:
+    factory = Factory()
+    cache = tmp_path / "c.sqlite3"
+    args = ["-c", "2048", "-ngl", "-1", "-t", "3", "-s", "7", "--no-chat-template"]
+    result = invoke(factory, "eval", str(data), "-m", "my.gguf", "-o", str(tmp_path / "o"),
+                    "--cache", str(cache), "-q", *args)  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert factory.settings == [
+        JudgeSettings(
+            model="my.gguf",
+            n_ctx=2048,
+            n_gpu_layers=-1,
+            n_threads=3,
+            seed=7,
+            chat_template=False,
+            cache=cache,
+            use_cache=True,
+        )
+    ]
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text("utf-8"))
+    settings = summary["run"]["settings"]
+    assert (settings["n_ctx"], settings["n_gpu_layers"], settings["threads"]) == (2048, -1, 3)
+    assert result.stdout == ""  # -q
+
+
+def test_no_cache_and_defaults(data: Path, tmp_path: Path) -> None:
+    factory = Factory()
+    result = invoke(factory, "eval", str(data), "-o", str(tmp_path / "o"), "-q", "--no-cache")
+    assert result.exit_code == 0
+    assert factory.settings == [JudgeSettings(use_cache=False)]
+
+
+def test_format_reads_a_file_whatever_its_name(data: Path, tmp_path: Path) -> None:
+    odd = tmp_path / "records.txt"
+    odd.write_bytes(data.read_bytes())
+    factory = Factory()
+    result = invoke(factory, "eval", str(odd), "-o", str(tmp_path / "a"), "-q", "--format",
+                    "jsonl", "--no-cache")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert len(rows(tmp_path / "a")) == 9
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text("utf-8"))
+    assert summary["run"]["settings"]["format"] == "jsonl"
+    # without --format the extension decides, and .txt is no format: exit 3
+    result = invoke(factory, "eval", str(odd), "-o", str(tmp_path / "b"), "-q", "--no-cache")
+    assert result.exit_code == 3
+    assert "cannot tell the format" in error_line(result)
+
+
+def test_html_writes_a_report_that_shows_the_contexts(data: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = invoke(Factory(), "eval", str(data), "-o", str(out), "--html", "--no-cache")
+    assert result.exit_code == 0, result.stderr
+    html = (out / "report.html").read_text("utf-8")
+    assert "yes fact 1." in html
+    assert f"report: {out / 'report.html'}" in result.stdout
+    again = CliRunner().invoke(main, ["report", str(out), "-o", str(tmp_path / "r.html")])
+    assert again.exit_code == 0
+    assert (tmp_path / "r.html").read_text("utf-8") == html
+
+
+def test_map_reads_fields_from_other_columns(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    renamed = [{"q": r["user_input"], "ctx": r["retrieved_contexts"]} for r in RECORDS]
+    path.write_text("".join(json.dumps(r) + "\n" for r in renamed), "utf-8")
+    result = invoke(Factory(), "eval", str(path), "-o", str(tmp_path / "o"), "-q", "--no-cache",
+                    "--map", "user_input=q", "--map", "retrieved_contexts=ctx")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    got = rows(tmp_path / "o")
+    assert {r["metric"] for r in got} == {"position"}  # the only metric these fields allow
+    assert all(r["error"] is None for r in got)
+
+
+# ---------------------------------------------------------------- exit 1
+
+
+def test_fail_under_exits_1_and_names_the_metric(data: Path, tmp_path: Path) -> None:
+    result = invoke(Factory(), "eval", str(data), "-o", str(tmp_path / "o"), "-q", "--no-cache",
+                    "--fail-under", "recall=0.9", "--fail-under", "position=0.1")  # fmt: skip
+    assert result.exit_code == 1
+    assert "localjudge: below threshold: recall mean 0.5 < 0.9" in result.stderr
+    assert "position" not in result.stderr
+    assert (tmp_path / "o" / "results.jsonl").is_file()  # results are written all the same
+
+
+# ---------------------------------------------------------------- exit 2
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--fail-under", "recall"], "--fail-under expects METRIC=VALUE"),
+        (["--fail-under", "recall=high"], "--fail-under expects METRIC=VALUE"),
+        (["--fail-under", "precision=0.5"], "names metrics that are not run: precision"),
+        (["--metric", "position", "--fail-under", "recall=0.5"], "not run: recall"),
+        (["--map", "user_input"], "--map expects FIELD=COLUMN"),
+        (["--map", "question=user_input"], "unknown field 'question'"),
+        (["--map", "input=q"], "unknown field 'input'"),
+        (["--map", "reference=a", "--map", "reference=b"], "gives field 'reference' twice"),
+    ],
+)
+def test_bad_options_exit_2_with_one_error_line(data, tmp_path, args, words) -> None:
+    factory = Factory()
+    result = invoke(factory, "eval", str(data), "-o", str(tmp_path / "o"), "--no-cache", *args)
+    assert result.exit_code == 2
+    assert words in error_line(result)
+    assert not (tmp_path / "o" / "results.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    "args", [["--metric", "precision"], ["--limit", "0"], ["-c", "10"], ["--scale", "0"], ["-x"]]
+)
+def test_click_rejects_bad_values_with_exit_2(data: Path, args: list[str]) -> None:
+    result = invoke(Factory(), "eval", str(data), *args)
+    assert result.exit_code == 2
+    assert "Usage:" in result.stderr or "Error:" in result.stderr
+
+
+def test_no_metric_applies_exits_2_before_loading_a_judge(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"question": "q?", "answer": "a"}\n', "utf-8")
+    factory = Factory()
+    result = invoke(factory, "eval", str(path), "-o", str(tmp_path / "o"))
+    assert result.exit_code == 2
+    assert "no metric applies" in error_line(result)
+    assert "--map" in result.stderr  # the hint
+    assert factory.settings == []
+
+
+# ---------------------------------------------------------------- exit 3, 4, 5, 130
+
+
+def test_a_missing_data_file_exits_3(tmp_path: Path) -> None:
+    factory = Factory()
+    result = invoke(factory, "eval", str(tmp_path / "nope.jsonl"), "--metric", "recall")
+    assert result.exit_code == 3
+    assert "dataset file not found" in error_line(result)
+
+
+def test_a_model_that_cannot_load_exits_4(data: Path, tmp_path: Path) -> None:
+    def broken(settings: JudgeSettings) -> Any:
+        raise ModelError("model file x.gguf is empty", hint="reinstall it")
+
+    result = invoke(Factory(broken), "eval", str(data), "-o", str(tmp_path / "o"))
+    assert result.exit_code == 4
+    assert error_line(result) == "localjudge: error: model file x.gguf is empty"
+    assert "localjudge: hint: reinstall it" in result.stderr
+
+
+def test_constrained_decoding_failing_mid_run_exits_5(data: Path, tmp_path: Path) -> None:
+    calls = []
+
+    def reply(messages: Any, schema: Any) -> Any:
+        calls.append(schema)
+        if len(calls) == 4:
+            raise ConstraintError("grammar processor exploded")
+        return rule_reply(messages, schema)
+
+    make = lambda settings: ScriptedJudge(reply)  # noqa: E731
+    result = invoke(Factory(make), "eval", str(data), "-o", str(tmp_path / "o"), "--no-cache")
+    assert result.exit_code == 5
+    assert "grammar processor exploded" in error_line(result)
+    assert not (tmp_path / "o" / "results.jsonl").exists()  # never a complete-looking file
+    assert (tmp_path / "o" / "results.jsonl.partial").exists()
+
+
+def test_ctrl_c_exits_130_and_a_rerun_resumes_from_the_cache(data, tmp_path) -> None:
+    cache = tmp_path / "calls.sqlite3"
+    seen: list[Any] = []
+
+    def interrupting(messages: Any, schema: Any) -> Any:
+        seen.append(schema)
+        if len(seen) == 5:
+            raise KeyboardInterrupt
+        return rule_reply(messages, schema)
+
+    def cached(reply: Any) -> Any:
+        # a factory owns the whole judge, cache included, as open_judge does
+        return lambda settings: CachingJudge(ScriptedJudge(reply), open_cache(settings.cache))
+
+    out = tmp_path / "o"
+    first = invoke(Factory(cached(interrupting)), "eval", str(data), "-o", str(out), "--cache",
+                   str(cache), "-q")  # fmt: skip
+    assert first.exit_code == 130
+    assert "run the same command again to resume" in first.stderr
+    resumed = Factory(cached(rule_reply))
+    second = invoke(resumed, "eval", str(data), "-o", str(out), "--cache", str(cache), "-q")
+    assert second.exit_code == 0
+    summary = json.loads((out / "summary.json").read_text("utf-8"))
+    assert summary["run"]["cache_hits"] == 4  # the calls finished before Ctrl-C
+    assert summary["run"]["judge_calls"] == 9 - 4
+
+
+def test_debug_shows_the_traceback(data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOCALJUDGE_DEBUG", "1")
+
+    def broken(settings: JudgeSettings) -> Any:
+        raise ModelError("boom")
+
+    with pytest.raises(ModelError, match="boom"):
+        invoke(Factory(broken), "eval", str(data))
+
+
+# ---------------------------------------------------------------- bench
+
+
+def test_bench_in_one_process_with_every_judge_option(tmp_path: Path) -> None:
+    path = tmp_path / "labelled.jsonl"
+    labelled = [
+        {**r, "labels": {"recall": 0.5, "relevant": [True, False], "levels": ["high", "none"]}}
+        for r in RECORDS
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in labelled), "utf-8")
+    factory = Factory()
+    out = tmp_path / "bench"
+    result = invoke(factory, "bench", str(path), "-m", "a", "-m", "b", "-o", str(out),
+                    "-ngl", "5", "--no-chat-template", "--scale", "2", "--truncate", "-q",
+                    "--no-cache", "--html")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert [s.model for s in factory.settings] == ["a", "b"]
+    assert all(s.n_gpu_layers == 5 and s.chat_template is False for s in factory.settings)
+    report = json.loads((out / "bench.json").read_text("utf-8"))
+    assert list(report["judges"]) == ["a", "b"]
+    position = report["judges"]["a"]["metrics"]["position"]
+    # the rule judge marks 'yes' pieces relevant: exactly the labels
+    assert position["verdicts"]["relevant"]["accuracy"]["value"] == 1.0
+    judge_rows = rows(out / "judges" / "0-a")
+    assert {r["settings"].get("scale") for r in judge_rows if r["metric"] == "position"} == {2.0}
+    assert all(r["settings"]["truncate"] for r in judge_rows)
+    assert (out / "report.html").is_file()
+    assert "judge" in result.stdout  # the table
