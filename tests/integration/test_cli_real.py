@@ -12,11 +12,7 @@ from typing import Any
 
 import pytest
 
-pytestmark = [
-    pytest.mark.model,
-    # llama-cpp-python's own deprecation, raised once per token while a token table is built
-    pytest.mark.filterwarnings("ignore:llama_token_get_attr is deprecated:DeprecationWarning"),
-]
+pytestmark = pytest.mark.model
 
 N_ITEMS = 15
 METRICS = ("recall", "position", "relevance")

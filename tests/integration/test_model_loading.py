@@ -15,13 +15,9 @@ from typing import Any
 import pytest
 
 from localjudge import ConstraintError, ModelError, load_judge
-from localjudge.models import resolve_model
+from localjudge.registry import resolve_model
 
-pytestmark = [
-    pytest.mark.model,
-    # llama-cpp-python's own deprecation, raised once per token while a token table is built
-    pytest.mark.filterwarnings("ignore:llama_token_get_attr is deprecated:DeprecationWarning"),
-]
+pytestmark = pytest.mark.model
 
 WRONG_SHA = "0" * 64
 

@@ -44,10 +44,7 @@ from reliability_procs import (
 
 from localjudge.cache import Cache
 
-pytestmark = [
-    pytest.mark.model,
-    pytest.mark.filterwarnings("ignore:llama_token_get_attr is deprecated:DeprecationWarning"),
-]
+pytestmark = pytest.mark.model
 
 
 def check_cache_intact(path: Path, at_least: int) -> int:
