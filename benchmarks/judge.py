@@ -3,9 +3,10 @@
 Prints, per model:
 - cold start: a fresh process importing localjudge, loading the model and building the grammars
   of the three metric schemas (first ever, with no cached token table, and again with it);
-- constrained / unconstrained: one judge call (grammar, validation and all) against a plain
-  llama.cpp greedy generation of the same number of tokens from the same cached prompt
-  (median of alternating repeats; the ratio is what the target is about, not the seconds);
+- constrained / unconstrained: one judge call (grammar, forced tokens, validation and all)
+  against a plain llama.cpp greedy generation of the same number of tokens from the same cached
+  prefix (median of alternating repeats; the ratio is what the target is about, not the
+  seconds). Fast-forwarded tokens make a constrained call cheaper than the plain one;
 - prefix reuse: prompt tokens evaluated per call over 20 different recall items, against the
   item-specific tokens (the user message) and the whole prompt;
 - tokens/s of generation over those calls.
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 COLD_START = """
 import json, sys, time
@@ -34,7 +36,7 @@ from localjudge.metrics.recall import recall_schema
 from localjudge.metrics.relevance import relevance_schema
 judge = load_judge(sys.argv[1])
 for schema in (recall_schema(2), position_schema(5), relevance_schema(5)):
-    judge._processor(schema)
+    judge._grammar(schema)
 print(json.dumps({"seconds": time.perf_counter() - t0}))
 """
 
@@ -77,13 +79,58 @@ def items(n: int) -> list[dict[str, object]]:
     return out
 
 
-def unconstrained(judge: object, tokens: list[int], n: int) -> float:
-    llm = judge._llm  # the benchmark compares against raw llama.cpp
-    start = time.perf_counter()
-    for k, _ in enumerate(llm.generate(tokens, temp=0.0, top_k=1, repeat_penalty=1.0), start=1):
-        if k >= n:
-            break
-    return time.perf_counter() - start
+class Unconstrained:
+    """Plain greedy llama.cpp decoding on the judge's model, as the engine decodes (the prompt's
+    fixed prefix evaluated once into a holder sequence and copied), but without a grammar and
+    sampling every token: what a judge call would cost unconstrained."""
+
+    def __init__(self, judge: Any) -> None:
+        import llama_cpp as ll
+        import numpy as np
+
+        self.ll, self.np = ll, np
+        model = judge._model.model  # the benchmark compares against raw llama.cpp
+        p = ll.llama_context_default_params()
+        p.n_ctx, p.n_batch, p.n_ubatch, p.n_seq_max = 8192, 4096, 512, 2
+        p.kv_unified = False
+        p.n_threads = p.n_threads_batch = judge.engine.n_threads
+        p.flash_attn_type = ll.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        self.ctx = ll.llama_init_from_model(model, p)
+        self.mem = ll.llama_get_memory(self.ctx)
+        self.batch = ll.llama_batch_init(4096, 0, 1)
+        self.n_vocab = ll.llama_vocab_n_tokens(ll.llama_model_get_vocab(model))
+        self.prefix: tuple[int, ...] = ()
+
+    def _decode(self, tokens: list[int], pos: int, seq: int) -> None:
+        b = self.batch
+        for i, t in enumerate(tokens):
+            b.token[i], b.pos[i], b.n_seq_id[i] = t, pos + i, 1
+            b.seq_id[i][0] = seq
+            b.logits[i] = i == len(tokens) - 1
+        b.n_tokens = len(tokens)
+        assert self.ll.llama_decode(self.ctx, b) == 0
+
+    def __call__(self, tokens: list[int], fixed: int, n: int) -> float:
+        ll, np = self.ll, self.np
+        if tuple(tokens[:fixed]) != self.prefix:
+            ll.llama_memory_seq_rm(self.mem, 1, -1, -1)
+            self.prefix = tuple(tokens[:fixed])
+            for k in range(0, fixed, 512):
+                self._decode(tokens[k : min(fixed, k + 512)], k, 1)
+        start = time.perf_counter()
+        ll.llama_memory_seq_rm(self.mem, 0, -1, -1)
+        ll.llama_memory_seq_cp(self.mem, 1, 0, -1, -1)
+        rest, pos = tokens[fixed:], fixed
+        for k in range(0, len(rest), 512):
+            self._decode(rest[k : k + 512], pos + k, 0)
+        pos += len(rest)
+        for _ in range(n):
+            logits = np.ctypeslib.as_array(
+                ll.llama_get_logits_ith(self.ctx, -1), shape=(self.n_vocab,)
+            )
+            self._decode([int(np.argmax(logits))], pos, 0)
+            pos += 1
+        return time.perf_counter() - start
 
 
 def per_call_ratio(judge: object, repeats: int) -> dict[str, dict[str, float]]:
@@ -92,6 +139,7 @@ def per_call_ratio(judge: object, repeats: int) -> dict[str, dict[str, float]]:
 
     out = {}
     item = make_item(items(1)[0], index=0)
+    unconstrained = Unconstrained(judge)
     for name, cls in METRICS.items():
         metric = cls()
         request = metric.build(item)
@@ -101,7 +149,7 @@ def per_call_ratio(judge: object, repeats: int) -> dict[str, dict[str, float]]:
         constrained_s, plain_s = [], []
         for _ in range(repeats):
             constrained_s.append(judge.generate(request.messages, request.schema).stats.seconds)  # type: ignore[attr-defined]
-            plain_s.append(unconstrained(judge, prepared.tokens, n))
+            plain_s.append(unconstrained(prepared.tokens, prepared.fixed, n))
         c, p = statistics.median(constrained_s), statistics.median(plain_s)
         out[name] = {"tokens": n, "constrained_s": c, "unconstrained_s": p, "ratio": c / p}
     return out

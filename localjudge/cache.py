@@ -10,6 +10,7 @@ write it at once; each write commits immediately, so a killed run keeps every fi
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import sqlite3
@@ -24,7 +25,7 @@ from typing import Any, TypeVar
 import platformdirs
 from pydantic import BaseModel
 
-from localjudge.canonical import canonical_json, sha256_text
+from localjudge.canonical import canonical_json, compact_json, sha256_text
 from localjudge.errors import LocalJudgeError
 from localjudge.judge import (
     Generation,
@@ -36,6 +37,7 @@ from localjudge.judge import (
     OnOutcome,
     Outcome,
     Prompt,
+    SoftDecision,
     as_messages,
     generate_many,
 )
@@ -48,7 +50,7 @@ CACHE_FILENAME = "calls.sqlite3"
 #: the tag of the current key format (see :func:`cache_key`)
 KEY_VERSION = "v1"
 #: the version of the table layout this code reads and writes
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: seconds SQLite waits for another writer's lock before reporting "database is locked"
 BUSY_TIMEOUT_S = 30.0
 
@@ -67,6 +69,8 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         )
         """,
     ),
+    # the soft verdicts of a call (JSON; null for calls stored before version 2)
+    2: ("ALTER TABLE calls ADD COLUMN decisions TEXT",),
 }
 _LOCK_RETRIES = 5
 
@@ -108,6 +112,8 @@ class CachedCall:
     stats: GenerationStats
     #: when it was stored, ISO 8601 in UTC
     created_at: str | None
+    #: the call's soft verdicts (empty for judges that have none, and for old entries)
+    decisions: tuple[SoftDecision, ...] = ()
 
 
 class Cache:
@@ -207,26 +213,39 @@ class Cache:
         """The stored call for ``key``, or ``None``."""
         rows = self._query(
             "SELECT raw, prompt_tokens, evaluated_prompt_tokens, completion_tokens, seconds,"
-            " created_at FROM calls WHERE key = ?",
+            " created_at, decisions FROM calls WHERE key = ?",
             (key,),
         )
         if not rows:
             return None
-        raw, prompt_tokens, evaluated, completion, seconds, created_at = rows[0]
+        raw, prompt_tokens, evaluated, completion, seconds, created_at, decisions = rows[0]
         stats = GenerationStats(
             prompt_tokens=int(prompt_tokens),
             evaluated_prompt_tokens=int(evaluated),
             completion_tokens=int(completion),
             seconds=float(seconds),
         )
-        return CachedCall(key=key, raw=str(raw), stats=stats, created_at=created_at)
+        return CachedCall(
+            key=key,
+            raw=str(raw),
+            stats=stats,
+            created_at=created_at,
+            decisions=_decisions_from_json(decisions),
+        )
 
-    def put(self, key: str, raw: str, stats: GenerationStats) -> None:
+    def put(
+        self,
+        key: str,
+        raw: str,
+        stats: GenerationStats,
+        decisions: Sequence[SoftDecision] = (),
+    ) -> None:
         """Store a call, committed before this returns. A key already stored is left as it is."""
         created_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        stored = compact_json([[d.key, dict(d.probs), d.chosen] for d in decisions])
         self._query(
             "INSERT OR IGNORE INTO calls (key, raw, prompt_tokens, evaluated_prompt_tokens,"
-            " completion_tokens, seconds, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            " completion_tokens, seconds, created_at, decisions) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 key,
                 raw,
@@ -235,6 +254,7 @@ class Cache:
                 stats.completion_tokens,
                 stats.seconds,
                 created_at,
+                stored,
             ),
         )
 
@@ -276,6 +296,10 @@ class CachingJudge:
     original call and ``cached=True``; a miss calls the inner judge and stores its output. Errors
     propagate and store nothing. ``calls`` counts the inner judge's completed calls (an overflow
     refused before generating is not one), ``hits`` calls answered from the cache.
+
+    A judge whose outputs may depend on what shares their batch (``batch_invariant`` false: a
+    batched engine) gets a partly cached batch whole, so a resumed run decodes exactly the
+    batches of an uninterrupted one; the cached answers are still the ones returned.
     """
 
     def __init__(self, inner: Judge, cache: Cache) -> None:
@@ -316,15 +340,24 @@ class CachingJudge:
 
         def done(j: int, outcome: Outcome) -> None:
             i = misses[j]
+            if outcomes[i] is not None:  # a cached request decoded again with its batch
+                return
             if isinstance(outcome, Generation):
                 self._store(keys[i], outcome)
             if on_outcome is not None:
                 on_outcome(i, outcome)
 
+        if (
+            misses
+            and len(misses) < len(requests)
+            and not getattr(self.inner, "batch_invariant", True)
+        ):
+            misses = list(range(len(requests)))  # the batch as it was first decoded
         if misses:
             fresh = generate_many(self.inner, [requests[i] for i in misses], on_outcome=done)
             for i, outcome in zip(misses, fresh, strict=True):
-                outcomes[i] = outcome
+                if outcomes[i] is None:
+                    outcomes[i] = outcome
         return [o for o in outcomes if o is not None]
 
     def _lookup(self, key: str, schema: type[M]) -> Generation[M] | None:
@@ -334,11 +367,23 @@ class CachingJudge:
         value = parse_output(schema, stored.raw)
         assert isinstance(value, schema)
         self.hits += 1
-        return Generation(value=value, raw=stored.raw, stats=stored.stats, cached=True)
+        return Generation(
+            value=value,
+            raw=stored.raw,
+            stats=stored.stats,
+            cached=True,
+            decisions=stored.decisions,
+        )
 
     def _store(self, key: str, generation: Generation[Any]) -> None:
         self.calls += 1  # counted once a model ran: an overflow raised before generating is not
-        self.cache.put(key, generation.raw, generation.stats)
+        self.cache.put(key, generation.raw, generation.stats, generation.decisions)
+
+
+def _decisions_from_json(text: str | None) -> tuple[SoftDecision, ...]:
+    if not text:
+        return ()
+    return tuple(SoftDecision(key, probs, chosen) for key, probs, chosen in json.loads(text))
 
 
 def _cache_error(path: Path, exc: BaseException) -> LocalJudgeError:

@@ -108,6 +108,12 @@ _run_options = _options(
         "it (recorded in the result's details.truncated).",
     ),
     click.option(
+        "--no-reasons",
+        is_flag=True,
+        help="The judge decides without writing a reason per verdict (faster; the result's "
+        "reason is still built from the verdicts).",
+    ),
+    click.option(
         "--html", is_flag=True, help="Also write OUT/report.html (see `localjudge report`)."
     ),
 )
@@ -156,6 +162,13 @@ _judge_options = _options(
         help="Cache file or directory (default: user cache dir or $LOCALJUDGE_CACHE_DIR).",
     ),
     click.option("--no-cache", is_flag=True, help="Do not read or write the judge-call cache."),
+    click.option(
+        "-np",
+        "--parallel",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Requests the judge decodes together (default: 1; each holds an -c window).",
+    ),
 )
 
 
@@ -171,6 +184,7 @@ def _judge_settings(model: str | None, **options: Any) -> Any:
         chat_template=False if options["no_chat_template"] else None,
         cache=options["cache_path"],
         use_cache=not options["no_cache"],
+        **({"parallel": options["parallel"]} if options["parallel"] is not None else {}),
     )
 
 
@@ -238,6 +252,7 @@ def eval_command(  # noqa: PLR0917 (Click passes every option as an argument)
     limit: int | None,
     scale: float,
     truncate: bool,
+    no_reasons: bool,
     html: bool,
     quiet: bool,
     **judge_options: Any,
@@ -266,7 +281,7 @@ def eval_command(  # noqa: PLR0917 (Click passes every option as an argument)
         )
     settings = _judge_settings(model, **judge_options)
     judge = (_factory(ctx) or open_judge)(settings)
-    metrics = build_metrics(names, MetricSettings(scale=scale))
+    metrics = build_metrics(names, MetricSettings(scale=scale, reasons=not no_reasons))
     total = found.n_records if found and progress else None
     with _progress(total, len(metrics)) as on_result:
         outcome = eval_file(
@@ -351,6 +366,7 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
     limit: int | None,
     scale: float,
     truncate: bool,
+    no_reasons: bool,
     html: bool,
     quiet: bool,
     **judge_options: Any,
@@ -368,7 +384,7 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
         out_dir,
         judges=[_judge_settings(m, **judge_options) for m in (models or (None,))],
         metrics=list(metric_names) or None,
-        metric_settings=MetricSettings(scale=scale),
+        metric_settings=MetricSettings(scale=scale, reasons=not no_reasons),
         limit=limit,
         truncate=truncate,
         open_judge=_factory(ctx),

@@ -56,7 +56,7 @@ def run_checks(model: str | None = None, *, probe: bool = True) -> Iterator[Chec
 
 
 def _packages() -> Check:
-    found = {name: package_version(name) for name in ("llama-cpp-python", "outlines", "llguidance")}
+    found = {name: package_version(name) for name in ("llama-cpp-python", "llguidance")}
     missing = [name for name, v in found.items() if v == "absent"]
     detail = ", ".join(f"{name} {v}" for name, v in found.items())
     if missing:

@@ -45,6 +45,20 @@ class GenerationStats:
 
 
 @dataclass(frozen=True)
+class SoftDecision:
+    """A soft verdict: the probability the judge gave each value of a key, where it chose one.
+
+    Read from the logits the decoder computed anyway, restricted to what the grammar allowed.
+    ``probs`` maps the values' JSON texts (``"true"``, ``"1"``, ``"\"high\""``) to
+    probabilities that sum to 1; ``chosen`` is the value the output has.
+    """
+
+    key: str
+    probs: Mapping[str, float]
+    chosen: str
+
+
+@dataclass(frozen=True)
 class Generation(Generic[M_co]):
     """The result of one judge call."""
 
@@ -53,6 +67,8 @@ class Generation(Generic[M_co]):
     stats: GenerationStats
     #: True when served from the cache: no model ran
     cached: bool = False
+    #: the soft verdicts, in output order (empty from judges that have none)
+    decisions: tuple[SoftDecision, ...] = ()
 
 
 @dataclass(frozen=True)

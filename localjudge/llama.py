@@ -1,21 +1,21 @@
-"""The llama.cpp judge: a GGUF model in-process, decoding under an llguidance grammar via outlines.
+"""The llama.cpp judge: a GGUF model in-process, decoding under llguidance grammars.
 
-This is the only module that imports ``llama_cpp``, ``outlines`` and ``llguidance``, and it does
-so when a judge is loaded, so ``import localjudge`` and ``localjudge --help`` stay light.
+This is the only module (with :mod:`localjudge.engine`, which it drives) that imports
+``llama_cpp`` and ``llguidance``, and it does so when a judge is loaded, so ``import localjudge``
+and ``localjudge --help`` stay light.
 
 How each guarantee is kept:
 
-- valid JSON: outlines' llguidance logits processor masks every token the schema's grammar
-  forbids; the text is then validated by the same pydantic schema (no repair).
-- never cut off: ``max_tokens`` is the schema's worst case (:func:`worst_case_tokens`), checked
-  against the window before generating.
-- never silently unconstrained: the processor runs inside a guard; an exception there (which
-  llama-cpp-python would only print from its ctypes callback) ends generation at once and the
-  call raises :class:`ConstraintError`, as does any matcher error or an output that is not
-  accepted by the grammar.
-- prefix reuse: we call ``Llama.create_completion`` on token ids ourselves and never reset the
-  model between calls, so llama.cpp keeps the KV cache of the shared instruction prefix.
-- reproducible: greedy decoding (temperature 0) with a fixed seed.
+- valid JSON: every token is chosen under the schema's llguidance grammar
+  (:mod:`localjudge.engine`); the text is then validated by the same pydantic schema (no repair).
+- never cut off: the output bound is the schema's worst case (:func:`worst_case_tokens`),
+  checked against the window before generating.
+- never silently unconstrained: a matcher error, a rejected token, an early end or an output
+  past its bound raises :class:`ConstraintError`; no output is returned without the grammar.
+- prefix reuse: the instructions shared by a metric's prompts are evaluated once per engine
+  context and copied to each request.
+- reproducible: greedy decoding with a fixed seed; an output depends only on its own prompt and
+  the settings (see the engine's notes on batches).
 - no native crash from AMX: on CPUs where llama.cpp's AMX kernels are active (they segfault,
   upstream llama.cpp #20824), the model is loaded without llama.cpp's extra buffer types, so
   those kernels never run (:func:`amx_decision`); ``LOCALJUDGE_AMX=1`` keeps them.
@@ -28,25 +28,33 @@ import json
 import os
 import re
 import sys
-import threading
-import time
-import warnings
+from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel
 
 from localjudge.cache import default_cache_dir
-from localjudge.errors import ConstraintError, ModelError
+from localjudge.engine import (
+    DEFAULT_PARALLEL,
+    Engine,
+    EngineOutput,
+    EngineRequest,
+    decision_keys,
+    install_log,
+    raise_pending_interrupt,
+)
+from localjudge.errors import ConstraintError, ContextOverflowError, ModelError
 from localjudge.judge import (
     Generation,
     GenerationStats,
     JudgeIdentity,
+    JudgeRequest,
     M,
+    OnOutcome,
+    Outcome,
     Prompt,
     as_messages,
     check_fits,
@@ -56,6 +64,8 @@ from localjudge.schemas import json_schema, parse_output, worst_case_tokens
 from localjudge.versions import package_version
 
 DEFAULT_N_CTX = 8192
+#: the decoding engine's identity, part of every cache key
+ENGINE_VERSION = "localjudge-engine/1"
 #: ``auto`` (default): load without extra buffer types when llama.cpp's AMX kernels are active;
 #: ``1``: keep the AMX kernels; ``0``: never use extra buffer types (AMX, weight repacking)
 AMX_ENV = "LOCALJUDGE_AMX"
@@ -120,41 +130,8 @@ class _Prepared:
     fixed: int
 
 
-class _Guard:
-    """Wraps the grammar's logits processor so that no failure can go unnoticed.
-
-    llama-cpp-python calls logits processors from a ctypes callback, where an exception is only
-    printed. The guard records the exception and forces end-of-sequence, so generation stops on
-    the next token and :meth:`LlamaJudge.generate` raises instead of returning free text.
-    """
-
-    def __init__(self, processor: Any, eos: int) -> None:
-        self.processor = processor
-        self.eos = eos
-        self.error: BaseException | None = None
-        self.steps = 0
-
-    def __call__(self, input_ids: Any, logits: Any) -> Any:
-        if self.error is not None:
-            return self._stop(logits)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("error")  # outlines only *warns* on a matcher error
-                out = self.processor(input_ids, logits)
-            self.steps += 1
-            return out
-        except BaseException as exc:  # noqa: BLE001 (anything here must end the call)
-            self.error = exc
-            return self._stop(logits)
-
-    def _stop(self, logits: Any) -> Any:
-        logits[:] = -np.inf
-        logits[self.eos] = 0.0
-        return logits
-
-
 class LlamaJudge:
-    """A judge backed by a GGUF model run in-process by llama-cpp-python."""
+    """A judge backed by a GGUF model run in-process by llama.cpp (:class:`Engine` decodes)."""
 
     def __init__(
         self,
@@ -165,10 +142,15 @@ class LlamaJudge:
         n_threads: int | None = None,
         seed: int = 0,
         chat_template: bool | None = None,
+        parallel: int = DEFAULT_PARALLEL,
+        fast_forward: bool = True,
     ) -> None:
+        if parallel < 1:
+            raise ModelError(f"parallel must be at least 1, got {parallel}")
         self.model = model
         self.n_ctx = n_ctx
         self.seed = seed
+        self.parallel = parallel
         check_gguf(model.path)
         sha = model_sha256(model.path)
         if model.expected_sha256 and sha != model.expected_sha256:
@@ -177,29 +159,39 @@ class LlamaJudge:
                 hint="the file is corrupt or was replaced; reinstall its package",
             )
         self.sha256 = sha
-        llama_cpp, llguidance, backend_cls = _import_backends()
+        llama_cpp, llguidance = _import_backends()
+        self._llama_cpp, self._llguidance = llama_cpp, llguidance
         amx = amx_decision(native_info())
         _announce(amx.notice)
-        with _quiet_stderr(), _model_params(llama_cpp, extra_buffers=amx.extra_buffers):
+        params = llama_cpp.llama_model_default_params()
+        params.n_gpu_layers = 0x7FFFFFFF if n_gpu_layers == -1 else n_gpu_layers
+        params.use_extra_bufts = amx.extra_buffers
+        from llama_cpp._internals import LlamaModel  # noqa: PLC0415
+
+        with _quiet_stderr():
             try:
-                self._llm = llama_cpp.Llama(
-                    model_path=str(model.path),
-                    n_ctx=n_ctx,
-                    n_gpu_layers=n_gpu_layers,
-                    n_threads=n_threads or os.cpu_count() or 1,
-                    seed=seed,
-                    verbose=False,
+                self._model = LlamaModel(
+                    path_model=str(model.path), params=params, verbose=_debug()
                 )
             except (ValueError, RuntimeError, OSError) as exc:
                 raise ModelError(
                     f"llama.cpp could not load {model.path}: {exc}",
                     hint="the file may be truncated or corrupt, or need a newer llama-cpp-python",
                 ) from exc
-        self._llama_cpp = llama_cpp
-        self._eos = int(self._llm.token_eos())
+        raise_pending_interrupt()
+        self._metadata = self._model.metadata()
         self._formatter = self._chat_formatter(chat_template)
-        self._backend = backend_cls(_lltokenizer(llama_cpp, llguidance, self._llm, sha))
-        self._processors: dict[type[BaseModel], Any] = {}
+        self._tokenizer = _lltokenizer(llama_cpp, llguidance, self._model.model, sha)
+        threads = n_threads or os.cpu_count() or 1
+        self._engine = Engine(
+            self._model.model,
+            self._tokenizer,
+            parallel=parallel,
+            n_ctx=n_ctx,
+            n_threads=threads,
+            fast_forward=fast_forward,
+        )
+        self._grammars: dict[type[BaseModel], tuple[str, dict[str, tuple[str, ...]]]] = {}
         self._identity = JudgeIdentity(
             model=model.alias or model.path.name,
             sha256=sha,
@@ -213,8 +205,11 @@ class LlamaJudge:
                 "amx": amx.state,
                 "cpu_extra_buffers": amx.extra_buffers,
                 "chat_template": self._formatter is not None,
-                "grammar": f"outlines {package_version('outlines')} / "
-                f"llguidance {package_version('llguidance')}",
+                "grammar": f"llguidance {package_version('llguidance')}",
+                "engine": ENGINE_VERSION,
+                # how many requests share a batch, and whether forced tokens skip sampling
+                "parallel": parallel,
+                "fast_forward": fast_forward,
             },
         )
 
@@ -224,52 +219,94 @@ class LlamaJudge:
     def identity(self) -> JudgeIdentity:
         return self._identity
 
-    def generate(self, prompt: Prompt, schema: type[M]) -> Generation[M]:
-        prepared = self.render(prompt)
-        max_tokens = worst_case_tokens(schema)
-        check_fits(
-            prompt_tokens=len(prepared.tokens), max_output_tokens=max_tokens, n_ctx=self.n_ctx
-        )
-        guard = _Guard(self._processor(schema), self._eos)
-        evaluated = len(prepared.tokens) - self._prepare_cache(prepared)
-        start = time.perf_counter()
-        out = self._llm.create_completion(
-            prompt=prepared.tokens,
-            max_tokens=max_tokens,
-            temperature=0.0,
-            top_k=1,
-            repeat_penalty=1.0,
-            seed=self.seed,
-            logits_processor=self._llama_cpp.LogitsProcessorList([guard]),
-        )
-        seconds = time.perf_counter() - start
-        choice = out["choices"][0]
-        raw = choice["text"]
-        if isinstance(guard.error, (KeyboardInterrupt, SystemExit)):
-            raise guard.error  # Ctrl-C inside the callback: an interrupt, not a grammar fault
-        if guard.error is not None:
-            raise ConstraintError(
-                f"constrained decoding failed: {type(guard.error).__name__}: {guard.error}",
-                hint="the output was discarded; check that outlines and llguidance are installed "
-                "and compatible (pip install -U outlines llguidance)",
-            ) from guard.error
-        if choice.get("finish_reason") != "stop":
-            raise ConstraintError(
-                f"generation ended with finish_reason={choice.get('finish_reason')!r} after "
-                f"{out['usage']['completion_tokens']} of at most {max_tokens} tokens",
-                hint="this is a bug in the schema bound; please report it",
-            )
-        value = parse_output(schema, raw)
-        assert isinstance(value, schema)
-        stats = GenerationStats(
-            prompt_tokens=len(prepared.tokens),
-            evaluated_prompt_tokens=evaluated,
-            completion_tokens=int(out["usage"]["completion_tokens"]),
-            seconds=seconds,
-        )
-        return Generation(value=value, raw=raw, stats=stats)
+    @property
+    def batch_invariant(self) -> bool:
+        """Whether an output is the same whatever else is decoded with it: proven only for one
+        request at a time (batched kernels may round differently; see the engine's notes)."""
+        return self.parallel == 1
 
-    # ------------------------------------------------------------------ helpers
+    @property
+    def engine(self) -> Engine:
+        """The decoding engine (its ``stats`` count decode calls, sampled and forced tokens)."""
+        return self._engine
+
+    def generate(self, prompt: Prompt, schema: type[M]) -> Generation[M]:
+        [outcome] = self.generate_many([JudgeRequest(list(as_messages(prompt)), schema)])
+        if isinstance(outcome, ContextOverflowError):
+            raise outcome
+        return outcome  # type: ignore[return-value]
+
+    def generate_many(
+        self, requests: Sequence[JudgeRequest], *, on_outcome: OnOutcome | None = None
+    ) -> list[Outcome]:
+        """Decode ``requests`` together, ``parallel`` at a time; outcomes in request order.
+
+        A request too long for the window is refused before anything is decoded (its
+        :class:`ContextOverflowError` takes its place); a constraint failure raises.
+        """
+        outcomes: list[Outcome | None] = [None] * len(requests)
+        batch: list[EngineRequest] = []
+        positions: list[int] = []
+        for i, request in enumerate(requests):
+            prepared = self.render(request.messages)
+            max_tokens = worst_case_tokens(request.schema)
+            try:
+                check_fits(
+                    prompt_tokens=len(prepared.tokens),
+                    max_output_tokens=max_tokens,
+                    n_ctx=self.n_ctx,
+                )
+            except ContextOverflowError as exc:
+                outcomes[i] = exc
+                if on_outcome is not None:
+                    on_outcome(i, exc)
+                continue
+            grammar, decisions = self._grammar(request.schema)
+            batch.append(
+                EngineRequest(
+                    tokens=prepared.tokens,
+                    fixed=prepared.fixed,
+                    grammar=grammar,
+                    max_tokens=max_tokens,
+                    decisions=decisions,
+                )
+            )
+            positions.append(i)
+
+        def done(j: int, output: EngineOutput) -> None:
+            i = positions[j]
+            outcomes[i] = generation = self._generation(requests[i].schema, output)
+            if on_outcome is not None:
+                on_outcome(i, generation)
+
+        self._engine.run(batch, on_done=done)
+        return [o for o in outcomes if o is not None]
+
+    def _generation(self, schema: type[BaseModel], output: EngineOutput) -> Generation[Any]:
+        value = parse_output(schema, output.text)
+        stats = GenerationStats(
+            prompt_tokens=output.prompt_tokens,
+            evaluated_prompt_tokens=output.evaluated_prompt_tokens,
+            completion_tokens=output.completion_tokens,
+            seconds=output.seconds,
+        )
+        return Generation(
+            value=value, raw=output.text, stats=stats, decisions=tuple(output.decisions)
+        )
+
+    def _grammar(self, schema: type[BaseModel]) -> tuple[str, dict[str, tuple[str, ...]]]:
+        """The schema's llguidance grammar (checked once) and its decision keys."""
+        cached = self._grammars.get(schema)
+        if cached is None:
+            js = json_schema(schema)
+            grammar = self._llguidance.grammar_from("json_schema", json.dumps(js))
+            error = self._llguidance.LLMatcher.validate_grammar(grammar, self._tokenizer)
+            if error:
+                raise ConstraintError(f"grammar for {schema.__name__} is invalid: {error}")
+            cached = self._grammars[schema] = (grammar, decision_keys(js))
+        return cached
+
+    # ------------------------------------------------------------------ prompts
 
     def render(self, prompt: Prompt) -> _Prepared:
         """The exact prompt text and tokens the model sees (chat template or plain layout).
@@ -300,11 +337,12 @@ class LlamaJudge:
                     )
                 segments += [(before, True), (message["content"], False)]
             segments.append((skeleton, True))
-        llm = self._llm
+        model = self._model
         tokens: list[int] = []
-        if llm._model.add_bos_token() and llm.token_bos() >= 0:
-            tokens.append(llm.token_bos())
-            bos_text = llm.detokenize([llm.token_bos()], special=True).decode("utf-8", "replace")
+        bos = model.token_bos()
+        if model.add_bos_token() and bos >= 0:
+            tokens.append(bos)
+            bos_text = model.detokenize([bos], special=True).decode("utf-8", "replace")
             first, special = segments[0]
             if special and bos_text and first.startswith(bos_text):  # the template wrote it too
                 segments[0] = (first[len(bos_text) :], special)
@@ -315,7 +353,7 @@ class LlamaJudge:
             if n == item_start:
                 fixed = len(tokens)
             if text:
-                tokens += llm.tokenize(text.encode("utf-8"), add_bos=False, special=special)
+                tokens += model.tokenize(text.encode("utf-8"), add_bos=False, special=special)
         # at least one token is always evaluated: its logits start the output
         fixed = max(0, min(fixed, len(tokens) - 1))
         return _Prepared(tokens=tokens, text="".join(text for text, _ in segments), fixed=fixed)
@@ -330,43 +368,14 @@ class LlamaJudge:
             ) from exc
 
     def count_tokens(self, text: str) -> int:
-        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+        return len(self._model.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
-    def _processor(self, schema: type[BaseModel]) -> Any:
-        proc = self._processors.get(schema)
-        if proc is None:
-            proc = self._backend.get_json_schema_logits_processor(json.dumps(json_schema(schema)))
-            # compile and check the grammar now, so a broken schema fails before generating
-            import llguidance  # noqa: PLC0415
-
-            error = llguidance.LLMatcher.validate_grammar(proc.grammar, self._backend.llg_tokenizer)
-            if error:
-                raise ConstraintError(f"grammar for {schema.__name__} is invalid: {error}")
-            self._processors[schema] = proc
-        proc.reset()
-        return proc
-
-    def _prepare_cache(self, prepared: _Prepared) -> int:
-        """Leave llama.cpp's KV cache holding exactly the prompt's fixed prefix; return how many
-        prompt tokens were already there (the call evaluates the rest).
-
-        Floating-point results depend on how a prompt is cut into evaluation batches, so a
-        verdict would otherwise depend on what the previous call left in the cache. Here the
-        fixed prefix is always evaluated alone and the item's part always from the prefix's end,
-        so every call's output is a function of its own prompt only.
-        """
-        llm, fixed = self._llm, prepared.fixed
-        cached = llm.input_ids[: llm.n_tokens]
-        if fixed and llm.n_tokens >= fixed and list(cached[:fixed]) == prepared.tokens[:fixed]:
-            llm.n_tokens = fixed  # llama-cpp-python drops the KV cache beyond this
-            return fixed
-        llm.reset()
-        if fixed:
-            llm.eval(prepared.tokens[:fixed])
-        return 0
+    def detokenize(self, tokens: Sequence[int], *, special: bool = True) -> str:
+        """The text of ``tokens`` (control tokens spelled out when ``special``)."""
+        return self._model.detokenize(list(tokens), special=special).decode("utf-8", "replace")
 
     def _chat_formatter(self, chat_template: bool | None) -> Any:
-        template = self._llm.metadata.get("tokenizer.chat_template")
+        template = self._metadata.get("tokenizer.chat_template")
         use = chat_template if chat_template is not None else bool(template)
         if self.model.alias is not None and chat_template is None:
             from localjudge.registry import registry  # noqa: PLC0415
@@ -379,11 +388,13 @@ class LlamaJudge:
             raise ModelError(f"{self.model.path.name} has no chat template in its metadata")
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter  # noqa: PLC0415
 
-        tok = self._llm
-        eos = tok.detokenize([tok.token_eos()], special=True).decode("utf-8", "replace")
-        bos_id = tok.token_bos()
+        model = self._model
+        eos = model.detokenize([model.token_eos()], special=True).decode("utf-8", "replace")
+        bos_id = model.token_bos()
         bos = (
-            tok.detokenize([bos_id], special=True).decode("utf-8", "replace") if bos_id >= 0 else ""
+            model.detokenize([bos_id], special=True).decode("utf-8", "replace")
+            if bos_id >= 0
+            else ""
         )
         try:
             return Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
@@ -413,6 +424,8 @@ def load_judge(
     n_threads: int | None = None,
     seed: int = 0,
     chat_template: bool | None = None,
+    parallel: int = DEFAULT_PARALLEL,
+    fast_forward: bool = True,
 ) -> LlamaJudge:
     """Load a judge: ``model`` is a GGUF path, a registered alias, or None for the embedded default.
 
@@ -426,6 +439,8 @@ def load_judge(
         n_threads=n_threads,
         seed=seed,
         chat_template=chat_template,
+        parallel=parallel,
+        fast_forward=fast_forward,
     )
 
 
@@ -486,34 +501,6 @@ def _announce(notice: str | None) -> None:
     if notice and notice not in _announced:
         _announced.add(notice)
         print(notice, file=sys.stderr, flush=True)
-
-
-@contextmanager
-def _model_params(llama_cpp: Any, *, extra_buffers: bool) -> Any:
-    """Make ``llama_cpp.Llama`` load with ``use_extra_bufts`` as given.
-
-    ``Llama`` builds its model parameters from ``llama_model_default_params()`` and offers no
-    argument for this field, so the defaults are adjusted while one model loads."""
-    if extra_buffers:
-        yield
-        return
-    module = llama_cpp.llama_cpp
-    original = module.llama_model_default_params
-
-    def defaults() -> Any:
-        params = original()
-        params.use_extra_bufts = False
-        return params
-
-    with _PARAMS_LOCK:
-        module.llama_model_default_params = defaults
-        try:
-            yield
-        finally:
-            module.llama_model_default_params = original
-
-
-_PARAMS_LOCK = threading.Lock()
 
 
 def _ggml_registry(llama_cpp: Any) -> tuple[list[str] | None, list[Device]]:
@@ -580,41 +567,26 @@ def _import_llama_cpp() -> Any:
     return llama_cpp
 
 
-def _import_backends() -> tuple[Any, Any, Any]:
+def _import_backends() -> tuple[Any, Any]:
     llama_cpp = _import_llama_cpp()
+    install_log(llama_cpp, verbose=_debug())  # llama.cpp's log: errors only, unless debugging
     try:
         import llguidance  # noqa: PLC0415
-        from outlines.backends.llguidance import LLGuidanceBackend  # noqa: PLC0415
+        import llguidance.numpy  # noqa: PLC0415 (the engine's masks)
     except ImportError as exc:
         raise ConstraintError(
             f"constrained decoding is unavailable: {exc}",
-            hint="pip install 'outlines>=1.2' llguidance; localjudge never decodes unconstrained",
+            hint="pip install llguidance; localjudge never decodes unconstrained",
         ) from exc
-    return llama_cpp, llguidance, _backend_class(LLGuidanceBackend)
+    return llama_cpp, llguidance
 
 
-@lru_cache(maxsize=1)
-def _backend_class(base: Any) -> Any:
-    class _Backend(base):  # type: ignore[misc]
-        """outlines' llguidance backend over a tokenizer we build (and cache) ourselves, instead of
-        outlines' LlamaCpp model wrapper, which walks the whole vocabulary in Python first."""
-
-        def __init__(self, llg_tokenizer: Any) -> None:
-            import llguidance  # noqa: PLC0415
-
-            self.llg = llguidance
-            self.tensor_library_name = "numpy"
-            self.llg_tokenizer = llg_tokenizer
-
-    return _Backend
-
-
-def _lltokenizer(llama_cpp: Any, llguidance: Any, llm: Any, sha256: str) -> Any:
+def _lltokenizer(llama_cpp: Any, llguidance: Any, model: Any, sha256: str) -> Any:
     """llguidance's tokenizer for the model; the token table is cached on disk per model sha256
     (reading 262k tokens through ctypes takes ~1.5 s, the cached table ~0.1 s)."""
     import ctypes  # noqa: PLC0415
 
-    vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    vocab = llama_cpp.llama_model_get_vocab(model)
     cache_file = (
         default_cache_dir() / "tokens" / f"{sha256}-{package_version('llama-cpp-python')}.bin"
     )
@@ -685,10 +657,15 @@ def _write_token_table(path: Path, sha256: str, tokens: list[bytes]) -> None:
         pass  # an optimisation only
 
 
+def _debug() -> bool:
+    """``LOCALJUDGE_DEBUG`` is set: tracebacks and llama.cpp's own log."""
+    return bool(os.environ.get("LOCALJUDGE_DEBUG"))
+
+
 @contextmanager
 def _quiet_stderr() -> Any:
     """Silence llama.cpp's C-level log lines while loading (they go straight to fd 2)."""
-    if os.environ.get("LOCALJUDGE_DEBUG"):
+    if _debug():
         yield
         return
     sys.stderr.flush()

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from localjudge.cache import CACHE_FILENAME, Cache, CachingJudge, default_cache_dir
+from localjudge.engine import DEFAULT_PARALLEL
 from localjudge.errors import UsageError
 from localjudge.judge import Judge
 from localjudge.metrics import METRICS, Metric, MetricSettings
@@ -39,6 +40,8 @@ class JudgeSettings:
     #: the cache file or the directory that holds it (None: the default cache directory)
     cache: Path | None = None
     use_cache: bool = True
+    #: requests decoded together (each holds a window of ``n_ctx`` tokens)
+    parallel: int = DEFAULT_PARALLEL
 
     @property
     def name(self) -> str:
@@ -52,6 +55,7 @@ class JudgeSettings:
             "n_gpu_layers": self.n_gpu_layers,
             "threads": self.n_threads,
             "seed": self.seed,
+            "parallel": self.parallel,
         }
 
 
@@ -80,6 +84,7 @@ def open_judge(settings: JudgeSettings) -> Judge:
         n_threads=settings.n_threads,
         seed=settings.seed,
         chat_template=settings.chat_template,
+        parallel=settings.parallel,
     )
     if settings.use_cache:
         judge = CachingJudge(judge, open_cache(settings.cache))

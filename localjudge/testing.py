@@ -7,6 +7,7 @@ so a script that the real grammar could never produce fails the same way.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -16,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from localjudge.canonical import compact_json
+from localjudge.engine import decision_keys
 from localjudge.judge import (
     Generation,
     GenerationStats,
@@ -25,11 +27,12 @@ from localjudge.judge import (
     OnOutcome,
     Outcome,
     Prompt,
+    SoftDecision,
     as_messages,
     check_fits,
     generate_each,
 )
-from localjudge.schemas import parse_output, worst_case_tokens
+from localjudge.schemas import json_schema, parse_output, worst_case_tokens
 
 #: a scripted reply: raw JSON text, a JSON-able value, or a function of (messages, schema)
 Reply = str | Mapping[str, Any] | Callable[[list[dict[str, str]], type[BaseModel]], Any]
@@ -49,6 +52,8 @@ class ScriptedJudge:
 
     ``replies`` is consumed one per call; a single callable answers every call. ``n_ctx`` turns on
     the context-window check, counting one token per whitespace-separated word of the prompt.
+    ``certain`` gives soft verdicts too: probability 1 for every value the reply chose, as a
+    judge that never hesitates would.
     """
 
     def __init__(
@@ -57,6 +62,7 @@ class ScriptedJudge:
         *,
         model: str = "scripted",
         n_ctx: int | None = None,
+        certain: bool = False,
     ) -> None:
         self._next: Callable[[], Reply]
         if callable(replies):
@@ -66,6 +72,7 @@ class ScriptedJudge:
             it: Iterator[Reply] = iter(replies)
             self._next = lambda: next(it)
         self.n_ctx = n_ctx
+        self.certain = certain
         self.calls: list[Call] = []
         self._identity = JudgeIdentity(
             model=model, sha256="0" * 64, backend="scripted", settings={"n_ctx": n_ctx}
@@ -103,13 +110,35 @@ class ScriptedJudge:
             completion_tokens=len(raw),
             seconds=time.perf_counter() - start,
         )
-        return Generation(value=value, raw=raw, stats=stats)
+        decisions = _certain_decisions(schema, raw) if self.certain else ()
+        return Generation(value=value, raw=raw, stats=stats, decisions=decisions)
 
     def generate_many(
         self, requests: Sequence[JudgeRequest], *, on_outcome: OnOutcome | None = None
     ) -> list[Outcome]:
         """The requests one after another, in order (replies are consumed in request order)."""
         return generate_each(self, requests, on_outcome=on_outcome)
+
+
+def _certain_decisions(schema: type[BaseModel], raw: str) -> tuple[SoftDecision, ...]:
+    """Probability 1 for each chosen value of the schema's decision keys, in output order."""
+    keys = decision_keys(json_schema(schema))
+    found: list[SoftDecision] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, sub in value.items():
+                if key in keys:
+                    chosen = compact_json(sub)
+                    probs = {v: 1.0 if v == chosen else 0.0 for v in keys[key]}
+                    found.append(SoftDecision(key, probs, chosen))
+                walk(sub)
+        elif isinstance(value, list):
+            for sub in value:
+                walk(sub)
+
+    walk(json.loads(raw))
+    return tuple(found)
 
 
 _BLOCK = re.compile(r"^<<(?P<tag>[A-Z0-9 ]+)>>\n(?P<body>.*?)\n<</(?P=tag)>>$", re.M | re.S)

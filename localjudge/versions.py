@@ -7,7 +7,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 #: the distribution name on the package index (``localjudge`` there is an unrelated project)
 DISTRIBUTION = "localjudge-rag"
-PACKAGES = (DISTRIBUTION, "llama-cpp-python", "outlines", "llguidance", "pydantic", "numpy")
+PACKAGES = (DISTRIBUTION, "llama-cpp-python", "llguidance", "pydantic", "numpy")
 
 
 def package_version(name: str) -> str:

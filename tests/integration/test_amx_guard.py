@@ -28,16 +28,12 @@ r = score(ContextPosition(), judge, user_input="Where is the Eiffel Tower?",
 print(json.dumps({"settings": dict(judge.identity.settings), "n": len(r.verdicts)}))
 """
 
-#: loads the model with llama.cpp's own log on, with or without the guard's parameters
+#: loads a judge with llama.cpp's own log on (LOCALJUDGE_DEBUG=1)
 LOAD_LOG = """
 import sys
-import llama_cpp
-from localjudge.llama import _model_params
-from localjudge.registry import resolve_model
-with _model_params(llama_cpp, extra_buffers=sys.argv[1] == "1"):
-    llm = llama_cpp.Llama(model_path=str(resolve_model(sys.argv[2]).path), n_ctx=256,
-                          n_threads=2, verbose=True)
-print("use_extra_bufts", llm.model_params.use_extra_bufts)
+from localjudge.llama import load_judge
+judge = load_judge(sys.argv[1], n_threads=2, n_ctx=1024)
+print("use_extra_bufts", judge.identity.settings["cpu_extra_buffers"])
 """
 
 
@@ -88,17 +84,23 @@ def test_the_guards_load_path_decodes_and_is_recorded(python_runner: Any) -> Non
 @pytest.mark.parametrize("model", ["smollm2-135m", "gemma3-270m"])
 def test_the_guard_reaches_llama_cpp(python_runner: Any, model: str) -> None:
     """llama.cpp's own load log: with extra buffer types it considers CPU_REPACK (or AMX) for
-    the weights; with the guard's parameters it never mentions one."""
-    types = native_info().extra_buffer_types
+    the weights; with the guard's parameters it never mentions one. (On an AMX machine the
+    default load is the guarded one.)"""
+    info = native_info()
+    types = info.extra_buffer_types
     assert types is not None, "the CPU backend's extra buffer types could not be listed"
-    plain = python_runner(LOAD_LOG, "1", model, timeout=300)
-    guarded = python_runner(LOAD_LOG, "0", model, timeout=300)
+    debug = {"LOCALJUDGE_DEBUG": "1"}
+    plain = python_runner(LOAD_LOG, model, env=_env(**debug, **{AMX_ENV: None}), timeout=300)
+    guarded = python_runner(LOAD_LOG, model, env=_env(**debug, **{AMX_ENV: "0"}), timeout=300)
     assert plain.returncode == 0, plain.stderr
     assert guarded.returncode == 0, guarded.stderr
-    assert "use_extra_bufts True" in plain.stdout
     assert "use_extra_bufts False" in guarded.stdout
-    if types:  # the build has some: the plain load sees them, the guarded one does not
-        assert any(t in plain.stderr for t in types), plain.stderr[-2000:]
+    if info.amx_active:  # the default load is the guarded one here
+        assert "use_extra_bufts False" in plain.stdout
+    else:
+        assert "use_extra_bufts True" in plain.stdout
+        if types:  # the build has some: the plain load sees them, the guarded one does not
+            assert any(t in plain.stderr for t in types), plain.stderr[-2000:]
     assert not any(t in guarded.stderr for t in (*types, "CPU_REPACK", "AMX")), guarded.stderr
 
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from localjudge.results import BENCH
+
 pytestmark = pytest.mark.model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,7 +118,7 @@ def test_bench_exits_0_and_prints_the_table(first_run: Any) -> None:
 
 def test_bench_json_has_both_judges_and_every_metric(first_report: dict[str, Any]) -> None:
     report = first_report
-    assert report["format"] == 1
+    assert report["format"] == BENCH.version
     assert report["n_labelled"] == LIMIT
     assert report["metrics"] == list(METRICS)
     assert SHA256.fullmatch(report["data_sha256"])

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from localjudge import ContextPosition, ContextRecall, ContextRelevance, load_judge
+from localjudge.items import make_item
 from localjudge.llama import plain_prompt
 from localjudge.metrics import Metric
 
@@ -46,9 +47,9 @@ def test_gemma_uses_the_plain_prompt(gemma: Any) -> None:
     ]
     prepared = gemma.render(messages)
     assert prepared.text == plain_prompt(messages) == "Instructions.\n\nThe data.\n\nJSON answer:\n"
-    llm = gemma._llm
+    llm = gemma._model
     body = list(llm.tokenize(prepared.text.encode(), add_bos=False, special=True))
-    if llm._model.add_bos_token():
+    if llm.add_bos_token():
         assert prepared.tokens == [llm.token_bos(), *body]
     else:
         assert prepared.tokens == body
@@ -63,3 +64,25 @@ def test_gemma_scores_one_item_per_metric(
     assert out.generation.stats.prompt_tokens > 0
     if metric_cls is not ContextRecall:
         assert len(out.result.verdicts) == 3
+
+
+def test_a_long_item_does_not_change_the_next_short_ones_verdicts(gemma: Any) -> None:
+    """Gemma 3's sliding-window attention: after an item far longer than its window, a short
+    item gets exactly the output a freshly loaded model gives it (the prefix is never taken
+    from a cache the window has cut)."""
+    window = gemma._model.metadata().get("gemma3.attention.sliding_window")
+    long_piece = " ".join(
+        f"Fact {i}: the river Seine passes bridge number {i}." for i in range(150)
+    )
+    long_item = {**ITEM, "retrieved_contexts": [long_piece, *ITEM["retrieved_contexts"]]}
+    metric = ContextPosition()
+    long_request = metric.build(make_item(long_item, index=0))
+    short_request = metric.build(make_item(ITEM, index=1))
+    assert window is not None
+    assert len(gemma.render(long_request.messages).tokens) > 2 * int(window)
+    gemma.generate(long_request.messages, long_request.schema)
+    after_long = gemma.generate(short_request.messages, short_request.schema)
+    fresh = load_judge("gemma3-270m", n_threads=2)
+    alone = fresh.generate(short_request.messages, short_request.schema)
+    assert after_long.raw == alone.raw
+    assert after_long.decisions == alone.decisions

@@ -144,8 +144,7 @@ MISSING_SCRIPT = textwrap.dedent(
     [
         ("llguidance", "ConstraintError", "llguidance"),
         ("llguidance,llguidance.numpy", "ConstraintError", "llguidance"),
-        ("outlines", "ConstraintError", "outlines"),
-        ("outlines.backends.llguidance", "ConstraintError", "outlines"),
+        ("llguidance.numpy", "ConstraintError", "llguidance"),
         ("llama_cpp", "ModelError", "llama-cpp-python"),
     ],
 )

@@ -22,7 +22,7 @@ from localjudge.cache import (
     default_cache_dir,
 )
 from localjudge.errors import ConstraintError, LocalJudgeError
-from localjudge.judge import GenerationStats, Judge, JudgeIdentity, as_messages
+from localjudge.judge import GenerationStats, Judge, JudgeIdentity, SoftDecision, as_messages
 from localjudge.schemas import StrictModel, text
 from localjudge.testing import ScriptedJudge
 
@@ -154,7 +154,8 @@ def test_persists_across_reopen_and_creates_parents(tmp_path):
         hit = cache.get("k")
         assert hit is not None
         assert (hit.raw, hit.stats) == ("raw é 汤姆", STATS)
-        assert cache.schema_version == SCHEMA_VERSION == 1
+        assert cache.schema_version == SCHEMA_VERSION == 2
+        assert hit.decisions == ()  # a judge without soft verdicts stores none
 
 
 def test_put_is_committed_at_once(tmp_path):
@@ -178,7 +179,7 @@ def test_wal_mode_and_meta_table(tmp_path):
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall() == [
-            ("1",)
+            ("2",)
         ]
         columns = [row[1] for row in conn.execute("PRAGMA table_info(calls)")]
         assert columns == [
@@ -189,9 +190,33 @@ def test_wal_mode_and_meta_table(tmp_path):
             "completion_tokens",
             "seconds",
             "created_at",
+            "decisions",
         ]
     finally:
         conn.close()
+
+
+def test_a_version_1_cache_is_migrated_and_keeps_its_calls(tmp_path):
+    path = tmp_path / "c.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
+        INSERT INTO meta VALUES ('schema_version', '1');
+        CREATE TABLE calls (key TEXT PRIMARY KEY, raw TEXT NOT NULL, prompt_tokens INT,
+            evaluated_prompt_tokens INT, completion_tokens INT, seconds REAL, created_at TEXT);
+        INSERT INTO calls VALUES ('old', '{}', 10, 5, 3, 0.5, '2026-01-01T00:00:00+00:00');
+        """
+    )
+    conn.close()
+    with Cache(path) as cache:
+        assert cache.schema_version == 2
+        old = cache.get("old")
+        assert old is not None
+        assert (old.raw, old.stats.prompt_tokens, old.decisions) == ("{}", 10, ())
+        probs = {"true": 0.75, "false": 0.25}
+        cache.put("new", "{}", STATS, [SoftDecision("relevant", probs, "true")])
+        assert cache.get("new").decisions == (SoftDecision("relevant", probs, "true"),)
 
 
 def test_newer_schema_version_is_refused(tmp_path):

@@ -1,0 +1,177 @@
+"""The judge engine's speed: eval items/s and tokens/s for --parallel 1..N, in one run.
+
+    python benchmarks/engine.py [-m MODEL] [--items 64] [--parallel 1 2 4 8 16] [-ngl -1]
+
+A fixed set of ``--items`` synthetic RAG items x 3 metrics (recall, position, relevance) is
+scored end to end with ``evaluate`` (no cache) once per configuration, each in a fresh process
+(so each has its own memory figure and no warm state):
+
+- ``base``: one request at a time without fast-forward: the previous engine's equivalent
+  (it samples every output token, as ``Llama.create_completion`` did, with the same outputs);
+- ``N=k``: k requests decoded together, tokens the grammar forces appended without sampling.
+
+Per configuration it prints items/s, aggregate generated tokens/s, sampled and forced tokens per
+call, the share of time in prompt evaluation and the speed-up batching could give at most with
+that share (prompt evaluation is not batched across requests), the grammar's share of the time,
+peak RSS, and how many outputs differ from N=1. Run it on an idle machine; on a GPU box the same
+command with ``-ngl -1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+WORKER = r"""
+import json, resource, sys, time
+from localjudge import load_judge, evaluate
+from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
+cfg = json.loads(sys.argv[1])
+records = json.loads(sys.stdin.read())
+judge = load_judge(cfg["model"], n_threads=cfg["threads"], n_gpu_layers=cfg["ngl"],
+                   parallel=cfg["parallel"], fast_forward=cfg["ff"], n_ctx=cfg["n_ctx"])
+metrics = [ContextRecall(), ContextPosition(), ContextRelevance()]
+start = time.perf_counter()
+results = list(evaluate(records, metrics, judge, chunk_size=cfg["chunk"]))
+wall = time.perf_counter() - start
+s = judge.engine.stats
+print(json.dumps({
+    "wall": wall,
+    "errors": sum(r.error is not None for r in results),
+    "raws": [r.result.raw if r.result else None for r in results],
+    "sampled": s.sampled, "forced": s.forced, "decode_calls": s.decode_calls,
+    "decode_seconds": s.decode_seconds, "prompt_seconds": s.prompt_seconds,
+    "grammar_seconds": s.grammar_seconds, "prompt_tokens": s.prompt_tokens_evaluated,
+    "argmax_accepted": s.argmax_accepted, "full_masks": s.full_masks,
+    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+}))
+"""
+
+TOPICS = [
+    ("the Nile", "Africa", "about 6,650 km long"),
+    ("Mount Everest", "Nepal and China", "8,849 m high"),
+    ("the Amazon", "South America", "the largest river by discharge"),
+    ("Lake Baikal", "Siberia", "the deepest lake on Earth"),
+    ("the Sahara", "North Africa", "the largest hot desert"),
+    ("the Danube", "Central Europe", "flowing through ten countries"),
+    ("Mont Blanc", "France and Italy", "4,806 m high"),
+    ("the Gobi", "Mongolia and China", "a cold desert"),
+]
+
+
+def items(n: int) -> list[dict[str, Any]]:
+    """``n`` distinct items (three pieces, one of them off-topic), the same on every run."""
+    out = []
+    for i in range(n):
+        name, where, fact = TOPICS[i % len(TOPICS)]
+        out.append(
+            {
+                "id": f"item-{i}",
+                "user_input": f"Question {i}: where is {name} and what is notable about it?",
+                "retrieved_contexts": [
+                    f"{name[0].upper()}{name[1:]} lies in {where}. Record {i}.",
+                    f"It is {fact}. Source number {i * 7}.",
+                    f"Unrelated note {i}: trains in Switzerland run on time.",
+                ],
+                "reference": f"{name[0].upper()}{name[1:]} is in {where}. It is {fact}.",
+                "response": f"{name[0].upper()}{name[1:]} is in {where}; it is {fact}.",
+            }
+        )
+    return out
+
+
+def run(cfg: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-c", WORKER, json.dumps(cfg)],
+        input=json.dumps(records),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"configuration {cfg} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-m", "--model", default=None)
+    parser.add_argument("--items", type=int, default=64)
+    parser.add_argument("--parallel", type=int, nargs="+", default=[1, 2, 4, 8, 16])
+    parser.add_argument("-ngl", "--n-gpu-layers", type=int, default=0)
+    parser.add_argument("-t", "--threads", type=int, default=None)
+    parser.add_argument("-c", "--n-ctx", type=int, default=4096)
+    parser.add_argument("--json", default=None, help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    records = items(args.items)
+    base = {
+        "model": args.model,
+        "threads": args.threads,
+        "ngl": args.n_gpu_layers,
+        "n_ctx": args.n_ctx,
+        "chunk": max(16, *args.parallel),
+    }
+    configs = [("base", {**base, "parallel": 1, "ff": False})]
+    configs += [(f"N={n}", {**base, "parallel": n, "ff": True}) for n in args.parallel]
+    figures: dict[str, dict[str, Any]] = {}
+    started = time.strftime("%Y-%m-%d %H:%M")
+    for name, cfg in configs:
+        figures[name] = run(cfg, records)
+        print(f"  {name} done in {figures[name]['wall']:.1f} s", file=sys.stderr)
+    ref = figures.get("N=1", figures["base"])["raws"]
+    calls = len(ref)
+    header = (
+        f"{'config':<6} {'items/s':>8} {'x base':>7} {'gen tok/s':>9} {'x base':>7} "
+        f"{'sampled':>7} {'forced':>7} {'prompt%':>7} {'bound':>6} {'grammar%':>8} "
+        f"{'MB':>6} {'differ':>6}"
+    )
+    print(
+        f"# {args.items} items x 3 metrics, {calls} calls, model {args.model or 'default'}, "
+        f"-ngl {args.n_gpu_layers}, {started}"
+    )
+    print(header)
+    print("-" * len(header))
+    b = figures["base"]
+    base_ips = args.items / b["wall"]
+    base_tps = (b["sampled"] + b["forced"]) / b["wall"]
+    for name, f in figures.items():
+        n = int(name.split("=")[1]) if "=" in name else 1
+        tokens = f["sampled"] + f["forced"]
+        ips = args.items / f["wall"]
+        tps = tokens / f["wall"]
+        prompt_share = f["prompt_seconds"] / f["wall"]
+        # batching shares out generation steps only: the most it can give with this share
+        bound = 1.0 / (prompt_share + (1.0 - prompt_share) / n)
+        differ = sum(a != c for a, c in zip(f["raws"], ref, strict=True))
+        print(
+            f"{name:<6} {ips:>8.3f} {ips / base_ips:>7.2f} {tps:>9.1f} {tps / base_tps:>7.2f} "
+            f"{f['sampled'] / calls:>7.1f} {f['forced'] / calls:>7.1f} {100 * prompt_share:>6.0f}% "
+            f"{bound:>6.2f} {100 * f['grammar_seconds'] / f['wall']:>7.1f}% "
+            f"{f['peak_rss_mb']:>6.0f} {differ:>6}"
+        )
+    ff = figures.get("N=1")
+    if ff is not None:
+        share = ff["forced"] / (ff["sampled"] + ff["forced"])
+        print(
+            f"fast-forward at N=1: {100 * share:.0f}% of output tokens forced; decode calls "
+            f"{b['decode_calls']} -> {ff['decode_calls']}; argmax accepted without a mask at "
+            f"{100 * ff['argmax_accepted'] / max(ff['sampled'], 1):.0f}% of sampled positions"
+        )
+        grammar = ff["grammar_seconds"] / ff["wall"]
+        print(
+            f"grammar overhead at N=1: {100 * grammar:.1f}% of the time "
+            f"(constrained / unconstrained <= {1 / (1 - grammar):.3f})"
+        )
+    if args.json:
+        kept = {k: {kk: vv for kk, vv in v.items() if kk != "raws"} for k, v in figures.items()}
+        Path(args.json).write_text(json.dumps(kept, indent=2) + "\n", "utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
