@@ -174,14 +174,16 @@ def verdict_agreement(
     }
 
 
-def score_agreement(metric: type[Metric], pairs: Sequence[Pair]) -> dict[str, Any] | None:
+def score_agreement(
+    metric: type[Metric], pairs: Sequence[Pair], key: str = "score"
+) -> dict[str, Any] | None:
     """Spearman, Kendall, MAE (and ROC AUC where the human scores are 0/1 for a per-item label)
-    of per-item scores."""
+    of per-item scores: the rows' ``score``, or their ``soft_score`` with ``key``."""
     points = []
     for p in pairs:
         h = metric.human_score(p.labels)
-        if h is not None and p.row.get("score") is not None:
-            points.append((h, float(p.row["score"])))
+        if h is not None and p.row.get(key) is not None:
+            points.append((h, float(p.row[key])))
     if not points:
         return None
 

@@ -94,6 +94,8 @@ def metric_report(metric: str, pairs: Sequence[Pair], common: set[int]) -> dict[
         "n_common": len(on_common),
         "verdicts": verdicts,
         "scores": score_agreement(cls, on_common),
+        # the same agreement for the soft scores (the judge's probabilities), when it has them
+        "soft_scores": score_agreement(cls, on_common, key="soft_score"),
         "seconds_per_item": seconds / len(timed) if timed else None,
         "tokens_per_s": tokens / seconds if seconds > 0 else None,
     }
@@ -171,19 +173,24 @@ def bench_table(report: Mapping[str, Any]) -> str:
     """The console table: one line per judge x metric with the headline numbers."""
     head = (
         f"{'judge':<16} {'metric':<10} {'n':>4} {'fail':>4} {'acc':>6} {'kappa':>6} "
-        f"{'rho':>6} {'mae':>6} {'auc':>6} {'s/item':>7} {'tok/s':>6} {'load s':>6} {'MB':>6}"
+        f"{'rho':>6} {'mae':>6} {'auc':>6} {'~rho':>6} {'~auc':>6} {'s/item':>7} {'tok/s':>6} "
+        f"{'load s':>6} {'MB':>6}"
     )
     lines = [head, "-" * len(head)]
     for name, judge in report["judges"].items():
         for metric, m in judge["metrics"].items():
             v = next(iter(m["verdicts"].values()), None) if m["verdicts"] else None
             s = m["scores"] or {}
+            soft = m.get("soft_scores") or {}
             lines.append(
                 f"{name[:16]:<16} {metric:<10} {m['n_common']:>4} {m['n_failed']:>4} "
                 f"{_num(v and v['accuracy']['value']):>6} {_num(v and v['kappa']['value']):>6} "
                 f"{_num(s.get('spearman', {}).get('value')):>6} "
                 f"{_num(s.get('mae', {}).get('value')):>6} "
-                f"{_num(s.get('roc_auc', {}).get('value')):>6} {_num(m['seconds_per_item'], 2):>7} "
+                f"{_num(s.get('roc_auc', {}).get('value')):>6} "
+                f"{_num(soft.get('spearman', {}).get('value')):>6} "
+                f"{_num(soft.get('roc_auc', {}).get('value')):>6} "
+                f"{_num(m['seconds_per_item'], 2):>7} "
                 f"{_num(m['tokens_per_s'], 1):>6} {_num(judge['load_seconds'], 2):>6} "
                 f"{_num(judge['peak_rss_mb'], 0):>6}"
             )

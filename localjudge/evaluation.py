@@ -201,7 +201,7 @@ def _score_chunk(
                 assert isinstance(request, JudgeRequest)
                 retry.append(_Pending(p.position, trimmed, request, record))
                 continue
-            result = metric.finish(p.item, out.value)
+            result = metric.finish(p.item, out.value, out.decisions)
             details = {**result.details, "truncated": p.truncation} if p.truncation else None
             done(
                 p.position,

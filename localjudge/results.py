@@ -63,8 +63,10 @@ __all__ = [
     "write_summary",
 ]
 
-#: the version of every file kind this localjudge writes and reads
-FORMAT_VERSION = 1
+#: the version of every file kind this localjudge writes
+FORMAT_VERSION = 2
+#: the versions it reads: version 1 lacks the soft scores (``soft_score``, ``soft_mean``)
+READABLE_VERSIONS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,8 @@ class ResultRow(TypedDict):
     id: str
     metric: str
     score: float | None
+    #: the score in expectation over the judge's soft verdicts (null without them)
+    soft_score: float | None
     reason: str | None
     verdicts: list[dict[str, Any]] | None
     details: dict[str, Any] | None
@@ -118,6 +122,8 @@ class MetricStats(TypedDict):
     n_failed: int
     n_undefined: int
     mean: float | None
+    #: the mean soft score over the scored items that have one (null when none has)
+    soft_mean: float | None
     median: float | None
     std: float | None
     ci95: list[float] | None
@@ -194,6 +200,7 @@ def result_row(
         "id": res.id,
         "metric": res.metric,
         "score": None,
+        "soft_score": None,
         "reason": None,
         "verdicts": None,
         "details": None,
@@ -208,6 +215,9 @@ def result_row(
     if res.result is not None:
         r = res.result
         row["score"] = None if math.isnan(r.value) else r.value
+        row["soft_score"] = (
+            None if r.soft_value is None or math.isnan(r.soft_value) else r.soft_value
+        )
         row["reason"] = r.reason
         row["verdicts"] = r.verdicts
         row["details"] = r.details or None
@@ -293,6 +303,8 @@ class MetricSummary:
     scores: list[float] = field(default_factory=list)
     n_failed: int = 0
     n_undefined: int = 0
+    soft_total: float = 0.0
+    n_soft: int = 0
 
     def add(self, row: Mapping[str, Any]) -> None:
         if row["error"] is not None:
@@ -301,6 +313,9 @@ class MetricSummary:
             self.n_undefined += 1
         else:
             self.scores.append(float(row["score"]))
+            if row.get("soft_score") is not None:
+                self.soft_total += float(row["soft_score"])
+                self.n_soft += 1
 
     def as_dict(self) -> MetricStats:
         values = np.asarray(self.scores, dtype=float)
@@ -310,6 +325,7 @@ class MetricSummary:
             "n_failed": self.n_failed,
             "n_undefined": self.n_undefined,
             "mean": float(values.mean()) if n else None,
+            "soft_mean": self.soft_total / self.n_soft if self.n_soft else None,
             "median": float(np.median(values)) if n else None,
             "std": float(values.std(ddof=1)) if n > 1 else None,
             "ci95": mean_interval(self.scores),
@@ -438,10 +454,10 @@ def _checked(obj: Any, where: str) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise DataError(f"{where}: expected a JSON object, got {type(obj).__name__}")
     version = obj.get("format")
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
         raise DataError(
-            f"{where}: unknown format version {version!r} (this localjudge reads format "
-            f"{FORMAT_VERSION})",
+            f"{where}: unknown format version {version!r} (this localjudge reads formats "
+            f"{', '.join(map(str, READABLE_VERSIONS))})",
             hint="read it with the localjudge version that wrote it, or re-run",
         )
     return obj

@@ -20,6 +20,9 @@ __all__ = [
     "position_score",
     "recall_score",
     "relevance_score",
+    "soft_position_score",
+    "soft_recall_score",
+    "soft_relevance_score",
 ]
 
 #: Relevance levels in decreasing order of relevance.
@@ -202,3 +205,78 @@ def relevance_score(
     usage_penalty = penalties.unused_high * unused_high
     missing_penalty = min(penalties.missing_per_item * int(missing), penalties.max_missing)
     return factor * max(0.0, base - usage_penalty - missing_penalty)
+
+
+# --------------------------------------------------------------------------- soft scores
+#
+# The same formulas in expectation over the judge's own probabilities for each verdict (soft
+# verdicts). With every probability 0 or 1 each equals its hard score.
+
+
+def _probabilities(name: str, values: object) -> list[float]:
+    out: list[float] = []
+    for i, value in enumerate(_as_list(name, values)):
+        if not _is_real(value) or not 0.0 <= float(value) <= 1.0:  # type: ignore[arg-type]
+            raise ValueError(f"{name}[{i}] must be a probability in [0, 1], got {value!r}")
+        out.append(float(value))  # type: ignore[arg-type]
+    return out
+
+
+def soft_recall_score(p_attributed: Sequence[float]) -> float:
+    """Expected recall: the mean probability that each statement is supported (NaN for none)."""
+    probs = _probabilities("p_attributed", p_attributed)
+    return math.fsum(probs) / len(probs) if probs else math.nan
+
+
+def soft_position_score(p_relevant: Sequence[float], scale: float = 1.0) -> float:
+    """Expected position score: ``scale * sum(P(relevant_i) / (i + 1)) / H_n``."""
+    probs = _probabilities("p_relevant", p_relevant)
+    factor = _check_scale(scale)
+    if not probs:
+        return 0.0
+    weights = [1.0 / (i + 1) for i in range(len(probs))]
+    return (
+        factor * math.fsum(w * q for w, q in zip(weights, probs, strict=True)) / math.fsum(weights)
+    )
+
+
+def soft_relevance_score(
+    level_probs: Sequence[Mapping[str, float]],
+    p_used: Sequence[float],
+    missing: int,
+    penalties: RelevancePenalties = RelevancePenalties(),
+    scale: float = 1.0,
+) -> float:
+    """Expected relevance score, the pieces' verdicts taken as independent:
+    ``scale * max(0, mean_i E[weight_i] - unused_high * sum_i P(high_i) * (1 - P(used_i))
+    - min(missing_per_item * missing, max_missing))``. ``missing`` is counted as in the hard
+    score (it is free text, not a decision).
+
+    Raises:
+        ValueError: on no pieces, lengths that differ, an unknown level, a level distribution
+            that does not sum to 1, or the arguments :func:`relevance_score` refuses.
+    """
+    dists = list(level_probs)
+    used = _probabilities("p_used", p_used)
+    if not dists:
+        raise ValueError("level_probs must not be empty (there must be at least one piece)")
+    if len(dists) != len(used):
+        raise ValueError(f"level_probs and p_used differ in length ({len(dists)} vs {len(used)})")
+    expected, p_high = [], []
+    for i, dist in enumerate(dists):
+        unknown = set(dist) - set(LEVEL_WEIGHTS)
+        if unknown:
+            raise ValueError(f"unknown relevance level {sorted(unknown)[0]!r} at index {i}")
+        probs = _probabilities(f"level_probs[{i}]", list(dist.values()))
+        if abs(math.fsum(probs) - 1.0) > 1e-6:
+            raise ValueError(f"level_probs[{i}] must sum to 1, got {math.fsum(probs)!r}")
+        expected.append(math.fsum(LEVEL_WEIGHTS[lv] * q for lv, q in dist.items()))
+        p_high.append(float(dist.get("high", 0.0)))
+    relevance_score(["none"], [False], missing, penalties, scale)  # validates the rest
+    factor = float(scale)
+    base = math.fsum(expected) / len(expected)
+    usage = penalties.unused_high * math.fsum(
+        h * (1.0 - u) for h, u in zip(p_high, used, strict=True)
+    )
+    missing_penalty = min(penalties.missing_per_item * int(missing), penalties.max_missing)
+    return factor * max(0.0, base - usage - missing_penalty)

@@ -16,7 +16,8 @@ from typing import Any, ClassVar
 
 from localjudge.canonical import compact_json
 from localjudge.items import Item
-from localjudge.judge import GenerationStats, JudgeRequest, Message
+from localjudge.judge import GenerationStats, JudgeRequest, Message, SoftDecision
+from localjudge.schemas import text
 from localjudge.scoring import RelevancePenalties
 from localjudge.statements import split_statements
 
@@ -39,7 +40,10 @@ __all__ = [
     "numbered_contexts",
     "piece_index",
     "quote_list",
+    "reason_field",
+    "reason_line",
     "shown",
+    "value_probs",
     "yes",
 ]
 
@@ -60,15 +64,45 @@ class MetricResult:
     raw: str | None = None
     #: metric-specific extras, e.g. relevance's ``missing`` list
     details: dict[str, Any] = field(default_factory=dict)
+    #: the metric's formula in expectation over the judge's soft verdicts (None without them)
+    soft_value: float | None = None
 
 
 @dataclass(frozen=True)
 class MetricSettings:
-    """The metrics' own options (SPEC's ``scale`` and relevance penalties); each metric takes
-    the ones it has (:meth:`Metric.from_settings`)."""
+    """The metrics' own options (SPEC's ``scale`` and relevance penalties, and whether the judge
+    writes a reason per verdict); each metric takes the ones it has
+    (:meth:`Metric.from_settings`)."""
 
     scale: float = 1.0
     penalties: RelevancePenalties = field(default_factory=RelevancePenalties)
+    reasons: bool = True
+
+
+def value_probs(
+    decisions: Sequence[SoftDecision], key: str, n: int
+) -> list[dict[str, float]] | None:
+    """The probability of each value of ``key`` at its ``n`` decisions, in output order, values
+    as plain text (``"high"`` is ``high``, ``true`` stays ``true``); None unless the judge made
+    exactly ``n`` decisions on ``key`` (a judge without soft verdicts makes none)."""
+    found = [d for d in decisions if d.key == key]
+    if len(found) != n:
+        return None
+    return [{_plain(v): float(q) for v, q in d.probs.items()} for d in found]
+
+
+def _plain(value_text: str) -> str:
+    return str(json.loads(value_text)) if value_text.startswith('"') else value_text
+
+
+def reason_field(reasons: bool) -> dict[str, Any]:
+    """The ``reason`` field definition of a verdict schema, or none when reasons are off."""
+    return {"reason": (text(REASON_CHARS, ascii_only=True), ...)} if reasons else {}
+
+
+def reason_line(reasons: bool, line: str = "one short English sentence") -> str:
+    """The instructions' line about the ``reason`` field, or nothing when reasons are off."""
+    return f'- "reason": {line};\n' if reasons else ""
 
 
 # --------------------------------------------------------------------------- human labels
@@ -184,8 +218,11 @@ class Metric(ABC):
         """The judge request for ``item``, or its result when no judge call is needed."""
 
     @abstractmethod
-    def finish(self, item: Item, verdict: Any) -> MetricResult:
-        """Score an item from the judge's validated output (a pure function of its arguments)."""
+    def finish(
+        self, item: Item, verdict: Any, decisions: Sequence[SoftDecision] = ()
+    ) -> MetricResult:
+        """Score an item from the judge's validated output and, when the judge gives them, its
+        soft verdicts (a pure function of its arguments)."""
 
     def settings(self) -> dict[str, Any]:
         """The metric's own settings, recorded in results."""
@@ -252,8 +289,9 @@ class WorkedExample:
     #: the invented names the example is about
     names: tuple[str, ...]
 
-    def render(self) -> str:
-        return f"Example. {self.data}\nAnswer: {compact_json(self.answer)}"
+    def render(self, *, reasons: bool = True) -> str:
+        answer = self.answer if reasons else _without(self.answer, "reason")
+        return f"Example. {self.data}\nAnswer: {compact_json(answer)}"
 
 
 class PromptCopies:
@@ -280,6 +318,14 @@ class PromptCopies:
     def reasons(self, reasons: Sequence[str], item_data: str) -> list[int]:
         """The indices of ``reasons`` that copy the prompt (allowed, but counted)."""
         return [i for i, reason in enumerate(reasons) if self(reason, item_data)]
+
+
+def _without(value: Any, key: str) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _without(v, key) for k, v in value.items() if k != key}
+    if isinstance(value, (list, tuple)):
+        return [_without(v, key) for v in value]
+    return value
 
 
 def _normal(text: str) -> str:

@@ -9,10 +9,10 @@ from typing import Any, ClassVar
 from pydantic import create_model
 
 from localjudge.items import Item
+from localjudge.judge import SoftDecision
 from localjudge.metrics.base import (
     DATA_RULE,
     FLAGS,
-    REASON_CHARS,
     JudgeRequest,
     LabelKind,
     Metric,
@@ -26,11 +26,14 @@ from localjudge.metrics.base import (
     item_data,
     numbered_contexts,
     piece_index,
+    reason_field,
+    reason_line,
     shown,
+    value_probs,
     yes,
 )
-from localjudge.schemas import StrictModel, one_per_piece, text
-from localjudge.scoring import position_score
+from localjudge.schemas import StrictModel, one_per_piece
+from localjudge.scoring import position_score, soft_position_score
 
 EXAMPLE = WorkedExample(
     data='QUESTION: "Who designed the Korvath Bridge?" CONTEXT 0: "Lunesse is a large port city." '
@@ -44,29 +47,43 @@ EXAMPLE = WorkedExample(
     names=("Korvath", "Lunesse", "Ilse", "Marrow"),
 )
 
-SYSTEM = f"""You judge whether each retrieved CONTEXT passage helps to answer a QUESTION.
+
+RELEVANT_RULE = (
+    '- "relevant": true only if the passage contains information needed for the answer; false if '
+    "it is about something else or only mentions the topic."
+)
+
+
+def system_prompt(reasons: bool = True) -> str:
+    """The instructions (with or without a reason per verdict)."""
+    return f"""You judge whether each retrieved CONTEXT passage helps to answer a QUESTION.
 The EXPECTED ANSWER, when given, shows what a helpful passage must contain.
 Give exactly one verdict per CONTEXT passage, in order, starting at index 0:
 - "index": the passage number;
-- "reason": one short English sentence;
-- "relevant": true only if the passage contains information needed for the answer; false if it \
-is about something else or only mentions the topic.
+{reason_line(reasons)}{RELEVANT_RULE}
 {DATA_RULE}
-{EXAMPLE.render()}"""
+{EXAMPLE.render(reasons=reasons)}"""
 
+
+SYSTEM = system_prompt()
 COPIES = PromptCopies(SYSTEM, EXAMPLE)
 
 
-@lru_cache(maxsize=64)
-def position_schema(n: int) -> type[StrictModel]:
+def position_schema(n: int, reasons: bool = True) -> type[StrictModel]:
     """The output schema for ``n`` pieces: exactly ``n`` verdicts, indexed 0..n-1 in order."""
+    return _position_schema(n, reasons)
+
+
+@lru_cache(maxsize=128)
+def _position_schema(n: int, reasons: bool) -> type[StrictModel]:
     verdicts = one_per_piece(
-        "PositionVerdict",
+        "PositionVerdict" if reasons else "PositionDecision",
         n,
-        reason=(text(REASON_CHARS, ascii_only=True), ...),
+        **reason_field(reasons),
         relevant=(bool, ...),
     )
-    return create_model(f"PositionVerdicts{n}", __base__=StrictModel, verdicts=(verdicts, ...))
+    name = f"PositionVerdicts{n}" if reasons else f"PositionVerdicts{n}NoReasons"
+    return create_model(name, __base__=StrictModel, verdicts=(verdicts, ...))
 
 
 class ContextPosition(Metric):
@@ -104,14 +121,16 @@ class ContextPosition(Metric):
 
     @classmethod
     def from_settings(cls, settings: MetricSettings) -> ContextPosition:
-        return cls(scale=settings.scale)
+        return cls(scale=settings.scale, reasons=settings.reasons)
 
-    def __init__(self, scale: float = 1.0) -> None:
+    def __init__(self, scale: float = 1.0, *, reasons: bool = True) -> None:
         position_score([], scale=scale)  # validates scale with the scoring function's message
         self.scale = scale
+        self.reasons = reasons
+        self.system = system_prompt(reasons)
 
     def settings(self) -> dict[str, Any]:
-        return {"scale": self.scale}
+        return {"scale": self.scale, "reasons": self.reasons}
 
     def build(self, item: Item) -> JudgeRequest | MetricResult:
         question = item.text("user_input")
@@ -126,13 +145,22 @@ class ContextPosition(Metric):
             parts.append(delimit("EXPECTED ANSWER", target))
         parts.append(numbered_contexts(contexts))
         return JudgeRequest(
-            messages=chat(SYSTEM, "\n".join(parts)), schema=position_schema(len(contexts))
+            messages=chat(self.system, "\n".join(parts)),
+            schema=position_schema(len(contexts), self.reasons),
         )
 
-    def finish(self, item: Item, verdict: Any) -> MetricResult:
+    def finish(
+        self, item: Item, verdict: Any, decisions: Sequence[SoftDecision] = ()
+    ) -> MetricResult:
         verdicts = [v.model_dump() for v in verdict.verdicts]
         relevant = [bool(v["relevant"]) for v in verdicts]
         value = position_score(relevant, scale=self.scale)
+        probs = value_probs(decisions, "relevant", len(verdicts))
+        soft = None
+        if probs is not None:
+            for v, p in zip(verdicts, probs, strict=True):
+                v["probs"] = {"relevant": p}
+            soft = soft_position_score([p["true"] for p in probs], scale=self.scale)
         hits = [i for i, r in enumerate(relevant) if r]
         n = len(relevant)
         if not hits:
@@ -146,13 +174,14 @@ class ContextPosition(Metric):
             if low:
                 reason += f"; relevant pieces ranked below irrelevant ones: {_positions(low)}"
             reason += "."
-        copied = COPIES.reasons([v["reason"] for v in verdicts], item_data(item))
+        copied = COPIES.reasons([v.get("reason", "") for v in verdicts], item_data(item))
         return MetricResult(
             metric=self.name,
             value=value,
             reason=reason,
             verdicts=verdicts,
             details={"copied_reasons": copied} if copied else {},
+            soft_value=soft,
         )
 
 

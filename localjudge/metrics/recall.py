@@ -14,14 +14,15 @@ from typing import Any, ClassVar, Literal
 from pydantic import create_model
 
 from localjudge.items import Item
+from localjudge.judge import SoftDecision
 from localjudge.metrics.base import (
     DATA_RULE,
     FRACTION,
-    REASON_CHARS,
     JudgeRequest,
     LabelKind,
     Metric,
     MetricResult,
+    MetricSettings,
     PromptCopies,
     VerdictRow,
     WorkedExample,
@@ -30,11 +31,14 @@ from localjudge.metrics.base import (
     item_data,
     numbered_contexts,
     quote_list,
+    reason_field,
+    reason_line,
     shown,
+    value_probs,
     yes,
 )
-from localjudge.schemas import StrictModel, one_per_piece, text
-from localjudge.scoring import recall_score
+from localjudge.schemas import StrictModel, one_per_piece
+from localjudge.scoring import recall_score, soft_recall_score
 from localjudge.statements import MAX_STATEMENTS, split_statements
 
 __all__ = ["MAX_STATEMENTS", "SYSTEM", "ContextRecall", "recall_schema"]
@@ -51,30 +55,43 @@ EXAMPLE = WorkedExample(
     names=("Velmora", "Ostria"),
 )
 
-SYSTEM = f"""You are a strict fact checker. You get CONTEXT passages and numbered STATEMENTs \
+
+def system_prompt(reasons: bool = True) -> str:
+    """The instructions (with or without a reason per verdict)."""
+    reason = reason_line(
+        reasons,
+        "one short English sentence naming the CONTEXT passage that states the fact, or saying "
+        "that no passage states it",
+    )
+    return f"""You are a strict fact checker. You get CONTEXT passages and numbered STATEMENTs \
 from a reference answer.
 Give exactly one verdict per STATEMENT, in order, starting at index 0:
 - "index": the statement number;
-- "reason": one short English sentence naming the CONTEXT passage that states the fact, or \
-saying that no passage states it;
-- "attributed": 1 only if a CONTEXT passage states the statement or clearly implies it; 0 if no \
-passage does, even when it is true. Use only the CONTEXT, never your own knowledge.
+{reason}- "attributed": 1 only if a CONTEXT passage states the statement or clearly implies it; 0 \
+if no passage does, even when it is true. Use only the CONTEXT, never your own knowledge.
 {DATA_RULE}
-{EXAMPLE.render()}"""
+{EXAMPLE.render(reasons=reasons)}"""
 
+
+SYSTEM = system_prompt()
 COPIES = PromptCopies(SYSTEM, EXAMPLE)
 
 
-@lru_cache(maxsize=MAX_STATEMENTS)
-def recall_schema(n: int) -> type[StrictModel]:
+def recall_schema(n: int, reasons: bool = True) -> type[StrictModel]:
     """The output schema for ``n`` statements: exactly ``n`` verdicts, indexed 0..n-1 in order."""
+    return _recall_schema(n, reasons)
+
+
+@lru_cache(maxsize=2 * MAX_STATEMENTS)
+def _recall_schema(n: int, reasons: bool) -> type[StrictModel]:
     statements = one_per_piece(
-        "RecallVerdict",
+        "RecallVerdict" if reasons else "RecallDecision",
         n,
-        reason=(text(REASON_CHARS, ascii_only=True), ...),
+        **reason_field(reasons),
         attributed=(Literal[0, 1], ...),
     )
-    return create_model(f"RecallVerdicts{n}", __base__=StrictModel, statements=(statements, ...))
+    name = f"RecallVerdicts{n}" if reasons else f"RecallVerdicts{n}NoReasons"
+    return create_model(name, __base__=StrictModel, statements=(statements, ...))
 
 
 class ContextRecall(Metric):
@@ -99,6 +116,17 @@ class ContextRecall(Metric):
             for v in verdicts
         ]
 
+    @classmethod
+    def from_settings(cls, settings: MetricSettings) -> ContextRecall:
+        return cls(reasons=settings.reasons)
+
+    def __init__(self, *, reasons: bool = True) -> None:
+        self.reasons = reasons
+        self.system = system_prompt(reasons)
+
+    def settings(self) -> dict[str, Any]:
+        return {"reasons": self.reasons}
+
     def build(self, item: Item) -> JudgeRequest:
         question = item.text("user_input")
         contexts = item.contexts()
@@ -110,27 +138,37 @@ class ContextRecall(Metric):
                 *(delimit(f"STATEMENT {i}", s) for i, s in enumerate(statements)),
             ]
         )
-        return JudgeRequest(messages=chat(SYSTEM, user), schema=recall_schema(len(statements)))
+        schema = recall_schema(len(statements), self.reasons)
+        return JudgeRequest(messages=chat(self.system, user), schema=schema)
 
-    def finish(self, item: Item, verdict: Any) -> MetricResult:
+    def finish(
+        self, item: Item, verdict: Any, decisions: Sequence[SoftDecision] = ()
+    ) -> MetricResult:
         statements = self._statements(item)
-        verdicts = [
-            {"index": v.index, "statement": s, "reason": v.reason, "attributed": v.attributed}
-            for v, s in zip(verdict.statements, statements, strict=True)
-        ]
+        verdicts = []
+        for v, statement in zip(verdict.statements, statements, strict=True):
+            judged = {"index": v.index, "statement": statement, **v.model_dump(exclude={"index"})}
+            verdicts.append(judged)
         value = recall_score([v["attributed"] for v in verdicts])
+        probs = value_probs(decisions, "attributed", len(verdicts))
+        soft = None
+        if probs is not None:
+            for v, p in zip(verdicts, probs, strict=True):
+                v["probs"] = {"attributed": p}
+            soft = soft_recall_score([p["1"] for p in probs])
         unsupported = [v["statement"] for v in verdicts if not v["attributed"]]
         supported = len(verdicts) - len(unsupported)
         reason = f"{supported} of {len(verdicts)} reference statements are supported by the context"
         if unsupported:
             reason += f"; not supported: {quote_list(unsupported)}"
-        copied = COPIES.reasons([v["reason"] for v in verdicts], item_data(item))
+        copied = COPIES.reasons([v.get("reason", "") for v in verdicts], item_data(item))
         return MetricResult(
             metric=self.name,
             value=value,
             reason=reason + ".",
             verdicts=verdicts,
             details={"copied_reasons": copied} if copied else {},
+            soft_value=soft,
         )
 
     def _statements(self, item: Item) -> list[str]:

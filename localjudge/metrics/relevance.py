@@ -10,10 +10,10 @@ from typing import Any, ClassVar, Literal
 from pydantic import create_model
 
 from localjudge.items import Item
+from localjudge.judge import SoftDecision
 from localjudge.metrics.base import (
     DATA_RULE,
     FLAGS,
-    REASON_CHARS,
     JudgeRequest,
     LabelKind,
     Metric,
@@ -28,11 +28,20 @@ from localjudge.metrics.base import (
     numbered_contexts,
     piece_index,
     quote_list,
+    reason_field,
+    reason_line,
     shown,
+    value_probs,
     yes,
 )
 from localjudge.schemas import StrictModel, bounded_list, one_per_piece, text
-from localjudge.scoring import LEVEL_WEIGHTS, RELEVANCE_LEVELS, RelevancePenalties, relevance_score
+from localjudge.scoring import (
+    LEVEL_WEIGHTS,
+    RELEVANCE_LEVELS,
+    RelevancePenalties,
+    relevance_score,
+    soft_relevance_score,
+)
 
 MAX_MISSING = 3
 MISSING_CHARS = 60
@@ -51,19 +60,28 @@ EXAMPLE = WorkedExample(
     names=("Korvath", "Lunesse", "Ilse", "Marrow"),
 )
 
-SYSTEM = f"""You grade how relevant retrieved CONTEXT passages are to a QUESTION, and \
+
+LEVEL_RULE = (
+    '- "relevance": "high" if the passage directly answers the QUESTION, "medium" if it gives '
+    'supporting information, "low" if it is only on a related topic, "none" if it is irrelevant;'
+)
+
+
+def system_prompt(reasons: bool = True) -> str:
+    """The instructions (with or without a reason per evaluation)."""
+    return f"""You grade how relevant retrieved CONTEXT passages are to a QUESTION, and \
 whether a RESPONSE used them.
 Give exactly one evaluation per CONTEXT passage, in order, starting at index 0:
 - "index": the passage number;
-- "reason": one short English sentence;
-- "relevance": "high" if the passage directly answers the QUESTION, "medium" if it gives \
-supporting information, "low" if it is only on a related topic, "none" if it is irrelevant;
+{reason_line(reasons)}{LEVEL_RULE}
 - "used": true if the RESPONSE repeats information from this passage, false otherwise.
 Then "missing": up to {MAX_MISSING} short pieces of information the QUESTION needs that no \
 passage gives; an empty list when nothing is missing.
 {DATA_RULE}
-{EXAMPLE.render()}"""
+{EXAMPLE.render(reasons=reasons)}"""
 
+
+SYSTEM = system_prompt()
 COPIES = PromptCopies(SYSTEM, EXAMPLE)
 
 Level = Literal["high", "medium", "low", "none"]
@@ -74,18 +92,22 @@ LEVELS = LabelKind(
 )
 
 
-@lru_cache(maxsize=64)
-def relevance_schema(n: int) -> type[StrictModel]:
+def relevance_schema(n: int, reasons: bool = True) -> type[StrictModel]:
     """The output schema for ``n`` pieces: exactly ``n`` evaluations in order, plus ``missing``."""
+    return _relevance_schema(n, reasons)
+
+
+@lru_cache(maxsize=128)
+def _relevance_schema(n: int, reasons: bool) -> type[StrictModel]:
     pieces = one_per_piece(
-        "RelevanceVerdict",
+        "RelevanceVerdict" if reasons else "RelevanceDecision",
         n,
-        reason=(text(REASON_CHARS, ascii_only=True), ...),
+        **reason_field(reasons),
         relevance=(Level, ...),
         used=(bool, ...),
     )
     return create_model(
-        f"RelevanceVerdicts{n}",
+        f"RelevanceVerdicts{n}" if reasons else f"RelevanceVerdicts{n}NoReasons",
         __base__=StrictModel,
         pieces=(pieces, ...),
         missing=(bounded_list(text(MISSING_CHARS), min_items=0, max_items=MAX_MISSING), ...),
@@ -138,12 +160,20 @@ class ContextRelevance(Metric):
 
     @classmethod
     def from_settings(cls, settings: MetricSettings) -> ContextRelevance:
-        return cls(penalties=settings.penalties, scale=settings.scale)
+        return cls(penalties=settings.penalties, scale=settings.scale, reasons=settings.reasons)
 
-    def __init__(self, penalties: RelevancePenalties | None = None, scale: float = 1.0) -> None:
+    def __init__(
+        self,
+        penalties: RelevancePenalties | None = None,
+        scale: float = 1.0,
+        *,
+        reasons: bool = True,
+    ) -> None:
         self.penalties = penalties or RelevancePenalties()
         relevance_score(["none"], [False], 0, self.penalties, scale)  # validates scale
         self.scale = scale
+        self.reasons = reasons
+        self.system = system_prompt(reasons)
 
     def settings(self) -> dict[str, Any]:
         p = self.penalties
@@ -152,6 +182,7 @@ class ContextRelevance(Metric):
             "unused_high": p.unused_high,
             "missing_per_item": p.missing_per_item,
             "max_missing": p.max_missing,
+            "reasons": self.reasons,
         }
 
     def build(self, item: Item) -> JudgeRequest:
@@ -165,9 +196,12 @@ class ContextRelevance(Metric):
                 delimit("RESPONSE", response),
             ]
         )
-        return JudgeRequest(messages=chat(SYSTEM, user), schema=relevance_schema(len(contexts)))
+        schema = relevance_schema(len(contexts), self.reasons)
+        return JudgeRequest(messages=chat(self.system, user), schema=schema)
 
-    def finish(self, item: Item, verdict: Any) -> MetricResult:
+    def finish(
+        self, item: Item, verdict: Any, decisions: Sequence[SoftDecision] = ()
+    ) -> MetricResult:
         pieces = [p.model_dump() for p in verdict.pieces]
         data = item_data(item)
         # a missing item that repeats the prompt is about the prompt, not the item: it never counts
@@ -176,6 +210,19 @@ class ContextRelevance(Metric):
         levels = [p["relevance"] for p in pieces]
         used = [bool(p["used"]) for p in pieces]
         value = relevance_score(levels, used, len(missing), self.penalties, self.scale)
+        level_probs = value_probs(decisions, "relevance", len(pieces))
+        used_probs = value_probs(decisions, "used", len(pieces))
+        soft = None
+        if level_probs is not None and used_probs is not None:
+            for piece, lp, up in zip(pieces, level_probs, used_probs, strict=True):
+                piece["probs"] = {"relevance": lp, "used": up}
+            soft = soft_relevance_score(
+                level_probs,
+                [p["true"] for p in used_probs],
+                len(missing),
+                self.penalties,
+                self.scale,
+            )
         counts = Counter(levels)
         base = sum(LEVEL_WEIGHTS[level] for level in levels) / len(levels)
         summary = ", ".join(f"{counts[lv]} {lv}" for lv in RELEVANCE_LEVELS if counts[lv])
@@ -189,7 +236,7 @@ class ContextRelevance(Metric):
         details: dict[str, Any] = {"missing": missing}
         if discarded:
             details["discarded_missing"] = discarded
-        copied = COPIES.reasons([p["reason"] for p in pieces], data)
+        copied = COPIES.reasons([p.get("reason", "") for p in pieces], data)
         if copied:
             details["copied_reasons"] = copied
         return MetricResult(
@@ -198,4 +245,5 @@ class ContextRelevance(Metric):
             reason=reason + ".",
             verdicts=pieces,
             details=details,
+            soft_value=soft,
         )

@@ -23,6 +23,7 @@ ROW_KEYS = [
     "id",
     "metric",
     "score",
+    "soft_score",
     "reason",
     "verdicts",
     "details",
@@ -34,7 +35,16 @@ ROW_KEYS = [
     "evaluated_prompt_tokens",
     "completion_tokens",
 ]
-METRIC_KEYS = {"n_scored", "n_failed", "n_undefined", "mean", "median", "std", "ci95"}
+METRIC_KEYS = {
+    "n_scored",
+    "n_failed",
+    "n_undefined",
+    "mean",
+    "soft_mean",
+    "median",
+    "std",
+    "ci95",
+}
 
 
 # ---------------------------------------------------------------- the data file
@@ -134,19 +144,22 @@ def test_results_rows(tmp_path, data):
         assert row["format"] == FORMAT_VERSION
         assert row["judge"] == {"model": "scripted", "sha256": "0" * 64}
     assert [r["settings"] for r in rows[:3]] == [
-        {"truncate": False},
-        {"truncate": False, "scale": 1.0},
+        {"truncate": False, "reasons": True},
+        {"truncate": False, "scale": 1.0, "reasons": True},
         {
             "truncate": False,
             "scale": 1.0,
             "unused_high": 0.1,
             "missing_per_item": 0.15,
             "max_missing": 0.5,
+            "reasons": True,
         },
     ]
     # compact, non-ASCII kept as is
     lines = text.splitlines()
-    assert lines[6].startswith('{"format":1,"index":2,"id":"b","metric":"recall","score":0.5,')
+    assert lines[6].startswith(
+        '{"format":2,"index":2,"id":"b","metric":"recall","score":0.5,"soft_score":null,'
+    )
     assert "埃菲尔铁塔位于巴黎" in lines[6]
 
     scored = {(r["id"], r["metric"]): r for r in rows if r["error"] is None}
@@ -254,14 +267,15 @@ def test_summary(tmp_path, data):
         "n_ctx": 4096,
         "seed": 0,
         "metrics": {
-            "recall": {"truncate": False},
-            "position": {"truncate": False, "scale": 1.0},
+            "recall": {"truncate": False, "reasons": True},
+            "position": {"truncate": False, "scale": 1.0, "reasons": True},
             "relevance": {
                 "truncate": False,
                 "scale": 1.0,
                 "unused_high": 0.1,
                 "missing_per_item": 0.15,
                 "max_missing": 0.5,
+                "reasons": True,
             },
         },
         "limit": None,

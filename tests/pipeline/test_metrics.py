@@ -325,7 +325,7 @@ def test_position_scale_flows_to_the_score():
     result = score(metric, judge, user_input="q", retrieved_contexts=CTX3)
     assert abs(result.value - exact_position([1, 0, 1], scale=10)) < 1e-9
     assert abs(result.value - 80 / 11) < 1e-9
-    assert metric.settings() == {"scale": 10}
+    assert metric.settings() == {"scale": 10, "reasons": True}
 
 
 @pytest.mark.parametrize("scale", [0, -1, float("nan"), float("inf")])
@@ -403,6 +403,7 @@ def test_relevance_custom_penalties_spec_value():
         "unused_high": 0.05,
         "missing_per_item": 0.1,
         "max_missing": 0.3,
+        "reasons": True,
     }
 
 

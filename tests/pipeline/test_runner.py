@@ -344,7 +344,7 @@ def test_truncate_trims_the_longest_context_until_the_prompt_fits():
 
     judge = ScriptedJudge(rule_reply, n_ctx=n_ctx)
     metric = ContextRecall()
-    assert metric.settings() == {}  # truncation is the runner's, not the metric's
+    assert metric.settings() == {"reasons": True}  # truncation is the runner's, not the metric's
     [res] = list(evaluate([rec], [metric], judge, truncate=True))
     assert res.error is None
     assert len(judge.calls) == 1  # overflowing attempts never reach the script

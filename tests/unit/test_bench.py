@@ -630,7 +630,7 @@ def test_bench_table_has_a_line_per_judge_and_metric(two_judges):
     lines = table.splitlines()
     assert len(lines) == 2 + 2 * 2
     assert lines[0].split() == [
-        "judge", "metric", "n", "fail", "acc", "kappa", "rho", "mae", "auc",
+        "judge", "metric", "n", "fail", "acc", "kappa", "rho", "mae", "auc", "~rho", "~auc",
         "s/item", "tok/s", "load", "s", "MB",
     ]  # fmt: skip
     assert set(lines[1]) == {"-"}
@@ -649,7 +649,9 @@ def test_bench_table_has_a_line_per_judge_and_metric(two_judges):
     # position: acc and kappa from the 'relevant' verdicts; no auc for position
     assert by["B", "position"][4:6] == [f"{5 / 6:.3f}", f"{2 / 3:.3f}"]
     assert by["B", "position"][8] == "-"
-    assert by["A", "recall"][9:] == ["0.50", "20.0", "1.25", "321"]
+    # these rows have no soft scores: their agreement is '-'
+    assert by["A", "recall"][9:11] == ["-", "-"]
+    assert by["A", "recall"][11:] == ["0.50", "20.0", "1.25", "321"]
 
 
 def test_bench_table_truncates_long_names_and_handles_missing_numbers():
@@ -665,7 +667,7 @@ def test_bench_table_truncates_long_names_and_handles_missing_numbers():
     report = {"judges": {name: {"load_seconds": None, "peak_rss_mb": None, "metrics": {"x": m}}}}
     line = bench_table(report).splitlines()[2]
     assert line.startswith(name[:16] + " ")
-    assert line.split()[1:] == ["x", "0", "2"] + ["-"] * 9
+    assert line.split()[1:] == ["x", "0", "2"] + ["-"] * 11
 
 
 def test_every_metric_names_its_labels():

@@ -628,19 +628,20 @@ def test_unknown_format_versions(eval_run, bench_dir, tmp_path):
     out = eval_run[1]
     run = copy_run(out, tmp_path / "summary2")
     summary = json.loads((run / "summary.json").read_text("utf-8"))
-    (run / "summary.json").write_text(json.dumps({**summary, "format": 2}), "utf-8")
-    with pytest.raises(DataError, match=r"summary\.json: unknown format version 2"):
+    (run / "summary.json").write_text(json.dumps({**summary, "format": 3}), "utf-8")
+    with pytest.raises(DataError, match=r"summary\.json: unknown format version 3"):
         render_report(run)
 
     run = copy_run(out, tmp_path / "rows2")
     lines = (run / "results.jsonl").read_text("utf-8").splitlines()
-    lines[3] = lines[3].replace('{"format":1,', '{"format":2,', 1)
+    assert lines[3].startswith('{"format":2,')
+    lines[3] = lines[3].replace('{"format":2,', '{"format":3,', 1)
     (run / "results.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
-    with pytest.raises(DataError, match=r"results\.jsonl line 4: unknown format version 2"):
+    with pytest.raises(DataError, match=r"results\.jsonl line 4: unknown format version 3"):
         render_report(run)
 
     run = copy_run(out, tmp_path / "broken")
-    (run / "results.jsonl").write_text('{"format":1,\n', "utf-8")
+    (run / "results.jsonl").write_text('{"format":2,\n', "utf-8")
     with pytest.raises(DataError, match="line 1"):
         render_report(run)
 

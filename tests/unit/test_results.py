@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from dataclasses import replace
 
 import pytest
 
@@ -67,6 +68,7 @@ def test_row_for_a_scored_result():
         "id": "i0",
         "metric": "recall",
         "score": 0.5,
+        "soft_score": None,  # a result without soft verdicts
         "reason": "1 of 2 statements.",
         "verdicts": [{"statement": "巴黎", "reason": "r", "attributed": 1}],
         "details": {"missing": ["x"]},
@@ -78,7 +80,9 @@ def test_row_for_a_scored_result():
         "evaluated_prompt_tokens": 30,
         "completion_tokens": 45,
     }
-    assert list(row)[:5] == ["format", "index", "id", "metric", "score"]
+    assert list(row)[:6] == ["format", "index", "id", "metric", "score", "soft_score"]
+    soft = ItemResult(0, "i0", "recall", replace(scored(0.5).result, soft_value=0.625), None)
+    assert result_row(soft, JUDGE, {})["soft_score"] == 0.625
 
 
 def test_row_without_a_judge_call_has_no_stats_and_empty_details_are_null():
@@ -119,7 +123,9 @@ def test_dumps_row_is_compact_utf8_and_keeps_key_order():
     assert ": " not in line
     assert ", " not in line.replace("1 of 2", "")
     assert "巴黎" in line
-    assert line.startswith('{"format":1,"index":0,"id":"i0","metric":"recall","score":0.5,')
+    assert line.startswith(
+        '{"format":2,"index":0,"id":"i0","metric":"recall","score":0.5,"soft_score":null,'
+    )
     assert json.loads(line) == row
 
 
@@ -163,6 +169,7 @@ def test_empty_and_single_summaries():
         "n_failed": 0,
         "n_undefined": 0,
         "mean": None,
+        "soft_mean": None,
         "median": None,
         "std": None,
         "ci95": None,
@@ -274,7 +281,7 @@ def test_results_writer_renames_only_a_complete_run(tmp_path):
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        ('{"format": 2, "index": 0}\n', "unknown format version 2"),
+        ('{"format": 3, "index": 0}\n', "unknown format version 3"),
         ('{"index": 0}\n', "unknown format version None"),
         ("[1, 2]\n", "expected a JSON object"),
         ("{not json\n", "cannot read"),
