@@ -11,7 +11,8 @@ Devanagari):
 - after ``。！？｡．`` (CJK full stops and marks) and ``।`` / ``؟``, unless a closing quote
   or bracket follows and the sentence goes on (``「はい。」と言った。`` is one sentence);
 - after ``.``, ``!``, ``?`` or ``…`` followed by whitespace, except a ``.`` that ends a known
-  abbreviation (``Dr.``, ``e.g.``, ``approx.``) or an initial (``J. K.``, ``U.S.``);
+  abbreviation (``Dr.``, ``e.g.``, ``approx.``), an initial (``J. K.``, ``U.S.``) or an ordinal
+  day or century before its month or noun (``am 9. November``, ``15. března``, ``20. Jahrhundert``);
 - closing quotes and brackets after a mark stay with its sentence;
 - at every line break and at ``;`` / ``；``.
 
@@ -42,6 +43,14 @@ _ABBREVIATIONS = frozenset(
 )
 #: abbreviations that stand before a number (``No. 5``, ``vol. 2``)
 _NUMBERED = frozenset("no nr vol pp fig figs art sec ch".split())  # noqa: SIM905
+#: what follows a dotted ordinal (German, Nordic, Czech, Slovak, Croatian, Finnish dates): month
+#: stems, so inflected forms match, and the century nouns
+_AFTER_ORDINAL = re.compile(
+    r"(?:jan|jän|feb|mär|mar|apr|mai|maj|jun|jul|aug|sep|okt|oct|nov|dez|dec|des"
+    r"|led|úno|bře|dub|kvě|čer|srp|zář|říj|lis|pro|sij|vel|ožu|tra|svi|lip|kol|ruj|stu"
+    r"|[a-zäöå]+kuu|jahrhundert|jh\b)",
+    re.IGNORECASE,
+)
 _C = re.escape(_CLOSERS)
 _BOUNDARY = re.compile(
     # a mark inside a quotation (a closer, then more of the sentence) ends nothing
@@ -110,6 +119,8 @@ def _ends_sentence(text: str, m: re.Match[str]) -> bool:
         if word in _NUMBERED and text[m.end() :].lstrip()[:1].isdigit():
             return False
         if _INITIALS.match(prior) and prior != "I":
+            return False
+        if prior.isdigit() and len(prior) <= 2 and _AFTER_ORDINAL.match(text[m.end() :].lstrip()):
             return False
     return True
 

@@ -39,6 +39,11 @@ from localjudge.statements import MAX_STATEMENTS, _pieces, split_statements, sta
             ["It costs approx. 3.5 euros, e.g. in Rome.", "Fine."],
         ),
         ("So am I. Then we left!", ["So am I.", "Then we left!"]),
+        # dotted ordinals before a month or century; a number that ends a sentence still ends it
+        ("Die Berliner Mauer fiel am 9. November 1989.", ["Die Berliner Mauer fiel am 9. November 1989."]),
+        ("Im 20. Jahrhundert. Danach.", ["Im 20. Jahrhundert.", "Danach."]),
+        ("Narodil se 15. března 1990.", ["Narodil se 15. března 1990."]),
+        ("She was 25. Then she left.", ["She was 25.", "Then she left."]),
         # lowercase starts, question and exclamation marks
         ("yes fact 1. unknown 1.", ["yes fact 1.", "unknown 1."]),
         ("¿Dónde está? Está en Madrid!", ["¿Dónde está?", "Está en Madrid!"]),
