@@ -8,7 +8,10 @@ scored end to end with ``evaluate`` (no cache) once per configuration, each in a
 
 - ``base``: one request at a time without fast-forward: the previous engine's equivalent
   (it samples every output token, as ``Llama.create_completion`` did, with the same outputs);
-- ``N=k``: k requests decoded together, tokens the grammar forces appended without sampling.
+- ``N=k``: k requests decoded together, tokens the grammar forces appended without sampling;
+- ``today`` (with ``--today DIR``): the same items through the localjudge checked out in DIR,
+  e.g. a worktree of the release before this engine (``Llama.create_completion``, outlines'
+  processor, statements written by the judge): items/s only, as that code keeps no counters.
 
 Per configuration it prints items/s, aggregate generated tokens/s, sampled and forced tokens per
 call, the share of time in prompt evaluation and the speed-up batching could give at most with
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -48,6 +52,23 @@ print(json.dumps({
     "decode_seconds": s.decode_seconds, "prompt_seconds": s.prompt_seconds,
     "grammar_seconds": s.grammar_seconds, "prompt_tokens": s.prompt_tokens_evaluated,
     "argmax_accepted": s.argmax_accepted, "full_masks": s.full_masks,
+    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+}))
+"""
+
+TODAY_WORKER = r"""
+import json, resource, sys, time
+from localjudge import load_judge, evaluate
+cfg = json.loads(sys.argv[1])
+records = json.loads(sys.stdin.read())
+judge = load_judge(cfg["model"], n_threads=cfg["threads"], n_gpu_layers=cfg["ngl"],
+                   n_ctx=cfg["n_ctx"])
+metrics = ["recall", "position", "relevance"]
+start = time.perf_counter()
+results = list(evaluate(records, metrics, judge, chunk_size=cfg["chunk"]))
+wall = time.perf_counter() - start
+print(json.dumps({
+    "wall": wall, "errors": sum(r.error is not None for r in results),
     "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
 }))
 """
@@ -85,13 +106,18 @@ def items(n: int) -> list[dict[str, Any]]:
     return out
 
 
-def run(cfg: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+def run(
+    cfg: dict[str, Any], records: list[dict[str, Any]], code: str | None = None
+) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": code} if code else None
     proc = subprocess.run(
-        [sys.executable, "-c", WORKER, json.dumps(cfg)],
+        [sys.executable, "-c", TODAY_WORKER if code else WORKER, json.dumps(cfg)],
         input=json.dumps(records),
         capture_output=True,
         text=True,
         check=False,
+        env=env,
+        cwd=code,
     )
     if proc.returncode != 0:
         raise SystemExit(f"configuration {cfg} failed:\n{proc.stderr[-3000:]}")
@@ -107,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-t", "--threads", type=int, default=None)
     parser.add_argument("-c", "--n-ctx", type=int, default=4096)
     parser.add_argument("--json", default=None, help="also write the figures to this file")
+    parser.add_argument(
+        "--today", default=None, metavar="DIR", help="also time the localjudge checked out in DIR"
+    )
     args = parser.parse_args(argv)
     records = items(args.items)
     base = {
@@ -123,6 +152,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, cfg in configs:
         figures[name] = run(cfg, records)
         print(f"  {name} done in {figures[name]['wall']:.1f} s", file=sys.stderr)
+    today = None
+    if args.today:
+        today = run({**base, "model": args.model}, records, code=str(Path(args.today).resolve()))
+        print(f"  today done in {today['wall']:.1f} s", file=sys.stderr)
     ref = figures.get("N=1", figures["base"])["raws"]
     calls = len(ref)
     header = (
@@ -153,6 +186,20 @@ def main(argv: list[str] | None = None) -> int:
             f"{f['sampled'] / calls:>7.1f} {f['forced'] / calls:>7.1f} {100 * prompt_share:>6.0f}% "
             f"{bound:>6.2f} {100 * f['grammar_seconds'] / f['wall']:>7.1f}% "
             f"{f['peak_rss_mb']:>6.0f} {differ:>6}"
+        )
+    if today is not None:
+        ips = args.items / today["wall"]
+        print(
+            f"{'today':<6} {ips:>8.3f} {ips / base_ips:>7.2f} {'-':>9} {'-':>7} {'-':>7} "
+            f"{'-':>7} {'-':>7} {'-':>6} {'-':>8} {today['peak_rss_mb']:>6.0f} {'-':>6}"
+        )
+        best = max((k for k in figures if k != "base"), key=lambda k: figures[k]["wall"] * -1)
+        print(
+            f"end to end against today ({args.today}): "
+            + ", ".join(
+                f"{k} {today['wall'] / figures[k]['wall']:.2f}x" for k in figures if k != "base"
+            )
+            + f"; fastest {best}"
         )
     ff = figures.get("N=1")
     if ff is not None:
