@@ -73,6 +73,28 @@ print(json.dumps({
 }))
 """
 
+CEILING_WORKER = r"""
+import json, sys, time
+from localjudge import load_judge
+cfg = json.loads(sys.argv[1])
+judge = load_judge(cfg["model"], n_threads=cfg["threads"], n_gpu_layers=cfg["ngl"],
+                   parallel=max(cfg["rows"]), n_ctx=cfg["n_ctx"])
+engine = judge.engine
+engine._ensure_context(1024)
+def best(entries, reps=5):
+    times = []
+    for _ in range(reps):
+        for seq in range(engine.parallel + 1):
+            engine._ll.llama_memory_seq_rm(engine._mem, seq, -1, -1)
+        start = time.perf_counter()
+        engine._decode(entries)
+        times.append(time.perf_counter() - start)
+    return min(times)
+prompt = best([(100 + k % 50, k, 0, k == 255) for k in range(256)])
+rows = {n: best([(100, 0, s, True) for s in range(n)]) for n in cfg["rows"]}
+print(json.dumps({"prompt_tps": 256 / prompt, "rows_tps": {n: n / t for n, t in rows.items()}}))
+"""
+
 TOPICS = [
     ("the Nile", "Africa", "about 6,650 km long"),
     ("Mount Everest", "Nepal and China", "8,849 m high"),
@@ -107,11 +129,14 @@ def items(n: int) -> list[dict[str, Any]]:
 
 
 def run(
-    cfg: dict[str, Any], records: list[dict[str, Any]], code: str | None = None
+    cfg: dict[str, Any],
+    records: list[dict[str, Any]],
+    code: str | None = None,
+    worker: str = WORKER,
 ) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": code} if code else None
     proc = subprocess.run(
-        [sys.executable, "-c", TODAY_WORKER if code else WORKER, json.dumps(cfg)],
+        [sys.executable, "-c", TODAY_WORKER if code else worker, json.dumps(cfg)],
         input=json.dumps(records),
         capture_output=True,
         text=True,
@@ -214,6 +239,16 @@ def main(argv: list[str] | None = None) -> int:
             f"grammar overhead at N=1: {100 * grammar:.1f}% of the time "
             f"(constrained / unconstrained <= {1 / (1 - grammar):.3f})"
         )
+    # the hardware's own limit: one decode of n single-token rows (one a sequence) against one
+    ceiling = run({**base, "rows": [1, *args.parallel]}, [], worker=CEILING_WORKER)
+    one = ceiling["rows_tps"]["1"]
+    print(
+        f"hardware ceiling (one llama_decode, best of 5): prompt {ceiling['prompt_tps']:.0f} "
+        f"tok/s; one row {one:.0f} tok/s; "
+        + ", ".join(f"{n} rows {v / one:.2f}x" for n, v in ceiling["rows_tps"].items() if n != "1")
+        + f"; batched generation can reach at most ~{ceiling['prompt_tps'] / one:.1f}x one row"
+    )
+    figures["ceiling"] = ceiling
     if args.json:
         kept = {k: {kk: vv for kk, vv in v.items() if kk != "raws"} for k, v in figures.items()}
         Path(args.json).write_text(json.dumps(kept, indent=2) + "\n", "utf-8")
