@@ -40,7 +40,10 @@ from localjudge.statements import MAX_STATEMENTS, _pieces, split_statements, sta
         ),
         ("So am I. Then we left!", ["So am I.", "Then we left!"]),
         # dotted ordinals before a month or century; a number that ends a sentence still ends it
-        ("Die Berliner Mauer fiel am 9. November 1989.", ["Die Berliner Mauer fiel am 9. November 1989."]),
+        (
+            "Die Berliner Mauer fiel am 9. November 1989.",
+            ["Die Berliner Mauer fiel am 9. November 1989."],
+        ),
         ("Im 20. Jahrhundert. Danach.", ["Im 20. Jahrhundert.", "Danach."]),
         ("Narodil se 15. března 1990.", ["Narodil se 15. března 1990."]),
         ("She was 25. Then she left.", ["She was 25.", "Then she left."]),
