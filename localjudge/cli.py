@@ -234,6 +234,19 @@ def main() -> None:
     default=None,
     help="Data format (default: from the file extension).",
 )
+@click.option(
+    "--labels",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="A small labelled file (bench's format), judged too: the summary adds each metric's "
+    "human-scale mean corrected by it, with an interval (prediction-powered inference).",
+)
+@click.option(
+    "--calibrate",
+    is_flag=True,
+    help="With --labels: add calibrated_score to each row (judge score mapped to the human "
+    "scale by an isotonic fit on the labelled items; score is kept).",
+)
 @_judge_options
 @_run_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
@@ -248,6 +261,8 @@ def eval_command(  # noqa: PLR0917 (Click passes every option as an argument)
     fail_under: tuple[str, ...],
     maps: tuple[str, ...],
     fmt: str | None,
+    labels: Path | None,
+    calibrate: bool,
     metric_names: tuple[str, ...],
     limit: int | None,
     scale: float,
@@ -296,6 +311,8 @@ def eval_command(  # noqa: PLR0917 (Click passes every option as an argument)
             fail_under=thresholds,
             settings=settings.recorded(),
             on_result=on_result,
+            labels=labels,
+            calibrate=calibrate,
         )
     report = _write_html(out_dir, data) if html else None
     if not quiet:

@@ -30,7 +30,9 @@ from localjudge.errors import ContextOverflowError, InvalidItemError, ItemError,
 from localjudge.items import ALIASES, FIELDS, Item, make_item
 from localjudge.judge import Judge, JudgeRequest, generate_many
 from localjudge.metrics import METRICS, Metric, MetricResult
+from localjudge.ppi import fit_calibration, ppi_mean
 from localjudge.results import (
+    LABELLED,
     RESULTS,
     ItemResult,
     ResultsWriter,
@@ -42,11 +44,13 @@ from localjudge.schemas import worst_case_tokens
 
 __all__ = [
     "CHUNK_SIZE",
+    "LabelledScores",
     "RecordLike",
     "RunOutcome",
     "detect_metrics",
     "eval_file",
     "evaluate",
+    "judge_labelled",
     "resolve_metrics",
     "score",
     "trim_contexts",
@@ -325,6 +329,77 @@ def detect_metrics(
     return survey(data, fmt=fmt, mapping=mapping, limit=limit).metrics
 
 
+@dataclass
+class LabelledScores:
+    """One metric on the labelled items: the human-derived score and the judge's, item by item
+    (only items that have both; ``soft`` None where a judge gave no soft score)."""
+
+    human: list[float] = field(default_factory=list)
+    hard: list[float] = field(default_factory=list)
+    soft: list[float | None] = field(default_factory=list)
+
+    def judge(self) -> list[float]:
+        """Soft scores where every item has one, else hard ones (what calibration maps)."""
+        if self.soft and all(v is not None for v in self.soft):
+            return [float(v) for v in self.soft if v is not None]
+        return self.hard
+
+
+def judge_labelled(
+    labels: Path,
+    out_dir: Path,
+    *,
+    judge: Judge,
+    metrics: Sequence[Metric],
+    mapping: Mapping[str, str],
+    truncate: bool,
+    settings_by_metric: Mapping[str, Mapping[str, Any]],
+) -> dict[str, LabelledScores]:
+    """Score the labelled file (bench's format: records with ``labels``) like the data, write
+    its rows to ``out_dir/labelled.jsonl``, and pair each judge score with the metric's formula
+    applied to the human labels. Items without usable labels for a metric are left out of it."""
+    from localjudge.bench import label_problem  # noqa: PLC0415 (bench imports this module)
+
+    records = list(read(labels, fmt=None, mapping=mapping))
+    human: dict[tuple[int, str], float] = {}
+    for rec in records:
+        data = rec.data or {}
+        contexts = data.get(mapping.get("retrieved_contexts", "retrieved_contexts"))
+        n_pieces = len(contexts) if isinstance(contexts, list) else None
+        if label_problem(data.get("labels"), n_pieces) is not None:
+            continue
+        for m in metrics:
+            value = METRICS[m.name].human_score(data["labels"])
+            if value is not None:
+                human[(rec.index, m.name)] = float(value)
+    scores = {m.name: LabelledScores() for m in metrics}
+    with ResultsWriter(out_dir / LABELLED.name, judge.identity, settings_by_metric) as writer:
+        for res in evaluate(records, metrics, judge, mapping=mapping, truncate=truncate):
+            row = writer.write(res)
+            h = human.get((res.index, res.metric))
+            if h is not None and row["score"] is not None:
+                scores[res.metric].human.append(h)
+                scores[res.metric].hard.append(float(row["score"]))
+                scores[res.metric].soft.append(row["soft_score"])
+    return scores
+
+
+def _corrected(labelled: LabelledScores, hard: list[float], soft: list[float]) -> dict[str, Any]:
+    """The prediction-powered estimates of one metric's human-scale mean (hard, soft)."""
+    out: dict[str, Any] = {}
+    est = ppi_mean(labelled.human, labelled.hard, hard)
+    out["ppi"] = est.as_dict() if est is not None else None
+    soft_l = labelled.soft
+    usable = soft_l and all(v is not None for v in soft_l) and len(soft) == len(hard)
+    est = (
+        ppi_mean(labelled.human, [float(v) for v in soft_l if v is not None], soft)
+        if usable
+        else None
+    )
+    out["ppi_soft"] = est.as_dict() if est is not None else None
+    return out
+
+
 def eval_file(
     data: Path,
     out_dir: Path,
@@ -338,9 +413,17 @@ def eval_file(
     fail_under: Mapping[str, float] | None = None,
     settings: Mapping[str, Any] | None = None,
     on_result: Callable[[ItemResult], None] | None = None,
+    labels: Path | None = None,
+    calibrate: bool = False,
 ) -> RunOutcome:
     """Score ``data`` with ``metrics`` and write ``results.jsonl`` and ``summary.json`` to
     ``out_dir``. ``fail_under`` maps metric names to thresholds for their mean.
+
+    With ``labels`` (a small labelled file in bench's format) those items are scored first
+    (``labelled.jsonl``) and the summary gains, per metric, the prediction-powered estimate of
+    the human-scale mean over ``data`` with its interval (``ppi``, ``ppi_soft``; see
+    :mod:`localjudge.ppi`); ``calibrate`` also adds each row's ``calibrated_score``, the
+    judge score mapped to the human scale by an isotonic fit on the labelled items.
 
     Pass a :class:`~localjudge.cache.CachingJudge` to cache and resume."""
     mapping = dict(mapping or {})
@@ -349,10 +432,29 @@ def eval_file(
         raise UsageError(
             f"--fail-under names metrics that are not run: {', '.join(sorted(unknown))}"
         )
+    if calibrate and labels is None:
+        raise UsageError("--calibrate needs --labels (the labelled items it is fitted on)")
     records = read(data, fmt=fmt, mapping=mapping)  # fails now on an unreadable file
     data_sha = file_sha256(data)
     settings_by_metric = {m.name: {"truncate": truncate, **m.settings()} for m in metrics}
-    with ResultsWriter(out_dir / RESULTS.name, judge.identity, settings_by_metric) as writer:
+    labelled: dict[str, LabelledScores] = {}
+    if labels is not None:
+        labelled = judge_labelled(
+            labels,
+            out_dir,
+            judge=judge,
+            metrics=metrics,
+            mapping=mapping,
+            truncate=truncate,
+            settings_by_metric=settings_by_metric,
+        )
+    calibrations = {}
+    for name, pairs in labelled.items() if calibrate else ():
+        if (fitted := fit_calibration(pairs.judge(), pairs.human)) is not None:
+            calibrations[name] = fitted
+    with ResultsWriter(
+        out_dir / RESULTS.name, judge.identity, settings_by_metric, calibrations
+    ) as writer:
         for res in evaluate(
             islice(records, limit),
             metrics,
@@ -373,8 +475,20 @@ def eval_file(
             "limit": limit,
             "map": mapping,
             "format": fmt,
+            **(
+                {
+                    "labels": str(labels),
+                    "labels_sha256": file_sha256(labels),
+                    "calibrate": calibrate,
+                }
+                if labels is not None
+                else {}
+            ),
         },
     )
+    for name, pairs in labelled.items():
+        tally = writer.tallies[name]
+        summary["metrics"][name].update(_corrected(pairs, tally.scores, tally.soft_scores))  # type: ignore[typeddict-item]
     summary_path = write_summary(out_dir, summary)
     means = {name: stats["mean"] for name, stats in summary["metrics"].items()}
     failed = [

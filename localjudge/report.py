@@ -287,6 +287,18 @@ def _metric_scale(summary: Mapping[str, Any], metric: str) -> float:
     return float(scale) if _is_number(scale) and scale > 0 else 1.0
 
 
+def _estimate(value: Any) -> dict[str, Any] | None:
+    """A prediction-powered estimate as the template shows it (None when absent or malformed)."""
+    if not isinstance(value, Mapping) or not _is_number(value.get("estimate")):
+        return None
+    return {
+        "estimate": value["estimate"],
+        "ci95": value.get("ci95"),
+        "n_labelled": value.get("n_labelled"),
+        "judge_bias": value.get("judge_bias"),
+    }
+
+
 def eval_view(
     summary: Mapping[str, Any],
     rows: Sequence[Mapping[str, Any]],
@@ -309,6 +321,8 @@ def eval_view(
             {
                 "name": name,
                 **{key: stats.get(key) for key in _SUMMARY_KEYS},
+                "ppi": _estimate(stats.get("ppi")),
+                "ppi_soft": _estimate(stats.get("ppi_soft")),
                 "hist": histogram(scores, _metric_scale(summary, name)),
             }
         )

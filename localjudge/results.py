@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypedDict
 
 import numpy as np
+from typing_extensions import NotRequired  # typing's own from Python 3.11
 
 from localjudge.bootstrap import mean_interval
 from localjudge.cache import CachingJudge
@@ -36,6 +37,7 @@ __all__ = [
     "BENCH",
     "BENCH_ITEMS",
     "FORMAT_VERSION",
+    "LABELLED",
     "RESULTS",
     "SUMMARY",
     "BenchItemRow",
@@ -81,6 +83,8 @@ RESULTS = FileKind("results.jsonl")
 SUMMARY = FileKind("summary.json")
 BENCH = FileKind("bench.json")
 BENCH_ITEMS = FileKind("bench_items.jsonl")
+#: ``eval --labels``: the labelled items' rows, in the results format
+LABELLED = FileKind("labelled.jsonl")
 #: suffix of the results file while its run is going
 PARTIAL = ".partial"
 
@@ -115,6 +119,8 @@ class ResultRow(TypedDict):
     prompt_tokens: int | None
     evaluated_prompt_tokens: int | None
     completion_tokens: int | None
+    #: with ``eval --calibrate`` only: the score mapped to the human scale (never replaces it)
+    calibrated_score: NotRequired[float | None]
 
 
 class MetricStats(TypedDict):
@@ -127,6 +133,10 @@ class MetricStats(TypedDict):
     median: float | None
     std: float | None
     ci95: list[float] | None
+    #: with human labels (``eval --labels``): the prediction-powered estimate of the mean the
+    #: human labels would give, from the hard and from the soft scores (localjudge.ppi)
+    ppi: NotRequired[dict[str, Any] | None]
+    ppi_soft: NotRequired[dict[str, Any] | None]
 
 
 class RunInfo(TypedDict):
@@ -252,8 +262,12 @@ class ResultsWriter:
         path: Path,
         judge: JudgeIdentity,
         settings_by_metric: Mapping[str, Mapping[str, Any]],
+        calibrations: Mapping[str, Callable[[float], float]] | None = None,
     ) -> None:
         self.path = path
+        #: per metric, a map from judge score (soft where there is one) to human scale: each
+        #: scored row gets ``calibrated_score`` beside its ``score`` (``eval --calibrate``)
+        self.calibrations = dict(calibrations or {})
         self.partial = path.with_name(path.name + PARTIAL)
         self.judge = judge
         self.settings_by_metric = settings_by_metric
@@ -266,6 +280,11 @@ class ResultsWriter:
 
     def write(self, res: ItemResult) -> ResultRow:
         row = result_row(res, self.judge, self.settings_by_metric[res.metric])
+        if res.metric in self.calibrations:
+            score = row["soft_score"] if row["soft_score"] is not None else row["score"]
+            row["calibrated_score"] = (
+                None if score is None else self.calibrations[res.metric](score)
+            )
         self._file.write(dumps_row(row) + "\n")
         self._file.flush()
         self.tallies[res.metric].add(row)
@@ -303,8 +322,8 @@ class MetricSummary:
     scores: list[float] = field(default_factory=list)
     n_failed: int = 0
     n_undefined: int = 0
-    soft_total: float = 0.0
-    n_soft: int = 0
+    #: the soft score of each scored item that has one, in order
+    soft_scores: list[float] = field(default_factory=list)
 
     def add(self, row: Mapping[str, Any]) -> None:
         if row["error"] is not None:
@@ -314,8 +333,7 @@ class MetricSummary:
         else:
             self.scores.append(float(row["score"]))
             if row.get("soft_score") is not None:
-                self.soft_total += float(row["soft_score"])
-                self.n_soft += 1
+                self.soft_scores.append(float(row["soft_score"]))
 
     def as_dict(self) -> MetricStats:
         values = np.asarray(self.scores, dtype=float)
@@ -325,7 +343,7 @@ class MetricSummary:
             "n_failed": self.n_failed,
             "n_undefined": self.n_undefined,
             "mean": float(values.mean()) if n else None,
-            "soft_mean": self.soft_total / self.n_soft if self.n_soft else None,
+            "soft_mean": float(np.mean(self.soft_scores)) if self.soft_scores else None,
             "median": float(np.median(values)) if n else None,
             "std": float(values.std(ddof=1)) if n > 1 else None,
             "ci95": mean_interval(self.scores),
@@ -387,6 +405,18 @@ def summary_table(summary: Mapping[str, Any]) -> str:
             f"{name:<10} {m['n_scored']:>6} {m['n_failed']:>6} {_fmt(m['mean']):>7} "
             f"{_fmt(m['median']):>7} {(f'{ci[0]:.3f}-{ci[1]:.3f}' if ci else '-'):>15}"
         )
+    corrected = [(name, m) for name, m in summary["metrics"].items() if "ppi" in m]
+    if corrected:
+        lines += ["", "human-scale mean, corrected by the labelled items (prediction-powered):"]
+        for name, m in corrected:
+            for kind, est in (("hard", m.get("ppi")), ("soft", m.get("ppi_soft"))):
+                if est is None:
+                    continue
+                lo, hi = est["ci95"]
+                lines.append(
+                    f"{name:<10} {kind:<4} {est['estimate']:.3f} [{lo:.3f}-{hi:.3f}]  "
+                    f"n labelled {est['n_labelled']}, judge bias {est['judge_bias']:+.3f}"
+                )
     return "\n".join(lines)
 
 

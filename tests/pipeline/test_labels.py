@@ -1,0 +1,162 @@
+"""eval --labels / eval_file(labels=...): the judged labelled items, the prediction-powered
+estimate in the summary, calibrated scores, and bad labels costing only their own item."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from pipeline_rules import expected_recall, rule_reply
+
+from localjudge.cli import main
+from localjudge.errors import UsageError
+from localjudge.evaluation import eval_file
+from localjudge.metrics import ContextPosition, ContextRecall
+from localjudge.ppi import ppi_mean
+from localjudge.testing import ScriptedJudge
+
+
+def item(i: int, found: int) -> dict[str, Any]:
+    """An item whose reference has four sentences, ``found`` of them in a context."""
+    facts = [f"yes fact {i}-{k}." for k in range(4)]
+    return {
+        "id": f"i{i}",
+        "user_input": f"question {i}?",
+        "retrieved_contexts": [" ".join(facts[:found]) or "nothing", f"noise {i}"],
+        "reference": " ".join(facts),
+    }
+
+
+DATA = [item(i, i % 5) for i in range(12)]
+#: the human says one statement more is supported than the rule judge finds (a biased judge)
+LABELLED = [
+    {**item(100 + i, i % 4), "labels": {"recall": (i % 4 + 1) / 4, "relevant": [True, False]}}
+    for i in range(8)
+]
+
+
+def write(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
+    return path
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    return write(tmp_path / "data.jsonl", DATA), write(tmp_path / "labelled.jsonl", LABELLED)
+
+
+def test_summary_carries_the_corrected_mean(tmp_path, files):
+    data, labels = files
+    out = tmp_path / "out"
+    outcome = eval_file(
+        data, out, judge=ScriptedJudge(rule_reply), metrics=[ContextRecall()], labels=labels
+    )
+    judged = [r["score"] for r in lines(out / "results.jsonl")]
+    assert judged == pytest.approx([expected_recall(r) for r in DATA])
+    labelled_rows = lines(out / "labelled.jsonl")
+    assert [r["id"] for r in labelled_rows] == [r["id"] for r in LABELLED]
+    human = [r["labels"]["recall"] for r in LABELLED]
+    judge_l = [expected_recall(r) for r in LABELLED]
+    stats = outcome.summary["metrics"]["recall"]
+    want = ppi_mean(human, judge_l, judged)
+    assert want is not None
+    assert stats["ppi"] == want.as_dict()
+    assert stats["ppi"]["judge_bias"] == pytest.approx(-0.25)
+    assert stats["mean"] == pytest.approx(sum(judged) / len(judged))  # the judge's mean stays
+    assert stats["ppi"]["estimate"] > stats["mean"]  # corrected upwards by the labelled bias
+    assert outcome.summary["run"]["settings"]["labels"] == str(labels)
+    assert json.loads((out / "summary.json").read_text("utf-8"))["metrics"]["recall"]["ppi"]
+    assert "calibrated_score" not in lines(out / "results.jsonl")[0]
+
+
+def test_calibrate_adds_a_column_and_keeps_score(tmp_path, files):
+    data, labels = files
+    out = tmp_path / "out"
+    eval_file(
+        data,
+        out,
+        judge=ScriptedJudge(rule_reply),
+        metrics=[ContextRecall()],
+        labels=labels,
+        calibrate=True,
+    )
+    rows = lines(out / "results.jsonl")
+    assert [r["score"] for r in rows] == pytest.approx([expected_recall(r) for r in DATA])
+    pairs = sorted((r["score"], r["calibrated_score"]) for r in rows)
+    assert [c for _, c in pairs] == sorted(c for _, c in pairs)  # monotone in the score
+    by_score = dict(pairs)
+    assert by_score[0.0] == pytest.approx(0.25)  # the human says one more statement holds
+    assert by_score[0.5] == pytest.approx(0.75)
+
+
+def test_calibrate_without_labels_is_a_usage_error(tmp_path, files):
+    data, _ = files
+    with pytest.raises(UsageError, match="--labels"):
+        eval_file(
+            data, tmp_path / "o", judge=ScriptedJudge([]), metrics=[ContextRecall()], calibrate=True
+        )
+
+
+def test_a_bad_label_costs_only_its_item(tmp_path, files):
+    data, _ = files
+    broken = [dict(LABELLED[0], labels="not an object"), *LABELLED[1:]]
+    labels = write(tmp_path / "broken.jsonl", broken)
+    out = tmp_path / "out"
+    outcome = eval_file(
+        data, out, judge=ScriptedJudge(rule_reply), metrics=[ContextRecall()], labels=labels
+    )
+    assert outcome.summary["metrics"]["recall"]["ppi"]["n_labelled"] == len(LABELLED) - 1
+    assert outcome.summary["metrics"]["recall"]["n_scored"] == len(DATA)
+
+
+def test_a_metric_without_labels_gets_no_estimate(tmp_path, files):
+    data, _ = files
+    labels = write(tmp_path / "l.jsonl", [{**r, "labels": {"recall": 0.5}} for r in LABELLED])
+    outcome = eval_file(
+        data,
+        tmp_path / "out",
+        judge=ScriptedJudge(rule_reply),
+        metrics=[ContextRecall(), ContextPosition()],
+        labels=labels,
+    )
+    assert outcome.summary["metrics"]["position"]["ppi"] is None
+    assert outcome.summary["metrics"]["recall"]["ppi"] is not None
+
+
+def test_cli_prints_both_means(tmp_path, files):
+    data, labels = files
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        main,
+        ["eval", str(data), "-o", str(out), "--labels", str(labels), "--metric", "recall"],
+        obj={"open_judge": lambda settings: ScriptedJudge(rule_reply)},
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 0, result.output
+    assert "human-scale mean" in result.output
+    estimate = json.loads((out / "summary.json").read_text("utf-8"))["metrics"]["recall"]["ppi"]
+    assert f"{estimate['estimate']:.3f}" in result.output
+
+
+def test_report_shows_the_corrected_mean_beside_the_raw_one(tmp_path, files):
+    from localjudge.report import render_report  # noqa: PLC0415
+
+    data, labels = files
+    out = tmp_path / "out"
+    outcome = eval_file(
+        data, out, judge=ScriptedJudge(rule_reply), metrics=[ContextRecall()], labels=labels
+    )
+    page = render_report(out)
+    assert "Human-scale mean, corrected by labelled items" in page
+    stats = outcome.summary["metrics"]["recall"]
+    assert f"{stats['ppi']['estimate']:.3f}" in page
+    plain = tmp_path / "plain"
+    eval_file(data, plain, judge=ScriptedJudge(rule_reply), metrics=[ContextRecall()])
+    assert "Human-scale mean" not in render_report(plain)
