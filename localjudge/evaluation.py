@@ -35,6 +35,7 @@ from localjudge.results import (
     LABELLED,
     RESULTS,
     ItemResult,
+    ResultRow,
     ResultsWriter,
     Summary,
     build_summary,
@@ -338,11 +339,21 @@ class LabelledScores:
     hard: list[float] = field(default_factory=list)
     soft: list[float | None] = field(default_factory=list)
 
-    def judge(self) -> list[float]:
-        """Soft scores where every item has one, else hard ones (what calibration maps)."""
-        if self.soft and all(v is not None for v in self.soft):
-            return [float(v) for v in self.soft if v is not None]
-        return self.hard
+    def calibration(self) -> Callable[[ResultRow], float | None] | None:
+        """A row's score mapped to the human scale by an isotonic fit on these items: from the
+        soft scores when every labelled item has one, else from the hard ones (a row is mapped
+        from the same kind of score; None when it has none). None when nothing can be fitted."""
+        soft = [float(v) for v in self.soft if v is not None]
+        key = "soft_score" if self.soft and len(soft) == len(self.soft) else "score"
+        fitted = fit_calibration(soft if key == "soft_score" else self.hard, self.human)
+        if fitted is None:
+            return None
+
+        def calibrated(row: ResultRow) -> float | None:
+            value = row[key]  # type: ignore[literal-required]
+            return None if value is None else fitted(float(value))
+
+        return calibrated
 
 
 def judge_labelled(
@@ -450,8 +461,8 @@ def eval_file(
         )
     calibrations = {}
     for name, pairs in labelled.items() if calibrate else ():
-        if (fitted := fit_calibration(pairs.judge(), pairs.human)) is not None:
-            calibrations[name] = fitted
+        if (calibrated := pairs.calibration()) is not None:
+            calibrations[name] = calibrated
     with ResultsWriter(
         out_dir / RESULTS.name, judge.identity, settings_by_metric, calibrations
     ) as writer:

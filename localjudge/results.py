@@ -262,11 +262,11 @@ class ResultsWriter:
         path: Path,
         judge: JudgeIdentity,
         settings_by_metric: Mapping[str, Mapping[str, Any]],
-        calibrations: Mapping[str, Callable[[float], float]] | None = None,
+        calibrations: Mapping[str, Callable[[ResultRow], float | None]] | None = None,
     ) -> None:
         self.path = path
-        #: per metric, a map from judge score (soft where there is one) to human scale: each
-        #: scored row gets ``calibrated_score`` beside its ``score`` (``eval --calibrate``)
+        #: per metric, a row's score on the human scale: each row of such a metric gets
+        #: ``calibrated_score`` beside its ``score`` (``eval --calibrate``)
         self.calibrations = dict(calibrations or {})
         self.partial = path.with_name(path.name + PARTIAL)
         self.judge = judge
@@ -281,10 +281,7 @@ class ResultsWriter:
     def write(self, res: ItemResult) -> ResultRow:
         row = result_row(res, self.judge, self.settings_by_metric[res.metric])
         if res.metric in self.calibrations:
-            score = row["soft_score"] if row["soft_score"] is not None else row["score"]
-            row["calibrated_score"] = (
-                None if score is None else self.calibrations[res.metric](score)
-            )
+            row["calibrated_score"] = self.calibrations[res.metric](row)
         self._file.write(dumps_row(row) + "\n")
         self._file.flush()
         self.tallies[res.metric].add(row)

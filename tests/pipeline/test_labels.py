@@ -160,3 +160,23 @@ def test_report_shows_the_corrected_mean_beside_the_raw_one(tmp_path, files):
     plain = tmp_path / "plain"
     eval_file(data, plain, judge=ScriptedJudge(rule_reply), metrics=[ContextRecall()])
     assert "Human-scale mean" not in render_report(plain)
+
+
+def test_soft_scores_give_their_own_estimate_and_calibration(tmp_path, files):
+    data, labels = files
+    out = tmp_path / "out"
+    outcome = eval_file(
+        data,
+        out,
+        judge=ScriptedJudge(rule_reply, certain=True),
+        metrics=[ContextRecall()],
+        labels=labels,
+        calibrate=True,
+    )
+    stats = outcome.summary["metrics"]["recall"]
+    assert stats["ppi_soft"] is not None
+    # a certain judge's soft scores equal its scores, so both estimates agree
+    assert stats["ppi_soft"]["estimate"] == pytest.approx(stats["ppi"]["estimate"])
+    rows = lines(out / "results.jsonl")
+    assert all(r["soft_score"] is not None for r in rows)
+    assert {r["soft_score"]: r["calibrated_score"] for r in rows}[0.0] == pytest.approx(0.25)
