@@ -134,8 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-m", "--model", default=None)
     parser.add_argument("-o", "--out", type=Path, required=True)
     parser.add_argument("--limit", type=int, default=None)
+    # the span grammar's worst case is up to MAX_SPANS copies of the reference: a wide window
+    parser.add_argument("-c", "--n-ctx", type=int, default=16384)
+    parser.add_argument("-t", "--threads", type=int, default=None)
     args = parser.parse_args(argv)
-    judge = load_judge(args.model)
+    judge = load_judge(args.model, n_ctx=args.n_ctx, n_threads=args.threads)
     rows, human = [], []
     for n, rec in enumerate(read_records(args.data)):
         if args.limit is not None and n >= args.limit:
