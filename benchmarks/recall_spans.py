@@ -22,9 +22,9 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import create_model
+from pydantic import StringConstraints, create_model
 
 from localjudge import load_judge
 from localjudge.agreement import mae, roc_auc, spearman
@@ -91,7 +91,18 @@ def spans_schema(reference: str) -> type[StrictModel]:
     statement = create_model(
         "SpanStatement",
         __base__=StrictModel,
-        statement=(text(len(reference)), ...),
+        # any character of the reference (quotes too, which text() excludes), escapes included
+        statement=(
+            Annotated[
+                str,
+                StringConstraints(
+                    min_length=1,
+                    max_length=len(reference),
+                    pattern=f"^[^\\x00-\\x1f\\x7f]{{1,{len(reference)}}}$",
+                ),
+            ],
+            ...,
+        ),
         reason=(text(REASON_CHARS, ascii_only=True), ...),
         attributed=(Literal[0, 1], ...),
     )
