@@ -10,8 +10,8 @@ sentences deterministically and asks one verdict per sentence.
 
 prints ROC AUC (0/1 labels), Spearman and MAE against the human recall labels, the share of
 items whose statements are not spans of the reference (0 by construction) and of items with a
-repeated statement, and writes one row per item. (The figures in benchmarks/README.md were
-measured at commit 2c658c2, before the batched engine, with this script's equivalent there.)
+repeated statement, and writes one row per item (figures: benchmarks/README.md,
+"verdict_content.py", measured at commit 13c01fc).
 """
 
 from __future__ import annotations
