@@ -35,11 +35,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -117,20 +120,35 @@ _log: dict[str, Any] = {"callback": None, "verbose": False}
 def install_log(llama_cpp: Any, *, verbose: bool) -> None:
     """Route llama.cpp's log through a callback that prints errors (everything when
     ``verbose``) and keeps a Ctrl-C that lands inside it: ctypes would print and drop it, and the
-    run would go on. :func:`raise_pending_interrupt` raises it once control is back in Python."""
+    run would go on. :func:`raise_pending_interrupt` raises it once control is back in Python.
+
+    A signal can arrive before the callback's first line (where no ``try`` holds it), so Python's
+    default SIGINT handler is replaced, in the main thread and only while it is the default, by
+    one that defers the interrupt when it lands in the callback and raises it anywhere else."""
     _log["verbose"] = verbose
     if _log["callback"] is not None:
         return
 
-    @llama_cpp.llama_log_callback  # type: ignore[untyped-decorator]
-    def callback(level: int, text: bytes, user_data: Any) -> None:
+    def log_line(level: int, text: bytes, user_data: Any) -> None:
         try:
             if _log["verbose"] or level == 3:  # GGML_LOG_LEVEL_ERROR
                 print(text.decode("utf-8", "replace"), end="", file=sys.stderr, flush=True)
         except BaseException as exc:  # noqa: BLE001 (an interrupt must survive the callback)
             _interrupts.append(exc)
 
-    _log["callback"] = callback  # referenced for as long as llama.cpp may call it
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
+        if frame is not None and frame.f_code is log_line.__code__:
+            _interrupts.append(KeyboardInterrupt())
+            return
+        signal.default_int_handler(signum, frame)
+
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    ):
+        signal.signal(signal.SIGINT, on_sigint)
+    # referenced for as long as llama.cpp may call it
+    _log["callback"] = callback = llama_cpp.llama_log_callback(log_line)
     llama_cpp.llama_log_set(callback, None)
 
 
