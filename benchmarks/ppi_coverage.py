@@ -66,7 +66,7 @@ def coverage(
         order = rng.permutation(len(pairs))
         lab, rest = order[:n], order[n:]
         truth = human[rest].mean()
-        naive = mean_interval(hard[rest].tolist(), resamples=500)
+        naive = mean_interval(hard[rest].tolist())
         if naive is not None:
             hits["naive"].append((naive[0] <= truth <= naive[1], naive[1] - naive[0]))
         for kind, f in (("ppi hard", hard), ("ppi soft", soft)):

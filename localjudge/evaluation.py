@@ -339,13 +339,19 @@ class LabelledScores:
     hard: list[float] = field(default_factory=list)
     soft: list[float | None] = field(default_factory=list)
 
+    def soft_scores(self) -> list[float] | None:
+        """The soft scores, when every labelled item has one (else None)."""
+        if not self.soft or any(v is None for v in self.soft):
+            return None
+        return [float(v) for v in self.soft if v is not None]
+
     def calibration(self) -> Callable[[ResultRow], float | None] | None:
         """A row's score mapped to the human scale by an isotonic fit on these items: from the
         soft scores when every labelled item has one, else from the hard ones (a row is mapped
         from the same kind of score; None when it has none). None when nothing can be fitted."""
-        soft = [float(v) for v in self.soft if v is not None]
-        key = "soft_score" if self.soft and len(soft) == len(self.soft) else "score"
-        fitted = fit_calibration(soft if key == "soft_score" else self.hard, self.human)
+        soft = self.soft_scores()
+        key = "soft_score" if soft is not None else "score"
+        fitted = fit_calibration(soft if soft is not None else self.hard, self.human)
         if fitted is None:
             return None
 
@@ -396,17 +402,13 @@ def judge_labelled(
 
 
 def _corrected(labelled: LabelledScores, hard: list[float], soft: list[float]) -> dict[str, Any]:
-    """The prediction-powered estimates of one metric's human-scale mean (hard, soft)."""
+    """The prediction-powered estimates of one metric's human-scale mean (hard, soft); the soft
+    one only when every labelled and every scored item has a soft score."""
     out: dict[str, Any] = {}
     est = ppi_mean(labelled.human, labelled.hard, hard)
     out["ppi"] = est.as_dict() if est is not None else None
-    soft_l = labelled.soft
-    usable = soft_l and all(v is not None for v in soft_l) and len(soft) == len(hard)
-    est = (
-        ppi_mean(labelled.human, [float(v) for v in soft_l if v is not None], soft)
-        if usable
-        else None
-    )
+    soft_l = labelled.soft_scores()
+    est = ppi_mean(labelled.human, soft_l, soft) if soft_l and len(soft) == len(hard) else None
     out["ppi_soft"] = est.as_dict() if est is not None else None
     return out
 
