@@ -10,7 +10,8 @@ n "labelled" items and the rest; on each split the script computes
 - ``naive``: the judge's mean over the rest with the interval ``summary.json`` reports (the
   seeded percentile bootstrap of :mod:`localjudge.bootstrap`);
 - ``ppi``: :func:`localjudge.ppi.ppi_mean` from the n labelled pairs and the rest's judge scores,
-  from the hard scores and from the soft ones;
+  from the hard scores and from the soft ones: its population interval ``ci95`` and its interval
+  for exactly the rest's items, ``data_ci95``;
 
 and counts how often each interval holds the human mean of the rest. It prints coverage and the
 mean interval width. A size is skipped when fewer than 10 items would be left.
@@ -31,6 +32,8 @@ from localjudge.bootstrap import mean_interval
 from localjudge.ppi import ppi_mean
 
 SEED = 0
+#: the intervals compared, as the table's columns name them
+KINDS = ("naive", "ppi hard", "ppi hard data", "ppi soft", "ppi soft data")
 
 
 def load(run: Path) -> dict[tuple[str, str], list[tuple[float, float, float | None]]]:
@@ -74,8 +77,8 @@ def coverage(
                 continue
             est = ppi_mean(human[lab], f[lab], f[rest])
             if est is not None:
-                lo, hi = est.ci95
-                hits[kind].append((lo <= truth <= hi, hi - lo))
+                for suffix, (lo, hi) in (("", est.ci95), (" data", est.data_ci95)):
+                    hits[kind + suffix].append((lo <= truth <= hi, hi - lo))
     return {
         kind: (float(np.mean([h for h, _ in v])), float(np.mean([w for _, w in v])))
         for kind, v in hits.items()
@@ -89,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=1000)
     args = parser.parse_args(argv)
     header = f"{'set':<16} {'judge':<14} {'metric':<10} {'N':>4} {'n':>4}  " + "  ".join(
-        f"{k:>17}" for k in ("naive cov/width", "ppi hard cov/w", "ppi soft cov/w")
+        f"{k:>17}" for k in KINDS
     )
     print(f"# {args.repeats} seeded splits; nominal coverage 0.95")
     print(header)
@@ -101,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 cov = coverage(pairs, n, args.repeats)
                 cells: list[str] = []
-                for kind in ("naive", "ppi hard", "ppi soft"):
+                for kind in KINDS:
                     c: Any = cov.get(kind)
                     cells.append(f"{c[0]:>8.3f}/{c[1]:<8.3f}" if c else f"{'-':>17}")
                 print(

@@ -294,6 +294,7 @@ def _estimate(value: Any) -> dict[str, Any] | None:
     return {
         "estimate": value["estimate"],
         "ci95": value.get("ci95"),
+        "data_ci95": value.get("data_ci95"),
         "n_labelled": value.get("n_labelled"),
         "judge_bias": value.get("judge_bias"),
     }

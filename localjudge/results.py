@@ -410,8 +410,10 @@ def summary_table(summary: Mapping[str, Any]) -> str:
                 if est is None:
                     continue
                 lo, hi = est["ci95"]
+                data = est.get("data_ci95")
+                these = f", these items [{data[0]:.3f}-{data[1]:.3f}]" if data else ""
                 lines.append(
-                    f"{name:<10} {kind:<4} {est['estimate']:.3f} [{lo:.3f}-{hi:.3f}]  "
+                    f"{name:<10} {kind:<4} {est['estimate']:.3f} [{lo:.3f}-{hi:.3f}]{these}  "
                     f"n labelled {est['n_labelled']}, judge bias {est['judge_bias']:+.3f}"
                 )
     return "\n".join(lines)

@@ -143,6 +143,8 @@ def test_cli_prints_both_means(tmp_path, files):
     assert "human-scale mean" in result.output
     estimate = json.loads((out / "summary.json").read_text("utf-8"))["metrics"]["recall"]["ppi"]
     assert f"{estimate['estimate']:.3f}" in result.output
+    lo, hi = estimate["data_ci95"]
+    assert f"these items [{lo:.3f}-{hi:.3f}]" in result.output
 
 
 def test_report_shows_the_corrected_mean_beside_the_raw_one(tmp_path, files):
@@ -157,6 +159,8 @@ def test_report_shows_the_corrected_mean_beside_the_raw_one(tmp_path, files):
     assert "Human-scale mean, corrected by labelled items" in page
     stats = outcome.summary["metrics"]["recall"]
     assert f"{stats['ppi']['estimate']:.3f}" in page
+    lo, hi = stats["ppi"]["data_ci95"]
+    assert f"[{lo:.3f}, {hi:.3f}]" in page
     plain = tmp_path / "plain"
     eval_file(data, plain, judge=ScriptedJudge(rule_reply), metrics=[ContextRecall()])
     assert "Human-scale mean" not in render_report(plain)

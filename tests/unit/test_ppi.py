@@ -39,6 +39,19 @@ def test_matches_ppi_python(pairs, unlabelled, lam):
     assert ours.ci95[0] == pytest.approx(max(0.0, low), abs=1e-9)
     assert ours.ci95[1] == pytest.approx(min(1.0, high), abs=1e-9)
     assert 0.0 <= ours.lam <= 1.0
+    # the data interval is the library's with the judge's spread over the N items replaced by
+    # that of human - lam * judge: var(r) (1/n + 1/N) in place of var(r)/n + var(lam fu)/N
+    z = 1.959963984540054
+    r = np.asarray(y) - ours.lam * np.asarray(f)
+    half = np.sqrt(
+        max(
+            0.0,
+            ((high - low) / 2) ** 2
+            + z**2 * (r.var() - (ours.lam * np.asarray(unlabelled)).var()) / len(unlabelled),
+        )
+    )
+    assert ours.data_ci95[0] == pytest.approx(max(0.0, point - half), abs=1e-9)
+    assert ours.data_ci95[1] == pytest.approx(min(1.0, point + half), abs=1e-9)
 
 
 def test_constant_judge_falls_back_to_the_labels_alone():
@@ -48,6 +61,9 @@ def test_constant_judge_falls_back_to_the_labels_alone():
     assert est.lam == 0.0
     assert est.estimate == pytest.approx(np.mean(y))
     assert est.ci95 == pytest.approx(est.labelled_ci95)
+    # lam = 0: the human mean of the N items, from n labels of the same population
+    half = 1.959963984540054 * np.std(y) * np.sqrt(1 / 5 + 1 / 20)
+    assert est.data_ci95 == pytest.approx([np.mean(y) - half, min(1.0, np.mean(y) + half)])
 
 
 def test_too_few_labels_give_nothing():
@@ -80,6 +96,25 @@ def test_coverage_near_nominal_for_a_biased_noisy_judge():
         assert est is not None
         covered += est.ci95[0] <= 0.4 <= est.ci95[1]
     assert 0.92 <= covered / trials <= 0.98
+
+
+def test_data_interval_covers_the_mean_of_a_small_data_set():
+    """Labels drawn from the data's own items: the human mean of the other N items is covered by
+    ``data_ci95`` near the nominal rate, while the population interval, which ignores those
+    items' own spread, is too narrow for it."""
+    rng = np.random.default_rng(11)
+    n, big_n, trials = 20, 20, 600
+    data_hits = population_hits = 0
+    for _ in range(trials):
+        human = (rng.uniform(0, 1, n + big_n) < 0.4).astype(float)
+        judge = np.clip(0.5 + 0.1 * human + rng.normal(0, 0.2, n + big_n), 0, 1)
+        est = ppi_mean(human[:n], judge[:n], judge[n:])
+        assert est is not None
+        truth = human[n:].mean()
+        data_hits += est.data_ci95[0] <= truth <= est.data_ci95[1]
+        population_hits += est.ci95[0] <= truth <= est.ci95[1]
+    assert 0.91 <= data_hits / trials <= 0.98
+    assert population_hits / trials < 0.88
 
 
 def test_calibration_is_monotone_and_fits_the_labels():
