@@ -6,6 +6,16 @@ schema. Only successful calls are stored; an error is an exception and leaves no
 
 The store is one SQLite file in WAL mode with a busy timeout, so several processes can read and
 write it at once; each write commits immediately, so a killed run keeps every finished call.
+
+The cache is derived data, so damage costs judge time, never verdicts:
+
+- a file that is not a database, or one SQLite finds malformed (truncated, overwritten bytes:
+  ``PRAGMA quick_check`` on opening), is moved aside to ``<name>.damaged-<UTC time>`` (kept for
+  inspection, with its ``-wal``/``-shm``) and a new cache starts, with one line on stderr;
+- an SQLite file that is not a localjudge cache, or one of a newer schema, is refused with a
+  hint: it may be somebody's data, so it is left as it is;
+- each row carries a checksum of its key and content; a row whose checksum or output does not
+  match is dropped and the call is judged again, never answered from the damaged row.
 """
 
 from __future__ import annotations
@@ -13,7 +23,9 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import sqlite3
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,7 +38,7 @@ import platformdirs
 from pydantic import BaseModel
 
 from localjudge.canonical import canonical_json, compact_json, sha256_text
-from localjudge.errors import LocalJudgeError
+from localjudge.errors import DiskFullError, LocalJudgeError
 from localjudge.judge import (
     Generation,
     GenerationStats,
@@ -50,7 +62,7 @@ CACHE_FILENAME = "calls.sqlite3"
 #: the tag of the current key format (see :func:`cache_key`)
 KEY_VERSION = "v1"
 #: the version of the table layout this code reads and writes
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: seconds SQLite waits for another writer's lock before reporting "database is locked"
 BUSY_TIMEOUT_S = 30.0
 
@@ -71,7 +83,11 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # the soft verdicts of a call (JSON; null for calls stored before version 2)
     2: ("ALTER TABLE calls ADD COLUMN decisions TEXT",),
+    # sha256 of the row's key, raw output and decisions (null for calls stored before version 3)
+    3: ("ALTER TABLE calls ADD COLUMN checksum TEXT",),
 }
+#: SQLite's words for a file it cannot read as a database (as opposed to a busy or full one)
+_DAMAGE_WORDS = ("not a database", "malformed", "file is encrypted", "corrupt")
 _LOCK_RETRIES = 5
 
 T = TypeVar("T")
@@ -125,14 +141,32 @@ class Cache:
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_cache_path()
+        self._conn: sqlite3.Connection | None = None
+        #: where a damaged file found on opening was moved (None: the file was sound)
+        self.set_aside: Path | None = None
+        #: rows dropped because their checksum or output did not match (judged again)
+        self.damaged_rows = 0
+        try:
+            self._open()
+        except CacheDamagedError as exc:
+            self.close()
+            self.set_aside = _set_aside(self.path)
+            print(
+                f"localjudge: cache {str(self.path)!r} is damaged ({exc.message}); moved it to "
+                f"{str(self.set_aside)!r} and started a new cache",
+                file=sys.stderr,
+                flush=True,
+            )
+            self._open()
+
+    def _open(self) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn: sqlite3.Connection | None = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None
-            )
+            self._conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
             raise _cache_error(self.path, exc) from exc
         try:
+            self._run(self._check)  # before anything writes to the file
             self.journal_mode = self._run(self._configure)
             self._run(self._migrate)
         except BaseException:
@@ -147,6 +181,25 @@ class Cache:
         mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
         conn.execute("PRAGMA synchronous = NORMAL")
         return mode
+
+    def _check(self) -> None:
+        """Refuse an SQLite file that is not a localjudge cache; raise
+        :class:`CacheDamagedError` for one SQLite cannot read whole."""
+        conn = self._connection()
+        problems = [str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
+        if problems != ["ok"]:
+            detail = " ".join("; ".join(problems[:3]).split())
+            raise CacheDamagedError(f"SQLite's check: {detail[:200]}")
+        tables = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
+        ours = "meta" in tables and bool(
+            conn.execute("SELECT 1 FROM meta WHERE key = 'schema_version'").fetchall()
+        )
+        if tables and not ours:
+            raise LocalJudgeError(
+                f"{str(self.path)!r} is an SQLite file but not a localjudge cache (tables: "
+                f"{', '.join(sorted(tables)[:5])}); localjudge leaves it as it is",
+                hint="give --cache another path, or run with --no-cache",
+            )
 
     def _migrate(self) -> None:
         conn = self._connection()
@@ -184,9 +237,15 @@ class Cache:
                 return operation()
             except sqlite3.OperationalError as exc:  # noqa: PERF203 (retrying is the point)
                 message = str(exc).lower()
+                if "disk is full" in message or ("disk i/o error" in message and _full(self.path)):
+                    raise DiskFullError(f"the cache {str(self.path)!r}") from exc
                 if attempt < _LOCK_RETRIES - 1 and ("locked" in message or "busy" in message):
                     time.sleep(0.05 * 2**attempt * (1 + random.random()))  # noqa: S311 (jitter)
                     continue
+                raise _cache_error(self.path, exc) from exc
+            except sqlite3.DatabaseError as exc:
+                if any(word in str(exc).lower() for word in _DAMAGE_WORDS):
+                    raise CacheDamagedError(str(exc)) from exc
                 raise _cache_error(self.path, exc) from exc
             except sqlite3.Error as exc:
                 raise _cache_error(self.path, exc) from exc
@@ -213,12 +272,15 @@ class Cache:
         """The stored call for ``key``, or ``None``."""
         rows = self._query(
             "SELECT raw, prompt_tokens, evaluated_prompt_tokens, completion_tokens, seconds,"
-            " created_at, decisions FROM calls WHERE key = ?",
+            " created_at, decisions, checksum FROM calls WHERE key = ?",
             (key,),
         )
         if not rows:
             return None
-        raw, prompt_tokens, evaluated, completion, seconds, created_at, decisions = rows[0]
+        raw, prompt_tokens, evaluated, completion, seconds, created_at, decisions, check = rows[0]
+        if check is not None and check != _checksum(key, raw, decisions):
+            self.discard(key)
+            return None
         stats = GenerationStats(
             prompt_tokens=int(prompt_tokens),
             evaluated_prompt_tokens=int(evaluated),
@@ -245,7 +307,8 @@ class Cache:
         stored = compact_json([[d.key, dict(d.probs), d.chosen] for d in decisions])
         self._query(
             "INSERT OR IGNORE INTO calls (key, raw, prompt_tokens, evaluated_prompt_tokens,"
-            " completion_tokens, seconds, created_at, decisions) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            " completion_tokens, seconds, created_at, decisions, checksum)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 key,
                 raw,
@@ -255,8 +318,14 @@ class Cache:
                 stats.seconds,
                 created_at,
                 stored,
+                _checksum(key, raw, stored),
             ),
         )
+
+    def discard(self, key: str) -> None:
+        """Drop a damaged row, so that the call is judged and stored again."""
+        self.damaged_rows += 1
+        self._query("DELETE FROM calls WHERE key = ?", (key,))
 
     def keys(self) -> list[str]:
         """Every stored key, sorted."""
@@ -364,7 +433,11 @@ class CachingJudge:
         stored = self.cache.get(key)
         if stored is None:
             return None
-        value = parse_output(schema, stored.raw)
+        try:
+            value = parse_output(schema, stored.raw)
+        except LocalJudgeError:  # a row from before checksums, damaged: judge the call again
+            self.cache.discard(key)
+            return None
         assert isinstance(value, schema)
         self.hits += 1
         return Generation(
@@ -386,8 +459,42 @@ def _decisions_from_json(text: str | None) -> tuple[SoftDecision, ...]:
     return tuple(SoftDecision(key, probs, chosen) for key, probs, chosen in json.loads(text))
 
 
+class CacheDamagedError(LocalJudgeError):
+    """SQLite cannot read the cache file whole. Found on opening, the file is moved aside;
+    later (damaged under a running process) it stops the run with this error."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            f"cache file is damaged: {detail}",
+            hint="run again (a damaged cache found on opening is moved aside), or use --no-cache",
+        )
+
+
+def _full(path: Path) -> bool:
+    """Whether the file system of ``path`` has (almost) no space left."""
+    try:
+        return shutil.disk_usage(path.parent).free < 64 * 1024
+    except OSError:
+        return False
+
+
+def _checksum(key: str, raw: str, decisions: str | None) -> str:
+    return sha256_text(compact_json([key, raw, decisions]))
+
+
+def _set_aside(path: Path) -> Path:
+    """Rename a damaged cache file (and its WAL and shared-memory files) out of the way."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    target = path.with_name(f"{path.name}.damaged-{stamp}")
+    for suffix in ("", "-wal", "-shm"):
+        source = path.with_name(path.name + suffix)
+        if source.exists():
+            source.replace(target.with_name(target.name + suffix))
+    return target
+
+
 def _cache_error(path: Path, exc: BaseException) -> LocalJudgeError:
     return LocalJudgeError(
         f"cache {str(path)!r}: {exc}",
-        hint="delete the file, point LOCALJUDGE_CACHE_DIR elsewhere, or run without the cache",
+        hint="run with --no-cache, give --cache another path, or delete the file",
     )

@@ -7,6 +7,8 @@ item and one metric. Everything else is fatal and stops a run before (or instead
 
 from __future__ import annotations
 
+import errno
+
 
 class LocalJudgeError(Exception):
     """Base class of every error localjudge raises on purpose."""
@@ -95,3 +97,25 @@ class ConstraintError(LocalJudgeError):
     """Grammar-constrained decoding could not be applied; nothing unconstrained is ever returned."""
 
     exit_code = 5
+
+
+class DiskFullError(LocalJudgeError):
+    """The output or cache file system is full. What was written stays whole: the partial
+    results file ends at its last complete row and SQLite rolls the cache back to its last
+    complete call, so a rerun after space is freed resumes."""
+
+    exit_code = 6
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"no space left on the device writing {what}; finished results and judge calls are "
+            "kept",
+            hint="free some space (or give -o / --cache another file system), then run the same "
+            "command again to resume",
+        )
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """An OSError that says the file system, or the user's quota on it, is full."""
+    codes = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+    return isinstance(exc, OSError) and exc.errno in codes

@@ -154,7 +154,7 @@ def test_persists_across_reopen_and_creates_parents(tmp_path):
         hit = cache.get("k")
         assert hit is not None
         assert (hit.raw, hit.stats) == ("raw é 汤姆", STATS)
-        assert cache.schema_version == SCHEMA_VERSION == 2
+        assert cache.schema_version == SCHEMA_VERSION == 3
         assert hit.decisions == ()  # a judge without soft verdicts stores none
 
 
@@ -179,7 +179,7 @@ def test_wal_mode_and_meta_table(tmp_path):
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall() == [
-            ("2",)
+            ("3",)
         ]
         columns = [row[1] for row in conn.execute("PRAGMA table_info(calls)")]
         assert columns == [
@@ -191,6 +191,7 @@ def test_wal_mode_and_meta_table(tmp_path):
             "seconds",
             "created_at",
             "decisions",
+            "checksum",
         ]
     finally:
         conn.close()
@@ -210,7 +211,7 @@ def test_a_version_1_cache_is_migrated_and_keeps_its_calls(tmp_path):
     )
     conn.close()
     with Cache(path) as cache:
-        assert cache.schema_version == 2
+        assert cache.schema_version == 3
         old = cache.get("old")
         assert old is not None
         assert (old.raw, old.stats.prompt_tokens, old.decisions) == ("{}", 10, ())
@@ -230,13 +231,99 @@ def test_newer_schema_version_is_refused(tmp_path):
         Cache(path)
 
 
-def test_not_a_database_is_a_readable_error(tmp_path):
+def _filled(path, n=300):
+    """A cache file of ``n`` calls, closed, with its WAL checkpointed into the file."""
+    with Cache(path) as cache:
+        for i in range(n):
+            cache.put(f"k{i}", f'{{"i": {i}, "pad": "{"x" * 200}"}}', STATS)
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return path
+
+
+def _damage(path, kind):
+    data = path.read_bytes()
+    if kind == "garbage":
+        path.write_bytes(b"this is not sqlite" * 100)
+    elif kind == "truncated":
+        path.write_bytes(data[: len(data) // 2 + 100])
+    elif kind == "overwritten pages":
+        middle = len(data) // 2
+        path.write_bytes(data[:middle] + bytes(range(256)) * 16 + data[middle + 4096 :])
+    elif kind == "overwritten header":
+        path.write_bytes(b"\x00" * 100 + data[100:])
+
+
+@pytest.mark.parametrize(
+    "kind", ["garbage", "truncated", "overwritten pages", "overwritten header"]
+)
+def test_a_damaged_file_is_moved_aside_and_a_new_cache_starts(tmp_path, kind, capfd):
+    path = _filled(tmp_path / "c.sqlite3")
+    _damage(path, kind)
+    before = path.read_bytes()
+    with Cache(path) as cache:
+        assert cache.set_aside is not None
+        assert cache.set_aside.read_bytes() == before  # kept for inspection, unchanged
+        assert len(cache) == 0
+        cache.put("k", "raw", STATS)
+        assert cache.get("k").raw == "raw"
+    err = capfd.readouterr().err
+    assert "is damaged" in err
+    assert str(cache.set_aside) in err
+    assert err.count("\n") == 1  # one line
+    with Cache(path) as again:  # the new file is sound: nothing more is moved
+        assert again.set_aside is None
+        assert len(again) == 1
+
+
+def test_a_sound_file_is_never_moved(tmp_path):
+    path = _filled(tmp_path / "c.sqlite3", n=50)
+    with Cache(path) as cache:
+        assert cache.set_aside is None
+        assert len(cache) == 50
+    assert [p.name for p in tmp_path.iterdir() if "damaged" in p.name] == []
+
+
+def test_a_foreign_sqlite_file_is_refused_and_left_alone(tmp_path):
     path = tmp_path / "c.sqlite3"
-    path.write_bytes(b"this is not sqlite" * 100)
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+    conn.execute("INSERT INTO invoices VALUES (1, 9.5)")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
     with pytest.raises(LocalJudgeError) as info:
         Cache(path)
-    assert "not a database" in info.value.message
-    assert info.value.hint
+    assert "not a localjudge cache" in info.value.message
+    assert "invoices" in info.value.message
+    assert "--no-cache" in info.value.hint
+    assert path.read_bytes() == before
+    conn = sqlite3.connect(path)
+    assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master")] == ["invoices"]
+    conn.close()
+
+
+@pytest.mark.parametrize("column", ["raw", "decisions", "key"])
+def test_a_row_whose_content_changed_is_dropped_not_answered(tmp_path, column):
+    path = tmp_path / "c.sqlite3"
+    with Cache(path) as cache:
+        cache.put("k", '{"verdict": 1}', STATS, [SoftDecision("v", {"1": 0.9, "0": 0.1}, "1")])
+        cache.put("other", '{"verdict": 0}', STATS)
+    conn = sqlite3.connect(path)
+    if column == "key":  # a row that now answers for another call
+        conn.execute("DELETE FROM calls WHERE key = 'other'")
+        conn.execute("UPDATE calls SET key = 'other' WHERE key = 'k'")
+    else:
+        conn.execute(f"UPDATE calls SET {column} = replace({column}, '1', '0') WHERE key = 'k'")
+    conn.commit()
+    conn.close()
+    with Cache(path) as cache:
+        assert cache.get("k") is None
+        assert cache.get("other") is None if column == "key" else cache.get("other") is not None
+        assert cache.damaged_rows == 1
+        cache.put("k", '{"verdict": 1}', STATS)  # the call judged again is stored again
+        assert cache.get("k").raw == '{"verdict": 1}'
 
 
 def test_closed_cache_refuses_use(tmp_path):
