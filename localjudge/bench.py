@@ -28,6 +28,7 @@ from localjudge.results import (
     RESULTS,
     BenchItemRow,
     BenchReport,
+    output_lock,
     read_results,
     write_bench,
 )
@@ -264,35 +265,36 @@ def bench_file(
     names = [spec.name for spec in judges]
     if len(set(names)) != len(names):
         raise UsageError(f"judges repeated: {names}")
-    runs: dict[str, dict[str, Any]] = {}
-    rows_by_judge: dict[str, list[Any]] = {}
-    for n, spec in enumerate(judges):
-        if on_judge is not None:
-            on_judge(spec.name)
-        job = _Job(
-            judge=spec,
-            data=data,
-            out_dir=out_dir / "judges" / f"{n}-{_safe(spec.name)}",
-            metrics=tuple(metrics),
-            metric_settings=metric_settings or MetricSettings(),
-            limit=limit,
-            truncate=truncate,
-        )
-        runs[spec.name] = _run_job(job) if open_judge is None else _judge_job(job, open_judge)
-        rows_by_judge[spec.name] = list(read_results(job.out_dir / RESULTS.name))
-    comparison = compare(labelled, rows_by_judge, metrics)
-    report: BenchReport = {
-        "format": BENCH.version,
-        "data": str(data),
-        "data_sha256": file_sha256(data),
-        "n_labelled": len(labelled),
-        "metrics": list(metrics),
-        "versions": versions(),
-        "judges": {name: {**runs[name], "metrics": comparison[name]} for name in names},
-    }
-    items = item_rows(labelled, rows_by_judge, metrics)
-    bench_path = write_bench(out_dir, report, items)
-    return BenchOutcome(bench_path, bench_path.with_name("bench_items.jsonl"), report)
+    with output_lock(out_dir):  # the judges' runs lock their own directories below it
+        runs: dict[str, dict[str, Any]] = {}
+        rows_by_judge: dict[str, list[Any]] = {}
+        for n, spec in enumerate(judges):
+            if on_judge is not None:
+                on_judge(spec.name)
+            job = _Job(
+                judge=spec,
+                data=data,
+                out_dir=out_dir / "judges" / f"{n}-{_safe(spec.name)}",
+                metrics=tuple(metrics),
+                metric_settings=metric_settings or MetricSettings(),
+                limit=limit,
+                truncate=truncate,
+            )
+            runs[spec.name] = _run_job(job) if open_judge is None else _judge_job(job, open_judge)
+            rows_by_judge[spec.name] = list(read_results(job.out_dir / RESULTS.name))
+        comparison = compare(labelled, rows_by_judge, metrics)
+        report: BenchReport = {
+            "format": BENCH.version,
+            "data": str(data),
+            "data_sha256": file_sha256(data),
+            "n_labelled": len(labelled),
+            "metrics": list(metrics),
+            "versions": versions(),
+            "judges": {name: {**runs[name], "metrics": comparison[name]} for name in names},
+        }
+        items = item_rows(labelled, rows_by_judge, metrics)
+        bench_path = write_bench(out_dir, report, items)
+        return BenchOutcome(bench_path, bench_path.with_name("bench_items.jsonl"), report)
 
 
 def _safe(name: str) -> str:

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
-from localjudge.errors import LocalJudgeError, UsageError
+from localjudge.errors import DiskFullError, LocalJudgeError, UsageError, is_disk_full
 from localjudge.metrics import METRICS
 from localjudge.versions import DISTRIBUTION
 
@@ -48,6 +48,10 @@ def _guarded(fn: F) -> F:
             if os.environ.get("LOCALJUDGE_DEBUG"):
                 raise
             _fail(exc)
+        except OSError as exc:
+            if not is_disk_full(exc) or os.environ.get("LOCALJUDGE_DEBUG"):
+                raise
+            _fail(DiskFullError(exc.filename or "the output"))
         except KeyboardInterrupt:
             click.echo(
                 "localjudge: interrupted; finished judge calls are cached: run the same command "
@@ -252,35 +256,37 @@ def main() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
 @click.pass_context
 @_guarded
-def eval_command(  # noqa: PLR0917 (Click passes every option as an argument)
-    ctx: click.Context,
-    /,
-    data: Path,
-    model: str | None,
-    out_dir: Path,
-    fail_under: tuple[str, ...],
-    maps: tuple[str, ...],
-    fmt: str | None,
-    labels: Path | None,
-    calibrate: bool,
-    metric_names: tuple[str, ...],
-    limit: int | None,
-    scale: float,
-    truncate: bool,
-    no_reasons: bool,
-    html: bool,
-    quiet: bool,
-    **judge_options: Any,
-) -> None:
+def eval_command(ctx: click.Context, /, **params: Any) -> None:
     """Score DATA (JSONL, JSON, CSV or Parquet) and write OUT/results.jsonl and OUT/summary.json."""
+    factory = _factory(ctx)
+    if factory is not None or os.environ.get("LOCALJUDGE_IN_PROCESS") == "1":
+        _eval_run(params, factory, None)
+        return
+    from localjudge.isolation import run_in_child  # noqa: PLC0415
+
+    partial = Path(params["out_dir"]) / "results.jsonl.partial"
+    sys.exit(run_in_child(_eval_child, params, resume_hint=f"{partial} and the judge-call cache"))
+
+
+def _eval_child(params: dict[str, Any], reporter: Any) -> None:
+    """``eval`` in the judge's child process (see :mod:`localjudge.isolation`)."""
+    _guarded(_eval_run)(params, None, reporter)
+
+
+def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, reporter: Any) -> None:
     from localjudge.dataset import parse_mapping  # noqa: PLC0415 (keep --help fast)
     from localjudge.evaluation import eval_file, survey  # noqa: PLC0415
     from localjudge.metrics import MetricSettings  # noqa: PLC0415
-    from localjudge.results import summary_table  # noqa: PLC0415
+    from localjudge.results import output_lock, summary_table  # noqa: PLC0415
     from localjudge.settings import build_metrics, open_judge  # noqa: PLC0415
 
-    mapping = parse_mapping(maps)
-    thresholds = _parse_thresholds(fail_under)
+    p = dict(params)
+    data: Path = p.pop("data")
+    out_dir: Path = p.pop("out_dir")
+    fmt, limit, quiet = p.pop("fmt"), p.pop("limit"), p.pop("quiet")
+    metric_names: tuple[str, ...] = p.pop("metric_names")
+    mapping = parse_mapping(p.pop("maps"))
+    thresholds = _parse_thresholds(p.pop("fail_under"))
     progress = not quiet and sys.stderr.isatty()
     found = (
         survey(data, fmt=fmt, mapping=mapping, limit=limit)
@@ -294,27 +300,31 @@ def eval_command(  # noqa: PLR0917 (Click passes every option as an argument)
             "reference (recall) or response (relevance)",
             hint="name fields with --map, e.g. --map user_input=question",
         )
-    settings = _judge_settings(model, **judge_options)
-    judge = (_factory(ctx) or open_judge)(settings)
-    metrics = build_metrics(names, MetricSettings(scale=scale, reasons=not no_reasons))
-    total = found.n_records if found and progress else None
-    with _progress(total, len(metrics)) as on_result:
-        outcome = eval_file(
-            data,
-            out_dir,
-            judge=judge,
-            metrics=metrics,
-            mapping=mapping,
-            fmt=fmt,
-            limit=limit,
-            truncate=truncate,
-            fail_under=thresholds,
-            settings=settings.recorded(),
-            on_result=on_result,
-            labels=labels,
-            calibrate=calibrate,
-        )
-    report = _write_html(out_dir, data) if html else None
+    scale, truncate, no_reasons = p.pop("scale"), p.pop("truncate"), p.pop("no_reasons")
+    labels, calibrate, html = p.pop("labels"), p.pop("calibrate"), p.pop("html")
+    with output_lock(out_dir):  # before the judge loads: a second run is refused at once
+        settings = _judge_settings(p.pop("model"), **p)
+        judge = (factory or open_judge)(settings)
+        metrics = build_metrics(names, MetricSettings(scale=scale, reasons=not no_reasons))
+        total = found.n_records if found and progress else None
+        with _progress(total, len(metrics), reporter) as on_result:
+            outcome = eval_file(
+                data,
+                out_dir,
+                judge=judge,
+                metrics=metrics,
+                mapping=mapping,
+                fmt=fmt,
+                limit=limit,
+                truncate=truncate,
+                fail_under=thresholds,
+                settings=settings.recorded(),
+                on_result=on_result,
+                on_judging=reporter.judging if reporter is not None else None,
+                labels=labels,
+                calibrate=calibrate,
+            )
+        report = _write_html(out_dir, data) if html else None
     if not quiet:
         click.echo(summary_table(outcome.summary))
         click.echo(f"results: {outcome.results_path}\nsummary: {outcome.summary_path}")
@@ -326,22 +336,29 @@ def eval_command(  # noqa: PLR0917 (Click passes every option as an argument)
 
 
 class _progress:  # noqa: N801 (used as a context manager, reads like a function)
-    """A tqdm bar on stderr in items (items/s and ETA) when ``total`` is known (a terminal)."""
+    """A tqdm bar on stderr in items (items/s and ETA) when ``total`` is known (a terminal),
+    and the crash reporter's record of finished items when there is one."""
 
-    def __init__(self, total: int | None, n_metrics: int) -> None:
-        self.total, self.n_metrics = total, n_metrics
+    def __init__(self, total: int | None, n_metrics: int, reporter: Any = None) -> None:
+        self.total = total
+        self.n_metrics = max(n_metrics, 1)
+        self.reporter = reporter
         self.bar: Any = None
 
     def __enter__(self) -> Callable[[Any], None] | None:
-        if self.total is None:
-            return None
-        from tqdm import tqdm  # noqa: PLC0415
+        if self.total is not None:
+            from tqdm import tqdm  # noqa: PLC0415
 
-        self.bar = tqdm(total=self.total, unit="item", file=sys.stderr, dynamic_ncols=True)
+            self.bar = tqdm(total=self.total, unit="item", file=sys.stderr, dynamic_ncols=True)
+        if self.bar is None and self.reporter is None:
+            return None
         step = 1.0 / self.n_metrics
 
-        def on_result(_: Any) -> None:
-            self.bar.update(step)
+        def on_result(res: Any) -> None:
+            if self.bar is not None:
+                self.bar.update(step)
+            if self.reporter is not None:
+                self.reporter.done(res.index, res.metric)
 
         return on_result
 

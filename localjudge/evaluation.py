@@ -39,6 +39,7 @@ from localjudge.results import (
     ResultsWriter,
     Summary,
     build_summary,
+    output_lock,
     write_summary,
 )
 from localjudge.schemas import worst_case_tokens
@@ -61,6 +62,8 @@ __all__ = [
 #: batched engine), small enough that results stream out steadily
 CHUNK_SIZE = 16
 
+#: called with the (index, id, metric) of the items handed to the judge, before it starts on them
+OnJudging = Callable[[Sequence[tuple[int, str, str]]], None]
 #: what evaluate() accepts per record: a mapping, a pydantic model, a prepared Item, or a dataset
 #: Record (one that could not be read, a malformed JSONL line, becomes an error row)
 RecordLike = Mapping[str, Any] | BaseModel | Item | Record
@@ -92,6 +95,7 @@ def evaluate(
     truncate: bool = False,
     chunk_size: int = CHUNK_SIZE,
     on_result: Callable[[ItemResult], None] | None = None,
+    on_judging: OnJudging | None = None,
 ) -> Iterator[ItemResult]:
     """Score every record with every metric, yielding results as chunks finish.
 
@@ -99,14 +103,19 @@ def evaluate(
     ``error`` set; every other exception propagates and stops the run. With ``truncate`` an item
     too long for the window has its longest contexts trimmed until it fits
     (:func:`trim_contexts`). ``on_result`` is called as each item x metric finishes (for
-    progress display), before its chunk is yielded.
+    progress display), before its chunk is yielded; ``on_judging`` with the (index, id, metric)
+    of every item handed to the judge, before the judge starts on them (what a crash report
+    names).
     """
     resolved = resolve_metrics(metrics)
     if judge is None:
         raise ValueError("evaluate() needs a judge: load_judge(), open_judge(...) or a fake")
     entries = (_as_item(r, i, mapping) for i, r in enumerate(records))
     while chunk := list(islice(entries, chunk_size)):
-        by_metric = [_score_chunk(metric, chunk, judge, truncate, on_result) for metric in resolved]
+        by_metric = [
+            _score_chunk(metric, chunk, judge, truncate, on_result, on_judging=on_judging)
+            for metric in resolved
+        ]
         for row in zip(*by_metric, strict=True):
             yield from row
 
@@ -163,6 +172,8 @@ def _score_chunk(
     judge: Judge,
     truncate: bool,
     on_result: Callable[[ItemResult], None] | None,
+    *,
+    on_judging: OnJudging | None = None,
 ) -> list[ItemResult]:
     results: list[ItemResult | None] = [None] * len(chunk)
 
@@ -191,6 +202,8 @@ def _score_chunk(
             pending.append(_Pending(position, entry, built))
     while pending:
         retry: list[_Pending] = []
+        if on_judging is not None:
+            on_judging([(p.item.index, p.item.id, metric.name) for p in pending])
         outcomes = generate_many(judge, [p.request for p in pending])
         for p, out in zip(pending, outcomes, strict=True):
             if isinstance(out, ContextOverflowError):
@@ -426,6 +439,7 @@ def eval_file(
     fail_under: Mapping[str, float] | None = None,
     settings: Mapping[str, Any] | None = None,
     on_result: Callable[[ItemResult], None] | None = None,
+    on_judging: OnJudging | None = None,
     labels: Path | None = None,
     calibrate: bool = False,
 ) -> RunOutcome:
@@ -448,65 +462,67 @@ def eval_file(
     if calibrate and labels is None:
         raise UsageError("--calibrate needs --labels (the labelled items it is fitted on)")
     records = read(data, fmt=fmt, mapping=mapping)  # fails now on an unreadable file
-    data_sha = file_sha256(data)
-    settings_by_metric = {m.name: {"truncate": truncate, **m.settings()} for m in metrics}
-    labelled: dict[str, LabelledScores] = {}
-    if labels is not None:
-        labelled = judge_labelled(
-            labels,
-            out_dir,
+    with output_lock(out_dir):
+        data_sha = file_sha256(data)
+        settings_by_metric = {m.name: {"truncate": truncate, **m.settings()} for m in metrics}
+        labelled: dict[str, LabelledScores] = {}
+        if labels is not None:
+            labelled = judge_labelled(
+                labels,
+                out_dir,
+                judge=judge,
+                metrics=metrics,
+                mapping=mapping,
+                truncate=truncate,
+                settings_by_metric=settings_by_metric,
+            )
+        calibrations = {}
+        for name, pairs in labelled.items() if calibrate else ():
+            if (calibrated := pairs.calibration()) is not None:
+                calibrations[name] = calibrated
+        with ResultsWriter(
+            out_dir / RESULTS.name, judge.identity, settings_by_metric, calibrations
+        ) as writer:
+            for res in evaluate(
+                islice(records, limit),
+                metrics,
+                judge,
+                mapping=mapping,
+                truncate=truncate,
+                on_result=on_result,
+                on_judging=on_judging,
+            ):
+                writer.write(res)
+        summary = build_summary(
+            writer,
+            data=data,
+            data_sha256=data_sha,
             judge=judge,
-            metrics=metrics,
-            mapping=mapping,
-            truncate=truncate,
-            settings_by_metric=settings_by_metric,
+            settings={
+                **(settings or {}),
+                "metrics": settings_by_metric,
+                "limit": limit,
+                "map": mapping,
+                "format": fmt,
+                **(
+                    {
+                        "labels": str(labels),
+                        "labels_sha256": file_sha256(labels),
+                        "calibrate": calibrate,
+                    }
+                    if labels is not None
+                    else {}
+                ),
+            },
         )
-    calibrations = {}
-    for name, pairs in labelled.items() if calibrate else ():
-        if (calibrated := pairs.calibration()) is not None:
-            calibrations[name] = calibrated
-    with ResultsWriter(
-        out_dir / RESULTS.name, judge.identity, settings_by_metric, calibrations
-    ) as writer:
-        for res in evaluate(
-            islice(records, limit),
-            metrics,
-            judge,
-            mapping=mapping,
-            truncate=truncate,
-            on_result=on_result,
-        ):
-            writer.write(res)
-    summary = build_summary(
-        writer,
-        data=data,
-        data_sha256=data_sha,
-        judge=judge,
-        settings={
-            **(settings or {}),
-            "metrics": settings_by_metric,
-            "limit": limit,
-            "map": mapping,
-            "format": fmt,
-            **(
-                {
-                    "labels": str(labels),
-                    "labels_sha256": file_sha256(labels),
-                    "calibrate": calibrate,
-                }
-                if labels is not None
-                else {}
-            ),
-        },
-    )
-    for name, pairs in labelled.items():
-        tally = writer.tallies[name]
-        summary["metrics"][name].update(_corrected(pairs, tally.scores, tally.soft_scores))  # type: ignore[typeddict-item]
-    summary_path = write_summary(out_dir, summary)
-    means = {name: stats["mean"] for name, stats in summary["metrics"].items()}
-    failed = [
-        f"{name} mean {means[name]} < {threshold}"
-        for name, threshold in (fail_under or {}).items()
-        if (mean := means[name]) is None or mean < threshold
-    ]
-    return RunOutcome(writer.path, summary_path, summary, failed)
+        for name, pairs in labelled.items():
+            tally = writer.tallies[name]
+            summary["metrics"][name].update(_corrected(pairs, tally.scores, tally.soft_scores))  # type: ignore[typeddict-item]
+        summary_path = write_summary(out_dir, summary)
+        means = {name: stats["mean"] for name, stats in summary["metrics"].items()}
+        failed = [
+            f"{name} mean {means[name]} < {threshold}"
+            for name, threshold in (fail_under or {}).items()
+            if (mean := means[name]) is None or mean < threshold
+        ]
+        return RunOutcome(writer.path, summary_path, summary, failed)

@@ -14,9 +14,12 @@ stored with a cached call are those of the original call), so a rerun writes the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -28,7 +31,7 @@ from typing_extensions import NotRequired  # typing's own from Python 3.11
 from localjudge.bootstrap import mean_interval
 from localjudge.cache import CachingJudge
 from localjudge.canonical import compact_json
-from localjudge.errors import DataError, ItemError
+from localjudge.errors import DataError, DiskFullError, ItemError, UsageError, is_disk_full
 from localjudge.judge import Judge, JudgeIdentity
 from localjudge.metrics.base import MetricResult
 from localjudge.versions import versions
@@ -276,14 +279,24 @@ class ResultsWriter:
         self.calls = 0
         self._last_index: int | None = None
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.partial.open("w", encoding="utf-8", newline="\n")
+        self._file = self.partial.open("wb")
+        #: bytes of complete rows in the partial file
+        self._written = 0
 
     def write(self, res: ItemResult) -> ResultRow:
         row = result_row(res, self.judge, self.settings_by_metric[res.metric])
         if res.metric in self.calibrations:
             row["calibrated_score"] = self.calibrations[res.metric](row)
-        self._file.write(dumps_row(row) + "\n")
-        self._file.flush()
+        line = (dumps_row(row) + "\n").encode("utf-8")
+        try:
+            self._file.write(line)
+            self._file.flush()
+        except OSError as exc:
+            self._cut_back()
+            if is_disk_full(exc):
+                raise DiskFullError(str(self.partial)) from exc
+            raise
+        self._written += len(line)
         self.tallies[res.metric].add(row)
         self.n_items += res.index != self._last_index
         self._last_index = res.index
@@ -299,9 +312,21 @@ class ResultsWriter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._file.close()
+        try:
+            self._file.close()
+        except OSError:  # the buffer could not be flushed (a full disk): drop the torn row
+            self._cut_back()
+            if exc_type is None:
+                raise
+            return
         if exc_type is None:
             self.partial.replace(self.path)
+
+    def _cut_back(self) -> None:
+        """Make the partial file end at its last complete row (a write that failed half-way
+        leaves a torn line; cutting a file back needs no space)."""
+        with contextlib.suppress(OSError):
+            os.truncate(self.partial, self._written)
 
 
 def read_results(path: Path) -> list[ResultRow]:
@@ -380,6 +405,43 @@ def build_summary(
             "cache_hits": caching.hits if caching is not None else 0,
         },
     }
+
+
+#: the lock file a run holds in its output directory while it writes there
+LOCK_NAME = ".localjudge.lock"
+
+
+@contextmanager
+def output_lock(out_dir: Path) -> Iterator[None]:
+    """Hold ``out_dir``'s lock while a run writes there; another run that wants the same
+    directory is refused at once (never two writers, never interleaved rows). The lock is the
+    operating system's (``filelock``: ``flock`` / ``msvcrt``), so a killed run never leaves a
+    stale one behind. Nested use in one process (the CLI around the library) shares the lock."""
+    from filelock import FileLock, Timeout  # noqa: PLC0415 (only runs that write need it)
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    where = str(out_dir.resolve())
+    if where in _HELD:
+        yield
+        return
+    lock = FileLock(out_dir / LOCK_NAME)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise UsageError(
+            f"output directory {str(out_dir)!r} is in use by another localjudge run",
+            hint="wait for that run to end, or give this one another -o directory",
+        ) from None
+    _HELD.add(where)
+    try:
+        yield
+    finally:
+        _HELD.discard(where)
+        lock.release()
+
+
+#: the output directories this process holds the lock of
+_HELD: set[str] = set()
 
 
 def write_summary(out_dir: Path, summary: Summary) -> Path:
@@ -474,7 +536,15 @@ def detect_run(out_dir: Path) -> str:
 def _write_json(path: Path, value: Mapping[str, Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n", "utf-8")
+    try:
+        tmp.write_text(
+            json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n", "utf-8"
+        )
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if is_disk_full(exc):
+            raise DiskFullError(str(path)) from exc
+        raise
     tmp.replace(path)
     return path
 

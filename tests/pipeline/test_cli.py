@@ -30,6 +30,12 @@ RECORDS = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs without -o write to ./localjudge-out: keep that out of the checkout."""
+    monkeypatch.chdir(tmp_path)
+
+
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
     path = tmp_path / "data.jsonl"
@@ -273,6 +279,69 @@ def test_ctrl_c_exits_130_and_a_rerun_resumes_from_the_cache(data, tmp_path) -> 
     summary = json.loads((out / "summary.json").read_text("utf-8"))
     assert summary["run"]["cache_hits"] == 4  # the calls finished before Ctrl-C
     assert summary["run"]["judge_calls"] == 9 - 4
+
+
+def _cached_factory() -> Factory:
+    return Factory(
+        lambda settings: CachingJudge(ScriptedJudge(rule_reply), open_cache(settings.cache))
+    )
+
+
+def test_a_damaged_cache_is_set_aside_and_the_run_gives_the_same_rows(data, tmp_path) -> None:
+    clean = tmp_path / "clean"
+    assert invoke(_cached_factory(), "eval", str(data), "-o", str(clean), "--cache",
+                  str(tmp_path / "fresh.sqlite3"), "-q").exit_code == 0  # fmt: skip
+    cache = tmp_path / "calls.sqlite3"
+    cache.write_bytes(b"\x00garbage" * 500)
+    out = tmp_path / "o"
+    result = invoke(
+        _cached_factory(), "eval", str(data), "-o", str(out), "--cache", str(cache), "-q"
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "is damaged" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert [p.name for p in tmp_path.glob("calls.sqlite3.damaged-*")]
+    drop = ("seconds",)
+    strip = lambda rs: [{k: v for k, v in r.items() if k not in drop} for r in rs]  # noqa: E731
+    assert strip(rows(out)) == strip(rows(clean))
+
+
+def test_a_foreign_sqlite_cache_exits_1_and_is_left_alone(data, tmp_path) -> None:
+    import sqlite3  # noqa: PLC0415
+
+    cache = tmp_path / "mine.sqlite3"
+    conn = sqlite3.connect(cache)
+    conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.commit()
+    conn.close()
+    before = cache.read_bytes()
+    result = invoke(_cached_factory(), "eval", str(data), "-o", str(tmp_path / "o"), "--cache",
+                    str(cache), "-q")  # fmt: skip
+    assert result.exit_code == 1
+    assert "not a localjudge cache" in error_line(result)
+    assert "--no-cache" in result.stderr
+    assert cache.read_bytes() == before
+
+
+def test_an_output_directory_in_use_exits_2_before_the_judge_loads(data, tmp_path) -> None:
+    from filelock import FileLock  # noqa: PLC0415
+
+    from localjudge.results import LOCK_NAME  # noqa: PLC0415
+
+    out = tmp_path / "o"
+    out.mkdir()
+    factory = Factory()
+    with FileLock(out / LOCK_NAME):  # what another process's run holds
+        result = invoke(factory, "eval", str(data), "-o", str(out), "-q", "--no-cache")
+        labelled = Path(__file__).parents[2] / "examples" / "labelled.jsonl"
+        bench = invoke(factory, "bench", str(labelled), "-o", str(out), "-q")
+    assert result.exit_code == 2
+    assert "in use by another localjudge run" in error_line(result)
+    assert factory.settings == []  # no judge was loaded
+    assert sorted(p.name for p in out.iterdir() if p.name != LOCK_NAME) == []
+    assert bench.exit_code == 2
+    assert "in use by another localjudge run" in error_line(bench)
+    assert invoke(factory, "eval", str(data), "-o", str(out), "-q", "--no-cache").exit_code == 0
 
 
 def test_debug_shows_the_traceback(data: Path, monkeypatch: pytest.MonkeyPatch) -> None:

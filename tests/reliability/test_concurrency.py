@@ -11,11 +11,27 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from reliability_procs import METRICS, Env, eval_args, finish, real_records, rows_of, start, untimed
+from reliability_procs import (
+    METRICS,
+    N_RECORDS,
+    Env,
+    Reference,
+    cache_rows,
+    check_complete,
+    eval_args,
+    finish,
+    real_records,
+    rows_of,
+    run_to_end,
+    start,
+    untimed,
+    wait_for,
+)
 
 from localjudge.cache import Cache, cache_key
 from localjudge.items import make_item
@@ -106,3 +122,30 @@ def test_two_processes_share_one_cache(lj: Env, tmp_path: Path) -> None:
         assert untimed(rows_of(outs[name] / "again" / "results.jsonl")) == untimed(rows[name])
     with Cache(cache) as c:
         assert len(c) == len(union)
+
+
+def test_a_second_run_into_the_same_output_directory_is_refused(
+    lj: Env, reference: Reference, tmp_path: Path
+) -> None:
+    """Two real processes, one ``-o``: while the first writes, the second exits 2 at once with
+    one clear line and touches nothing; the first completes with the uninterrupted rows; once
+    it is done, the same second command runs (from the cache)."""
+    out, cache = tmp_path / "out", tmp_path / "calls.sqlite3"
+    first = start(lj, eval_args(lj, out, cache))
+    assert wait_for(first, lambda: cache_rows(cache) >= 1), "the first run ended before a call"
+    second_t = time.monotonic()
+    rc, _, err = run_to_end(lj, eval_args(lj, out, tmp_path / "other.sqlite3"))
+    refused_in = time.monotonic() - second_t
+    assert rc == 2, err
+    assert "in use by another localjudge run" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "other.sqlite3").exists()  # refused before opening anything
+    rc, _, err = finish(first)
+    assert rc == 0, err
+    rows = rows_of(out / "results.jsonl")
+    check_complete(rows, N_RECORDS)
+    assert untimed(rows) == untimed(reference.rows)
+    rc, _, err = run_to_end(lj, eval_args(lj, out, cache))
+    assert rc == 0, err
+    assert untimed(rows_of(out / "results.jsonl")) == untimed(reference.rows)
+    assert refused_in < 60, refused_in  # it did not wait for the first run (a loose bound)

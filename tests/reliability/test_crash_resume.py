@@ -17,9 +17,12 @@ Promises checked (README: "an interrupted run resumes where it stopped"):
 from __future__ import annotations
 
 import json
+import os
 import random
+import re
 import signal
 import sqlite3
+import subprocess
 import time
 from pathlib import Path
 
@@ -152,3 +155,82 @@ def test_sigint_stops_promptly_with_130_and_the_rerun_resumes(
     rows = rows_of(out / "results.jsonl")
     check_complete(rows, N_RECORDS)
     assert untimed(rows) == untimed(reference.rows)
+
+
+def judge_child(proc: subprocess.Popen[str]) -> int:
+    """The pid of the judge's child process under the ``localjudge eval`` process ``proc``."""
+    for _ in range(500):
+        for pid in _children(proc.pid):
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if b"spawn_main" in cmdline:
+                return pid
+        time.sleep(0.01)
+    pytest.fail("no judge child process appeared")
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("sig", [signal.SIGSEGV, signal.SIGKILL])
+def test_a_judge_that_dies_by_a_signal_is_one_line_and_the_rerun_completes(
+    lj: Env, reference: Reference, tmp_path: Path, sig: signal.Signals
+) -> None:
+    """What an AMX segfault or the OOM killer does to the judge mid-run: one line naming the
+    signal, the item and metric in flight, that results are kept and how to resume; exit code
+    128 + N; the rerun re-judges nothing finished and writes the uninterrupted rows."""
+    cache, out = tmp_path / "calls.sqlite3", tmp_path / "out"
+    args = eval_args(lj, out, cache)
+    proc = start(lj, args)
+    child = judge_child(proc)
+    assert wait_for(proc, lambda: cache_rows(cache) >= 3), finish(proc)
+    os.kill(child, sig)
+    rc, _, err = finish(proc, timeout=60)
+    assert rc == 128 + sig, err
+    lines = [line for line in err.splitlines() if line.startswith("localjudge: error:")]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    line = lines[0]
+    assert f"died with {sig.name}" in line
+    assert re.search(r"item #\d+ \(id '[^']+'\), metric (recall|position)", line), line
+    assert "finished results are kept" in line
+    assert "run the same command again to resume" in line
+    assert "localjudge doctor" in line
+    stored = check_cache_intact(cache, 3)
+    assert not (out / "results.jsonl").exists()
+    rc, _, err = run_to_end(lj, args)
+    assert rc == 0, err
+    summary = json.loads((out / "summary.json").read_text("utf-8"))
+    assert summary["run"]["cache_hits"] == stored
+    assert summary["run"]["judge_calls"] == N_CALLS - stored
+    rows = rows_of(out / "results.jsonl")
+    check_complete(rows, N_RECORDS)
+    assert untimed(rows) == untimed(reference.rows)
+
+
+def test_killing_the_cli_process_takes_its_judge_child_with_it(lj: Env, tmp_path: Path) -> None:
+    """SIGKILL to the command itself: the judge child must not live on and keep writing."""
+    cache, out = tmp_path / "calls.sqlite3", tmp_path / "out"
+    proc = start(lj, eval_args(lj, out, cache))
+    child = judge_child(proc)
+    assert wait_for(proc, lambda: cache_rows(cache) >= 1), finish(proc)
+    kill(proc)
+    finish(proc)
+    deadline = time.monotonic() + 10
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child), "the judge child outlived its parent"
+
+
+def _alive(pid: int) -> bool:
+    """Running, as opposed to gone or a zombie (dead, waiting to be reaped)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "State:\tZ" not in status
