@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import importlib
 import json
+import os
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,49 @@ MAPPABLE_FIELDS: tuple[str, ...] = (*FIELDS, "id")
 
 _BOM = b"\xef\xbb\xbf"
 _PARQUET_BATCH_ROWS = 1024
+#: environment variable that overrides :data:`MAX_RECORD_BYTES`
+MAX_RECORD_ENV = "LOCALJUDGE_MAX_RECORD_BYTES"
+#: a JSONL line or CSV line longer than this is a per-record error, read past in bounded
+#: chunks (never held whole); a JSON array file may be this many times larger
+MAX_RECORD_BYTES = 32 * 1024 * 1024
+_JSON_FILE_RECORDS = 8
+_SKIP_CHUNK = 1024 * 1024
+
+
+def max_record_bytes() -> int:
+    """The record size limit in force: ``$LOCALJUDGE_MAX_RECORD_BYTES`` or the default."""
+    value = os.environ.get(MAX_RECORD_ENV, "").strip()
+    try:
+        return max(1024, int(value)) if value else MAX_RECORD_BYTES
+    except ValueError:
+        return MAX_RECORD_BYTES
+
+
+def _too_long(number: int, size: int, limit: int) -> str:
+    return (
+        f"line {number}: the record is {_mib(size)}, over the limit of {_mib(limit)} "
+        f"(set {MAX_RECORD_ENV} to raise it)"
+    )
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size} bytes"
+
+
+def _bounded_lines(fh: BinaryIO, limit: int) -> Iterator[tuple[bytes | None, int]]:
+    """The file's lines as (line, size); a line over ``limit`` bytes is (None, its size), read
+    past in chunks so that memory stays bounded by ``limit``."""
+    while line := fh.readline(limit + 1):
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line, len(line)
+            continue
+        size = len(line)
+        del line
+        while chunk := fh.readline(_SKIP_CHUNK):
+            size += len(chunk)
+            if chunk.endswith(b"\n"):
+                break
+        yield None, size
 
 
 @dataclass(frozen=True)
@@ -133,9 +177,16 @@ def read_records(
 
 
 def _read_jsonl(file: Path) -> Iterator[Record]:
+    limit = max_record_bytes()
     with _open_binary(file) as fh:
         index = 0
-        for number, chunk in enumerate(fh, start=1):
+        for number, (chunk, size) in enumerate(_bounded_lines(fh, limit), start=1):
+            if chunk is None:
+                yield Record(
+                    index=index, line=number, data=None, error=_too_long(number, size, limit)
+                )
+                index += 1
+                continue
             raw = chunk[len(_BOM) :] if number == 1 and chunk.startswith(_BOM) else chunk
             try:
                 text = raw.decode("utf-8")
@@ -175,6 +226,14 @@ def _parse_json_line(text: str, *, index: int, number: int, last: bool) -> Recor
 
 def _read_json(file: Path) -> Iterator[Record]:
     # A JSON document has to be parsed whole; this is the one format that is not streamed.
+    limit = _JSON_FILE_RECORDS * max_record_bytes()
+    if (size := file.stat().st_size) > limit:
+        raise DataError(
+            f"{file.name}: a JSON array of {_mib(size)} is over the limit of {_mib(limit)} "
+            "(a JSON document is parsed whole)",
+            hint=f"write one record per line to a .jsonl file (streamed), or raise "
+            f"{MAX_RECORD_ENV}",
+        )
     with _open_binary(file) as fh:
         blob = fh.read()
     try:
@@ -218,12 +277,10 @@ def _json_records(values: list[Any]) -> Iterator[Record]:
 
 def _read_csv(file: Path, list_fields: frozenset[str]) -> Iterator[Record]:
     # surrogateescape keeps reading past invalid UTF-8; the row that holds it becomes an error
-    try:
-        fh = file.open(encoding="utf-8-sig", errors="surrogateescape", newline="")
-    except OSError as exc:
-        raise DataError(f"cannot read {str(file)!r}: {exc.strerror}") from exc
-    with fh:
-        reader = csv.reader(fh)
+    limit = max_record_bytes()
+    with _open_binary(file) as fh:
+        lines = _CsvLines(fh, limit)
+        reader = csv.reader(lines)
         header: list[str] | None = None
         index = 0
         start = 1
@@ -232,13 +289,18 @@ def _read_csv(file: Path, list_fields: frozenset[str]) -> Iterator[Record]:
                 row = next(reader)
             except StopIteration:
                 return
+            except _Oversized as exc:
+                yield Record(index=index, line=start, data=None, error=_too_long(start, *exc.args))
+                index += 1
+                start = lines.count + 1
+                continue
             except csv.Error as exc:
                 error = f"line {start}: invalid CSV: {exc}"
                 yield Record(index=index, line=start, data=None, error=error)
                 index += 1
-                start = reader.line_num + 1
+                start = lines.count + 1
                 continue
-            number, start = start, reader.line_num + 1
+            number, start = start, lines.count + 1
             if not any(cell.strip() for cell in row):
                 continue
             if header is None:
@@ -246,6 +308,34 @@ def _read_csv(file: Path, list_fields: frozenset[str]) -> Iterator[Record]:
                 continue
             yield _csv_record(row, header, list_fields, index=index, number=number)
             index += 1
+
+
+class _Oversized(Exception):  # noqa: N818 (a signal between two readers, not an error type)
+    """A CSV line over the record limit: (its size, the limit)."""
+
+
+class _CsvLines:
+    """The text lines ``csv.reader`` reads, decoded as ``utf-8-sig`` with surrogateescape (a
+    row holding invalid UTF-8 becomes an error row), at most ``limit`` bytes each: a longer
+    line raises :class:`_Oversized` and is read past in bounded chunks. ``count`` is the number
+    of physical lines read so far."""
+
+    def __init__(self, fh: BinaryIO, limit: int) -> None:
+        self._lines = _bounded_lines(fh, limit)
+        self._limit = limit
+        self.count = 0
+
+    def __iter__(self) -> _CsvLines:
+        return self
+
+    def __next__(self) -> str:
+        line, size = next(self._lines)
+        self.count += 1
+        if line is None:
+            raise _Oversized(size, self._limit)
+        if self.count == 1 and line.startswith(_BOM):
+            line = line[len(_BOM) :]
+        return line.decode("utf-8", errors="surrogateescape")
 
 
 def _csv_record(

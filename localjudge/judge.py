@@ -166,15 +166,21 @@ def as_messages(prompt: Prompt) -> list[dict[str, str]]:
     return [{"role": str(m["role"]), "content": str(m["content"])} for m in prompt]
 
 
-def check_fits(*, prompt_tokens: int, max_output_tokens: int, n_ctx: int) -> None:
-    """Fail before generating when the prompt plus the worst-case output exceeds the window."""
+def check_fits(
+    *, prompt_tokens: int, max_output_tokens: int, n_ctx: int, at_least: bool = False
+) -> None:
+    """Fail before generating when the prompt plus the worst-case output exceeds the window.
+    ``at_least``: ``prompt_tokens`` is a lower bound (the prompt was not tokenized)."""
     needed = prompt_tokens + max_output_tokens
     if needed > n_ctx:
+        bound = "at least " if at_least else ""
         raise ContextOverflowError(
-            f"prompt ({prompt_tokens} tokens) plus worst-case output ({max_output_tokens} tokens) "
-            f"needs {needed} tokens but the context window holds {n_ctx}",
+            f"prompt ({bound}{prompt_tokens} tokens) plus worst-case output ({max_output_tokens} "
+            f"tokens) needs {bound}{needed} tokens but the context window holds {n_ctx}",
             needed=needed,
             available=n_ctx,
             field="retrieved_contexts",
-            hint=f"raise it with -c/--n-ctx {needed} (library: n_ctx={needed}) or shorten the item",
+            hint=f"raise it with -c/--n-ctx {needed} (library: n_ctx={needed}) or shorten the item"
+            if not at_least
+            else "shorten the item (or --truncate: its longest contexts are cut to fit)",
         )

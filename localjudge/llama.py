@@ -72,6 +72,9 @@ AMX_ENV = "LOCALJUDGE_AMX"
 #: the name of llama.cpp's AMX buffer type (``ggml_backend_amx_buffer_type_get_name``)
 AMX_BUFFER_TYPE = "AMX"
 
+#: a prompt of more bytes than this is first checked against the window from its byte count
+UNTOKENIZED_CHECK_BYTES = 1024 * 1024
+
 
 @dataclass(frozen=True)
 class Device:
@@ -181,7 +184,9 @@ class LlamaJudge:
         raise_pending_interrupt()
         self._metadata = self._model.metadata()
         self._formatter = self._chat_formatter(chat_template)
-        self._tokenizer = _lltokenizer(llama_cpp, llguidance, self._model.model, sha)
+        self._tokenizer, self._max_token_bytes = _lltokenizer(
+            llama_cpp, llguidance, self._model.model, sha
+        )
         threads = n_threads or os.cpu_count() or 1
         self._engine = Engine(
             self._model.model,
@@ -248,9 +253,20 @@ class LlamaJudge:
         batch: list[EngineRequest] = []
         positions: list[int] = []
         for i, request in enumerate(requests):
-            prepared = self.render(request.messages)
             max_tokens = worst_case_tokens(request.schema)
             try:
+                # a big prompt that cannot fit whatever its tokens is refused before tokenizing
+                # it (a 100 MB context took 3 GB and 80 s): no token stands for more bytes than
+                # the vocabulary's longest. A smaller one is tokenized for the exact numbers.
+                text_bytes = sum(len(m["content"].encode("utf-8")) for m in request.messages)
+                if text_bytes > UNTOKENIZED_CHECK_BYTES:
+                    check_fits(
+                        prompt_tokens=-(-text_bytes // self._max_token_bytes),
+                        max_output_tokens=max_tokens,
+                        n_ctx=self.n_ctx,
+                        at_least=True,
+                    )
+                prepared = self.render(request.messages)
                 check_fits(
                     prompt_tokens=len(prepared.tokens),
                     max_output_tokens=max_tokens,
@@ -581,9 +597,10 @@ def _import_backends() -> tuple[Any, Any]:
     return llama_cpp, llguidance
 
 
-def _lltokenizer(llama_cpp: Any, llguidance: Any, model: Any, sha256: str) -> Any:
-    """llguidance's tokenizer for the model; the token table is cached on disk per model sha256
-    (reading 262k tokens through ctypes takes ~1.5 s, the cached table ~0.1 s)."""
+def _lltokenizer(llama_cpp: Any, llguidance: Any, model: Any, sha256: str) -> tuple[Any, int]:
+    """llguidance's tokenizer for the model, and the most bytes one token stands for; the
+    token table is cached on disk per model sha256 (reading 262k tokens through ctypes takes
+    ~1.5 s, the cached table ~0.1 s)."""
     import ctypes  # noqa: PLC0415
 
     vocab = llama_cpp.llama_model_get_vocab(model)
@@ -595,13 +612,14 @@ def _lltokenizer(llama_cpp: Any, llguidance: Any, model: Any, sha256: str) -> An
         tokens = _token_table(llama_cpp, vocab)
         _write_token_table(cache_file, sha256, tokens)
     fptr = ctypes.cast(llama_cpp.llama_cpp._lib.llama_tokenize, ctypes.c_void_p).value
-    return llguidance.LLTokenizer.from_llamacpp(
+    tokenizer = llguidance.LLTokenizer.from_llamacpp(
         tokens=tokens,
         vocab_ptr=vocab,
         tokenize_fptr=fptr,
         eos_token=llama_cpp.llama_vocab_eos(vocab),
         slices=None,
     )
+    return tokenizer, max(1, *(len(t) for t in tokens))
 
 
 def _token_table(llama_cpp: Any, vocab: Any) -> list[bytes]:

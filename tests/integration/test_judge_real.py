@@ -213,6 +213,33 @@ def test_overflow_fails_before_generating_with_both_numbers_and_the_option(
     assert exc.kind == "context_overflow"
 
 
+def test_a_prompt_too_big_for_any_tokenization_is_refused_untokenized(
+    small_judge: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A context of megabytes cannot fit 1,024 tokens whatever its tokens: it is refused from
+    its byte count (no token stands for more bytes than the vocabulary's longest), without
+    tokenizing it (a 100 MB context took 3 GB and 80 s to tokenize)."""
+    huge = {**OVERFLOWING, "retrieved_contexts": ["The Loire flows west. " * 100_000]}
+    metric = ContextRecall()
+
+    def render(messages: Any) -> Any:
+        raise AssertionError("the prompt was tokenized")
+
+    monkeypatch.setattr(small_judge, "render", render)
+    with pytest.raises(ContextOverflowError) as info:
+        score(metric, small_judge, **huge)
+    exc = info.value
+    assert "at least" in exc.message
+    assert exc.available == 1024
+    text_bytes = sum(
+        len(m["content"].encode()) for m in metric.build(make_item(huge, index=0)).messages
+    )
+    assert (
+        exc.needed - worst_case_tokens(metric.build(make_item(huge, index=0)).schema) <= text_bytes
+    )
+    assert "--truncate" in exc.hint
+
+
 def test_overflow_is_a_per_item_error_row_while_other_items_score(small_judge: Any) -> None:
     second = {**SHORT, "id": "short-2", "user_input": "Which city is the Eiffel tower in?"}
     records = [{**SHORT, "id": "short-1"}, OVERFLOWING, second]

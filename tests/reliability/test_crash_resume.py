@@ -118,15 +118,16 @@ def test_sigkill_at_many_points_then_resume_gives_the_uninterrupted_rows(
     assert check_cache_intact(cache, N_CALLS) == N_CALLS
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_sigint_stops_promptly_with_130_and_the_rerun_resumes(
-    lj: Env, reference: Reference, tmp_path: Path
+    lj: Env, reference: Reference, tmp_path: Path, sig: signal.Signals
 ) -> None:
     cache, out = tmp_path / "calls.sqlite3", tmp_path / "out"
     args = eval_args(lj, out, cache)
     proc = start(lj, args)
     assert wait_for(proc, lambda: cache_rows(cache) >= 2, poll=0.01), finish(proc)
     sent = time.monotonic()
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     at_signal = cache_rows(cache)
     rc, _, err = finish(proc, timeout=120)
     took = time.monotonic() - sent

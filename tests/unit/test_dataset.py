@@ -439,3 +439,43 @@ def test_parse_mapping_alias_suggests_the_field_name():
 def test_parse_mapping_conflict():
     with pytest.raises(UsageError, match="twice"):
         parse_mapping(["response=a", "response=b"])
+
+
+# ---------------------------------------------------------------- oversized records
+
+
+@pytest.mark.parametrize("name", ["d.jsonl", "d.csv"])
+def test_a_line_over_the_record_limit_is_that_lines_error(tmp_path, monkeypatch, name):
+    monkeypatch.setenv("LOCALJUDGE_MAX_RECORD_BYTES", "4096")
+    big = "x" * 50_000
+    if name.endswith(".jsonl"):
+        content = f'{{"reference": "a"}}\n{{"reference": "{big}"}}\n{{"reference": "c"}}\n'
+        first = 1
+    else:
+        content = f"reference\na\n{big}\nc\n"
+        first = 2
+    records = list(read_records(write(tmp_path, name, content)))
+    assert [r.index for r in records] == [0, 1, 2]
+    assert records[0].data == {"reference": "a"}
+    assert records[2].data == {"reference": "c"}
+    assert records[2].line == first + 2
+    error = records[1].error
+    assert error is not None
+    assert error.startswith(f"line {first + 1}: the record is ")
+    assert "over the limit of 4096 bytes" in error
+    assert "LOCALJUDGE_MAX_RECORD_BYTES" in error
+
+
+def test_a_line_just_under_the_limit_is_read(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOCALJUDGE_MAX_RECORD_BYTES", "4096")
+    line = '{"reference": "' + "y" * (4096 - 18) + '"}\n'
+    assert len(line.encode()) == 4096
+    [record] = read_records(write(tmp_path, "d.jsonl", line))
+    assert record.ok
+
+
+def test_a_json_array_over_the_file_limit_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOCALJUDGE_MAX_RECORD_BYTES", "1024")
+    path = write(tmp_path, "d.json", json.dumps([{"reference": "z" * 100}] * 100))
+    with pytest.raises(DataError, match="over the limit"):
+        list(read_records(path))
