@@ -67,6 +67,19 @@ def check_cache_intact(path: Path, at_least: int) -> int:
     return n
 
 
+def check_resumes(lj: Env, args: list[str], out: Path, stored: int, reference: Reference) -> None:
+    """The same command again completes, judging exactly what the cache lacks (``stored``
+    calls were kept), and writes the rows of the uninterrupted run."""
+    rc, _, err = run_to_end(lj, args)
+    assert rc == 0, err
+    summary = json.loads((out / "summary.json").read_text("utf-8"))
+    assert summary["run"]["cache_hits"] == stored
+    assert summary["run"]["judge_calls"] == N_CALLS - stored
+    rows = rows_of(out / "results.jsonl")
+    check_complete(rows, N_RECORDS)
+    assert untimed(rows) == untimed(reference.rows)
+
+
 def test_sigkill_at_many_points_then_resume_gives_the_uninterrupted_rows(
     lj: Env, reference: Reference, tmp_path: Path
 ) -> None:
@@ -147,15 +160,7 @@ def test_sigint_stops_promptly_with_130_and_the_rerun_resumes(
     )
     assert (out / "results.jsonl.partial").exists()
     assert not (out / "results.jsonl").exists()
-    done = check_cache_intact(cache, 2)
-    rc, _, err = run_to_end(lj, args)
-    assert rc == 0, err
-    summary = json.loads((out / "summary.json").read_text("utf-8"))
-    assert summary["run"]["cache_hits"] == done
-    assert summary["run"]["judge_calls"] == N_CALLS - done
-    rows = rows_of(out / "results.jsonl")
-    check_complete(rows, N_RECORDS)
-    assert untimed(rows) == untimed(reference.rows)
+    check_resumes(lj, args, out, check_cache_intact(cache, 2), reference)
 
 
 def judge_child(proc: subprocess.Popen[str]) -> int:
@@ -202,16 +207,8 @@ def test_a_judge_that_dies_by_a_signal_is_one_line_and_the_rerun_completes(
     assert "finished results are kept" in line
     assert "run the same command again to resume" in line
     assert "localjudge doctor" in line
-    stored = check_cache_intact(cache, 3)
     assert not (out / "results.jsonl").exists()
-    rc, _, err = run_to_end(lj, args)
-    assert rc == 0, err
-    summary = json.loads((out / "summary.json").read_text("utf-8"))
-    assert summary["run"]["cache_hits"] == stored
-    assert summary["run"]["judge_calls"] == N_CALLS - stored
-    rows = rows_of(out / "results.jsonl")
-    check_complete(rows, N_RECORDS)
-    assert untimed(rows) == untimed(reference.rows)
+    check_resumes(lj, args, out, check_cache_intact(cache, 3), reference)
 
 
 def test_killing_the_cli_process_takes_its_judge_child_with_it(lj: Env, tmp_path: Path) -> None:
