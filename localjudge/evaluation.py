@@ -30,6 +30,7 @@ from localjudge.errors import ContextOverflowError, InvalidItemError, ItemError,
 from localjudge.items import ALIASES, FIELDS, Item, make_item
 from localjudge.judge import Judge, JudgeRequest, generate_many
 from localjudge.metrics import METRICS, Metric, MetricResult
+from localjudge.outcome import Evaluation
 from localjudge.ppi import fit_calibration, ppi_mean
 from localjudge.results import (
     LABELLED,
@@ -96,8 +97,10 @@ def evaluate(
     chunk_size: int = CHUNK_SIZE,
     on_result: Callable[[ItemResult], None] | None = None,
     on_judging: OnJudging | None = None,
-) -> Iterator[ItemResult]:
-    """Score every record with every metric, yielding results as chunks finish.
+) -> Evaluation:
+    """Score every record with every metric; the :class:`~localjudge.outcome.Evaluation`
+    yields results as chunks finish, in input order, and has ``summary()``, ``rows()``,
+    ``to_jsonl()``, ``to_pandas()`` and ``assert_thresholds()``.
 
     Per-item problems (invalid fields, a prompt too long for the window) become results with
     ``error`` set; every other exception propagates and stops the run. With ``truncate`` an item
@@ -111,13 +114,22 @@ def evaluate(
     if judge is None:
         raise ValueError("evaluate() needs a judge: load_judge(), open_judge(...) or a fake")
     entries = (_as_item(r, i, mapping) for i, r in enumerate(records))
-    while chunk := list(islice(entries, chunk_size)):
-        by_metric = [
-            _score_chunk(metric, chunk, judge, truncate, on_result, on_judging=on_judging)
-            for metric in resolved
-        ]
-        for row in zip(*by_metric, strict=True):
-            yield from row
+
+    def stream() -> Iterator[ItemResult]:
+        while chunk := list(islice(entries, chunk_size)):
+            by_metric = [
+                _score_chunk(metric, chunk, judge, truncate, on_result, on_judging=on_judging)
+                for metric in resolved
+            ]
+            for row in zip(*by_metric, strict=True):
+                yield from row
+
+    return Evaluation(
+        stream(),
+        metrics=[m.name for m in resolved],
+        identity=judge.identity,
+        settings_by_metric={m.name: {"truncate": truncate, **m.settings()} for m in resolved},
+    )
 
 
 def score(metric: Metric, judge: Judge, *, truncate: bool = False, **fields: Any) -> MetricResult:

@@ -148,3 +148,31 @@ def prompt_data(messages: list[dict[str, str]]) -> dict[str, str]:
     """The delimited data blocks of a metric prompt's last message, by tag (``"QUESTION"``,
     ``"CONTEXT 0"``, ``"REFERENCE"``, ...): what a scripted reply needs to follow rules."""
     return {m["tag"]: m["body"] for m in _BLOCK.finditer(messages[-1]["content"])}
+
+
+def assert_scores(results: Iterable[Any], **thresholds: float) -> None:
+    """In a test: fail unless each named metric's mean reaches its threshold, e.g.
+    ``assert_scores(evaluate(records, ["recall"], judge), recall=0.7)``. The failure lists the
+    mean, the threshold and the worst items with their reasons.
+
+    ``results`` is what :func:`~localjudge.evaluate` returned, a list of its results, or rows
+    read from a ``results.jsonl``."""
+    from localjudge.outcome import Evaluation, check_thresholds  # noqa: PLC0415
+
+    if isinstance(results, Evaluation):
+        rows: list[Mapping[str, Any]] = list(results.rows())
+    else:
+        rows = [r if isinstance(r, Mapping) else _row_of(r) for r in results]
+    check_thresholds(rows, thresholds)
+
+
+def _row_of(res: Any) -> dict[str, Any]:
+    """The fields of a result row that the threshold check reads, from an ItemResult."""
+    return {
+        "index": res.index,
+        "id": res.id,
+        "metric": res.metric,
+        "score": res.result.value if res.result is not None else None,
+        "reason": res.result.reason if res.result is not None else None,
+        "error": {"message": res.error.message} if res.error is not None else None,
+    }

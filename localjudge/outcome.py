@@ -1,0 +1,182 @@
+"""What :func:`localjudge.evaluate` returns: the results as they stream, and what to do with them.
+
+An :class:`Evaluation` is an iterator (each :class:`~localjudge.results.ItemResult` as its
+chunk finishes, in input order, as the generator it replaces gave them), and gives what a
+notebook or a CI job wants: :meth:`~Evaluation.summary` (the statistics and intervals of
+``summary.json``), :meth:`~Evaluation.rows` and :meth:`~Evaluation.to_jsonl` (the documented
+``results.jsonl`` rows), :meth:`~Evaluation.to_pandas` (one row per item, one column per
+metric) and :meth:`~Evaluation.assert_thresholds`, which raises a readable
+:class:`ThresholdError` naming the worst items.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from localjudge.judge import JudgeIdentity
+from localjudge.results import (
+    PARTIAL,
+    ItemResult,
+    MetricStats,
+    ResultRow,
+    dumps_row,
+    result_row,
+    summarize,
+)
+
+__all__ = ["RAGAS_NAMES", "Evaluation", "ThresholdError", "check_thresholds"]
+
+#: the metric column names ragas and Mastra users know (``to_pandas(names="ragas")``)
+RAGAS_NAMES: Mapping[str, str] = {
+    "recall": "context_recall",
+    "position": "context_position",
+    "relevance": "context_relevance",
+}
+#: how many of the lowest-scoring items a threshold failure lists
+WORST_SHOWN = 5
+
+
+class ThresholdError(AssertionError):
+    """A metric's mean is below its threshold (or nothing was scored); the message lists, per
+    failing metric, the mean, the threshold and the worst items with their reasons."""
+
+
+class Evaluation:
+    """The results of :func:`~localjudge.evaluate`, streaming underneath."""
+
+    def __init__(
+        self,
+        stream: Iterator[ItemResult],
+        *,
+        metrics: Sequence[str],
+        identity: JudgeIdentity,
+        settings_by_metric: Mapping[str, Mapping[str, Any]],
+    ) -> None:
+        self._stream: Iterator[ItemResult] | None = stream
+        self._seen: list[ItemResult] = []
+        self._cursor = 0
+        self.metrics = list(metrics)
+        self.identity = identity
+        self.settings_by_metric = settings_by_metric
+
+    def __iter__(self) -> Iterator[ItemResult]:
+        return self
+
+    def __next__(self) -> ItemResult:
+        """The next result, judging its chunk when it has not come yet (a generator's way:
+        iterating consumes; the methods below still see every result)."""
+        if self._cursor < len(self._seen):
+            self._cursor += 1
+            return self._seen[self._cursor - 1]
+        if self._stream is None:
+            raise StopIteration
+        try:
+            res = next(self._stream)
+        except StopIteration:
+            self._stream = None
+            raise
+        self._seen.append(res)
+        self._cursor += 1
+        return res
+
+    def results(self) -> list[ItemResult]:
+        """Every result, consumed or not (runs the rest of the evaluation)."""
+        if self._stream is not None:
+            self._seen.extend(self._stream)
+            self._stream = None
+        return list(self._seen)
+
+    def rows(self) -> list[ResultRow]:
+        """The ``results.jsonl`` rows (README, "CLI"), in order."""
+        return [
+            result_row(r, self.identity, self.settings_by_metric[r.metric]) for r in self.results()
+        ]
+
+    def summary(self) -> dict[str, MetricStats]:
+        """Per metric: ``n_scored``, ``n_failed``, ``n_undefined``, ``mean``, ``soft_mean``,
+        ``median``, ``std`` and the seeded bootstrap ``ci95``, as in ``summary.json``."""
+        return summarize(self.rows(), self.metrics)
+
+    def to_jsonl(self, path: str | Path) -> Path:
+        """Write the rows as ``results.jsonl`` (through a ``.partial`` file, renamed when whole)."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(target.name + PARTIAL)
+        try:
+            with partial.open("w", encoding="utf-8", newline="\n") as f:
+                for row in self.rows():
+                    f.write(dumps_row(row) + "\n")
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        partial.replace(target)
+        return target
+
+    def to_pandas(self, *, names: str = "localjudge") -> Any:
+        """A DataFrame with one row per item (``index``, ``id``) and per metric the columns
+        ``<metric>`` (the score), ``<metric>_soft``, ``<metric>_reason`` and
+        ``<metric>_error``. ``names="ragas"`` names the metrics as ragas and Mastra users know
+        them (``context_recall``, ``context_position``, ``context_relevance``). Needs pandas."""
+        if names not in ("localjudge", "ragas"):
+            raise ValueError("names must be 'localjudge' or 'ragas'")
+        try:
+            import pandas as pd  # type: ignore[import-untyped]  # noqa: PLC0415 (optional)
+        except ImportError as exc:
+            raise ImportError(
+                "to_pandas() needs pandas: pip install 'localjudge-rag[pandas]'"
+            ) from exc
+        table: dict[int, dict[str, Any]] = {}
+        for row in self.rows():
+            name = (
+                RAGAS_NAMES.get(row["metric"], row["metric"]) if names == "ragas" else row["metric"]
+            )
+            entry = table.setdefault(row["index"], {"index": row["index"], "id": row["id"]})
+            error = row["error"]
+            entry[name] = row["score"]
+            entry[f"{name}_soft"] = row["soft_score"]
+            entry[f"{name}_reason"] = row["reason"]
+            entry[f"{name}_error"] = error["message"] if error else None
+        return pd.DataFrame(list(table.values()))
+
+    def assert_thresholds(self, thresholds: Mapping[str, float]) -> None:
+        """Raise :class:`ThresholdError` unless every named metric's mean reaches its
+        threshold, e.g. ``{"recall": 0.7}``; the message names the worst items."""
+        check_thresholds(self.rows(), thresholds)
+
+
+def check_thresholds(rows: Iterable[Mapping[str, Any]], thresholds: Mapping[str, float]) -> None:
+    """The check behind :meth:`Evaluation.assert_thresholds` and
+    :func:`localjudge.testing.assert_scores`, over result rows."""
+    by_metric: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        by_metric.setdefault(row["metric"], []).append(row)
+    unknown = sorted(set(thresholds) - set(by_metric))
+    if unknown:
+        raise ValueError(f"no results for the metric(s) {', '.join(unknown)}")
+    problems = []
+    for metric, threshold in thresholds.items():
+        scored = [r for r in by_metric[metric] if r["score"] is not None]
+        failed = [r for r in by_metric[metric] if r["error"] is not None]
+        mean = math.fsum(r["score"] for r in scored) / len(scored) if scored else None
+        if mean is not None and mean >= threshold:
+            continue
+        head = (
+            f"{metric}: mean {mean:.3f} < {threshold:.3f} ({len(scored)} scored"
+            if mean is not None
+            else f"{metric}: nothing scored (threshold {threshold:.3f}"
+        ) + (f", {len(failed)} failed)" if failed else ")")
+        worst = sorted(scored, key=lambda r: (r["score"], r["index"]))[:WORST_SHOWN]
+        lines = [head, *(_item_line(r) for r in [*failed[:WORST_SHOWN], *worst])]
+        problems.append("\n".join(lines))
+    if problems:
+        raise ThresholdError("scores below their thresholds:\n" + "\n".join(problems))
+
+
+def _item_line(row: Mapping[str, Any]) -> str:
+    where = f"  #{row['index']} id {row['id']!r}"
+    if row["error"] is not None:
+        return f"{where}: error: {row['error']['message']}"
+    return f"{where}: {row['score']:.3f}  {row['reason'] or ''}".rstrip()
