@@ -238,13 +238,20 @@ class Metric(ABC):
 _OPEN, _CLOSE = "<<", ">>"
 
 
+#: JSON's structural characters, as data shows them (their fullwidth forms)
+_JSON_LOOKALIKES = str.maketrans({"{": "\uff5b", "}": "\uff5d", '"': "\uff02"})
+
+
 def delimit(tag: str, text: str) -> str:
     """Wrap untrusted text in ``<<TAG>> ... <</TAG>>`` markers.
 
     Marker look-alikes inside the text are defused (every ``<<`` becomes ``< <``, ``<<<`` becomes
     ``< < <``, likewise for ``>``), so data can never close its own block early or open a fake one.
+    JSON's ``{``, ``}`` and ``"`` are shown as ``｛``, ``｝`` and ``＂``: a context that quotes a
+    ready-made verdict (``{"attributed":1}``) then reads the same to the judge but is no longer
+    the token sequence its output starts with, which a small model would copy.
     """
-    safe = re.sub(r"<(?=<)", "< ", re.sub(r">(?=>)", "> ", text))
+    safe = re.sub(r"<(?=<)", "< ", re.sub(r">(?=>)", "> ", text)).translate(_JSON_LOOKALIKES)
     return f"{_OPEN}{tag}{_CLOSE}\n{safe}\n{_OPEN}/{tag}{_CLOSE}"
 
 
