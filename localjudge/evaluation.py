@@ -93,6 +93,7 @@ def evaluate(
     judge: Judge,
     *,
     mapping: Mapping[str, str] | None = None,
+    column_map: Mapping[str, str] | None = None,
     truncate: bool = False,
     chunk_size: int = CHUNK_SIZE,
     on_result: Callable[[ItemResult], None] | None = None,
@@ -109,11 +110,19 @@ def evaluate(
     progress display), before its chunk is yielded; ``on_judging`` with the (index, id, metric)
     of every item handed to the judge, before the judge starts on them (what a crash report
     names).
+
+    ``records`` is any iterable of mappings, pydantic models or items: a list, a generator, a
+    pandas DataFrame (its rows), a Hugging Face ``Dataset`` split. List cells may be numpy or
+    pyarrow arrays. ``mapping`` (or ragas' spelling, ``column_map``) maps our field names to
+    the data's: ``{"user_input": "question"}``.
     """
     resolved = resolve_metrics(metrics)
     if judge is None:
         raise ValueError("evaluate() needs a judge: load_judge(), open_judge(...) or a fake")
-    entries = (_as_item(r, i, mapping) for i, r in enumerate(records))
+    if mapping is not None and column_map is not None:
+        raise ValueError("give mapping= or column_map=, not both")
+    mapping = mapping if mapping is not None else column_map
+    entries = (_as_item(r, i, mapping) for i, r in enumerate(_records_of(records)))
 
     def stream() -> Iterator[ItemResult]:
         while chunk := list(islice(entries, chunk_size)):
@@ -130,6 +139,25 @@ def evaluate(
         identity=judge.identity,
         settings_by_metric={m.name: {"truncate": truncate, **m.settings()} for m in resolved},
     )
+
+
+def _records_of(records: Any) -> Iterable[Any]:
+    """The records of what a user passes: a DataFrame's rows, not its column labels; a mapping
+    (a DatasetDict, one record) or a path is refused with what to pass instead."""
+    if isinstance(records, (str, Path)):
+        raise TypeError(
+            f"evaluate() takes records, not a path ({str(records)!r}): use eval_file(path, ...) "
+            "or localjudge.dataset.read_records(path)"
+        )
+    if isinstance(records, Mapping):
+        raise TypeError(
+            "evaluate() takes an iterable of records, got a mapping: pass a list of records, or "
+            "one split of a DatasetDict (dataset['test'])"
+        )
+    if hasattr(records, "columns") and callable(getattr(records, "to_dict", None)):
+        rows: list[Any] = records.to_dict("records")  # a pandas DataFrame
+        return rows
+    return records  # type: ignore[no-any-return]
 
 
 def score(metric: Metric, judge: Judge, *, truncate: bool = False, **fields: Any) -> MetricResult:

@@ -115,7 +115,7 @@ def make_item(
     for ours in FIELDS:
         sources = [renames[ours]] if ours in renames else [ours]
         sources += [alias for alias, target in ALIASES.items() if target == ours]
-        present = [s for s in sources if s in record and record[s] is not None]
+        present = [s for s in sources if s in record and not _missing(record[s])]
         if len(present) > 1:
             raise InvalidItemError(
                 f"item {item_id}: fields {' and '.join(repr(p) for p in present)} both give "
@@ -124,7 +124,7 @@ def make_item(
                 item_id=item_id,
             )
         if present:
-            values[ours] = record[present[0]]
+            values[ours] = _plain(record[present[0]])
             if not _encodable(values[ours]):
                 raise InvalidItemError(
                     f"item {item_id}: field '{ours}' holds invalid Unicode (a lone surrogate)",
@@ -132,6 +132,30 @@ def make_item(
                     item_id=item_id,
                 )
     return Item(id=item_id, index=index, values=values)
+
+
+def _missing(value: Any) -> bool:
+    """None, or a float NaN: how a DataFrame row shows a column this record lacks."""
+    return value is None or (isinstance(value, float) and value != value)  # noqa: PLR0124
+
+
+def _plain(value: Any) -> Any:
+    """A list for an array-like cell: numpy arrays (what ``DataFrame.to_dict`` and Hugging Face
+    datasets give for list columns), pyarrow arrays and list scalars, tuples."""
+    if isinstance(value, (str, bytes, Mapping)):
+        return value
+    if isinstance(value, tuple):
+        return list(value)
+    as_py = getattr(value, "as_py", None)  # pyarrow scalars
+    if callable(as_py):
+        return as_py()
+    to_pylist = getattr(value, "to_pylist", None)  # pyarrow arrays
+    if callable(to_pylist):
+        return to_pylist()
+    tolist = getattr(value, "tolist", None)  # numpy arrays and scalars
+    if callable(tolist) and getattr(value, "ndim", 0) >= 1:
+        return tolist()
+    return value
 
 
 def _encodable(value: Any) -> bool:
