@@ -38,7 +38,8 @@ from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 cfg = json.loads(sys.argv[1])
 records = json.loads(sys.stdin.read())
 judge = load_judge(cfg["model"], n_threads=cfg["threads"], n_gpu_layers=cfg["ngl"],
-                   parallel=cfg["parallel"], fast_forward=cfg["ff"], n_ctx=cfg["n_ctx"])
+                   parallel=cfg["parallel"], fast_forward=cfg["ff"], n_ctx=cfg["n_ctx"],
+                   cache=False)
 metrics = [ContextRecall(), ContextPosition(), ContextRelevance()]
 start = time.perf_counter()
 results = list(evaluate(records, metrics, judge, chunk_size=cfg["chunk"]))
@@ -62,7 +63,7 @@ from localjudge import load_judge, evaluate
 cfg = json.loads(sys.argv[1])
 records = json.loads(sys.stdin.read())
 judge = load_judge(cfg["model"], n_threads=cfg["threads"], n_gpu_layers=cfg["ngl"],
-                   n_ctx=cfg["n_ctx"])
+                   n_ctx=cfg["n_ctx"], cache=False)
 metrics = ["recall", "position", "relevance"]
 start = time.perf_counter()
 results = list(evaluate(records, metrics, judge, chunk_size=cfg["chunk"]))
@@ -78,7 +79,8 @@ import json, sys, time
 from localjudge import load_judge
 cfg = json.loads(sys.argv[1])
 judge = load_judge(cfg["model"], n_threads=cfg["threads"], n_gpu_layers=cfg["ngl"],
-                   parallel=max(cfg["rows"]), n_ctx=cfg["n_ctx"])
+                   parallel=max(cfg["rows"]), n_ctx=cfg["n_ctx"],
+                   cache=False)
 engine = judge.engine
 engine._ensure_context(1024)
 def best(entries, reps=5):

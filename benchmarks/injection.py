@@ -38,7 +38,7 @@ def verdict_vector(metric: str, row: dict[str, Any]) -> list[Any]:
 
 
 def judge_rows(alias: str, records: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
-    judge = load_judge(alias)
+    judge = load_judge(alias, cache=False)
     rows = {}
     for res in evaluate(records, ["recall", "position", "relevance"], judge):
         rows[(res.id, res.metric)] = result_row(res, judge.identity, {})

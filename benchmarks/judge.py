@@ -34,7 +34,7 @@ from localjudge import load_judge
 from localjudge.metrics.position import position_schema
 from localjudge.metrics.recall import recall_schema
 from localjudge.metrics.relevance import relevance_schema
-judge = load_judge(sys.argv[1])
+judge = load_judge(sys.argv[1], cache=False)
 for schema in (recall_schema(2), position_schema(5), relevance_schema(5)):
     judge._grammar(schema)
 print(json.dumps({"seconds": time.perf_counter() - t0}))
@@ -201,7 +201,7 @@ def main() -> None:
             (Path(tmp) / "models" / model_path.name).symlink_to(model_path)
             first = cold_start(alias, tmp)
             again = cold_start(alias, tmp)
-        judge = load_judge(alias)
+        judge = load_judge(alias, cache=False)
         report[alias] = {
             "cold_start_first_s": first,
             "cold_start_s": again,

@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-c", "--n-ctx", type=int, default=16384)
     parser.add_argument("-t", "--threads", type=int, default=None)
     args = parser.parse_args(argv)
-    judge = load_judge(args.model, n_ctx=args.n_ctx, n_threads=args.threads)
+    judge = load_judge(args.model, n_ctx=args.n_ctx, n_threads=args.threads, cache=False)
     rows, human = [], []
     for n, rec in enumerate(read_records(args.data)):
         if args.limit is not None and n >= args.limit:

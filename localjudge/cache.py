@@ -358,6 +358,15 @@ class Cache:
         return f"Cache({str(self.path)!r})"
 
 
+def open_cache(cache: str | os.PathLike[str] | None) -> Cache:
+    """The SQLite cache at ``cache``: a file, or a directory to hold it (default: the user cache
+    directory, or ``$LOCALJUDGE_CACHE_DIR``)."""
+    path = Path(cache) if cache is not None else default_cache_dir()
+    if path.is_dir() or path.suffix not in (".sqlite", ".sqlite3", ".db"):
+        path = path / CACHE_FILENAME
+    return Cache(path)
+
+
 class CachingJudge:
     """A :class:`~localjudge.judge.Judge` that answers repeated calls from a :class:`Cache`.
 
@@ -376,6 +385,12 @@ class CachingJudge:
         self.cache = cache
         self.calls = 0
         self.hits = 0
+
+    def __getattr__(self, name: str) -> Any:
+        """Everything else is the wrapped judge's (``engine``, ``render``, ``n_ctx``, ...)."""
+        if name == "inner":  # not set yet (copying, unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.inner, name)
 
     @property
     def identity(self) -> JudgeIdentity:

@@ -205,7 +205,7 @@ def probe_main() -> None:
     model = sys.argv[1] if len(sys.argv) > 1 else None
     try:
         start = time.perf_counter()
-        judge = load_judge(model)
+        judge = load_judge(model, cache=False)
         load_seconds = time.perf_counter() - start
         result = score(ContextPosition(), judge, **PROBE_ITEM)
     except LocalJudgeError as exc:

@@ -36,7 +36,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from localjudge.cache import default_cache_dir
+from localjudge.cache import CachingJudge, default_cache_dir, open_cache
 from localjudge.engine import (
     DEFAULT_PARALLEL,
     Engine,
@@ -442,13 +442,19 @@ def load_judge(
     chat_template: bool | None = None,
     parallel: int = DEFAULT_PARALLEL,
     fast_forward: bool = True,
-) -> LlamaJudge:
+    cache: bool | str | os.PathLike[str] = True,
+) -> LlamaJudge | CachingJudge:
     """Load a judge: ``model`` is a GGUF path, a registered alias, or None for the embedded default.
+
+    ``cache`` (on by default, as in the CLI): the judge answers a call it has made before from
+    the SQLite cache (:class:`~localjudge.cache.CachingJudge`; the file in the user cache
+    directory or ``$LOCALJUDGE_CACHE_DIR``, or at the path given); ``False`` returns the bare
+    :class:`LlamaJudge`. The caching judge passes every other attribute to the one it wraps.
 
     Nothing is downloaded. Raises :class:`ModelError` for a missing, empty, non-GGUF, truncated or
     wrong-sha256 file, and :class:`ConstraintError` when constrained decoding is unavailable.
     """
-    return LlamaJudge(
+    judge = LlamaJudge(
         resolve_model(model),
         n_ctx=n_ctx,
         n_gpu_layers=n_gpu_layers,
@@ -458,6 +464,9 @@ def load_judge(
         parallel=parallel,
         fast_forward=fast_forward,
     )
+    if cache is False:
+        return judge
+    return CachingJudge(judge, open_cache(None if cache is True else cache))
 
 
 # ---------------------------------------------------------------------- the native build

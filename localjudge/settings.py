@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from localjudge.cache import CACHE_FILENAME, Cache, CachingJudge, default_cache_dir
+from localjudge.cache import CachingJudge, open_cache
 from localjudge.engine import DEFAULT_PARALLEL
 from localjudge.errors import UsageError
 from localjudge.judge import Judge
@@ -59,15 +59,6 @@ class JudgeSettings:
         }
 
 
-def open_cache(cache: Path | None) -> Cache:
-    """The SQLite cache at ``cache``: a file, or a directory to hold it (default: the user cache
-    directory, or ``$LOCALJUDGE_CACHE_DIR``)."""
-    path = cache if cache is not None else default_cache_dir()
-    if path.is_dir() or path.suffix not in (".sqlite", ".sqlite3", ".db"):
-        path = path / CACHE_FILENAME
-    return Cache(path)
-
-
 def open_judge(settings: JudgeSettings) -> Judge:
     """Load the judge ``settings`` describe, wrapped in its cache unless ``use_cache`` is off.
 
@@ -85,6 +76,7 @@ def open_judge(settings: JudgeSettings) -> Judge:
         seed=settings.seed,
         chat_template=settings.chat_template,
         parallel=settings.parallel,
+        cache=False,
     )
     if settings.use_cache:
         judge = CachingJudge(judge, open_cache(settings.cache))

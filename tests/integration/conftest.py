@@ -59,7 +59,7 @@ def judge(cache_root: Path) -> Any:
     """The default judge (SmolLM2-135M-Instruct), loaded once per session."""
     with pytest.MonkeyPatch.context() as mp:
         _isolate(mp, cache_root)
-        return load_judge(n_threads=N_THREADS)
+        return load_judge(n_threads=N_THREADS, cache=False)
 
 
 @dataclass(frozen=True)

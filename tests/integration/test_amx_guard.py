@@ -22,7 +22,7 @@ pytestmark = pytest.mark.model
 JUDGE_CALL = """
 import json
 from localjudge import ContextPosition, load_judge, score
-judge = load_judge(n_threads=2)
+judge = load_judge(n_threads=2, cache=False)
 r = score(ContextPosition(), judge, user_input="Where is the Eiffel Tower?",
     retrieved_contexts=["Paris is in France.", "The Eiffel Tower is in Paris."])
 print(json.dumps({"settings": dict(judge.identity.settings), "n": len(r.verdicts)}))
@@ -32,7 +32,7 @@ print(json.dumps({"settings": dict(judge.identity.settings), "n": len(r.verdicts
 LOAD_LOG = """
 import sys
 from localjudge.llama import load_judge
-judge = load_judge(sys.argv[1], n_threads=2, n_ctx=1024)
+judge = load_judge(sys.argv[1], n_threads=2, n_ctx=1024, cache=False)
 print("use_extra_bufts", judge.identity.settings["cpu_extra_buffers"])
 """
 

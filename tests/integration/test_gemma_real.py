@@ -29,7 +29,7 @@ ITEM = {
 
 @pytest.fixture(scope="module")
 def gemma(isolated_env: Path) -> Any:
-    return load_judge("gemma3-270m", n_threads=2)
+    return load_judge("gemma3-270m", n_threads=2, cache=False)
 
 
 def test_gemma_is_assembled_into_the_cache_dir_and_checked(gemma: Any, isolated_env: Path) -> None:
@@ -82,7 +82,7 @@ def test_a_long_item_does_not_change_the_next_short_ones_verdicts(gemma: Any) ->
     assert len(gemma.render(long_request.messages).tokens) > 2 * int(window)
     gemma.generate(long_request.messages, long_request.schema)
     after_long = gemma.generate(short_request.messages, short_request.schema)
-    fresh = load_judge("gemma3-270m", n_threads=2)
+    fresh = load_judge("gemma3-270m", n_threads=2, cache=False)
     alone = fresh.generate(short_request.messages, short_request.schema)
     assert after_long.raw == alone.raw
     assert after_long.decisions == alone.decisions

@@ -28,6 +28,7 @@ from localjudge import (
     ContextPosition,
     ContextRecall,
     ContextRelevance,
+    LlamaJudge,
     ModelError,
     evaluate,
     load_judge,
@@ -160,7 +161,7 @@ def test_score_helper_matches_generate(judge: Any) -> None:
 def small_judge(judge: Any, isolated_env: Path) -> Any:
     """A second instance with a 1,024-token window (loaded after the default one: never two
     llama.cpp computations at once, they run in this one process)."""
-    return load_judge(n_ctx=1024, n_threads=2)
+    return load_judge(n_ctx=1024, n_threads=2, cache=False)
 
 
 OVERFLOWING = {
@@ -422,7 +423,7 @@ REPRO_SCRIPT = textwrap.dedent(
     """
     import json, sys
     from localjudge import ContextRecall, ContextRelevance, load_judge, score
-    judge = load_judge(n_threads=1)
+    judge = load_judge(n_threads=1, cache=False)
     items = json.loads(sys.argv[1])
     raws = [score(m(), judge, **it).raw for it in items for m in (ContextRecall, ContextRelevance)]
     print(json.dumps(raws))
@@ -610,3 +611,23 @@ def test_network_is_blocked_in_this_process_while_the_judge_runs(
     assert out.generation.raw
     with pytest.raises(pytest_socket.SocketBlockedError):
         socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+
+
+def test_load_judge_caches_by_default_like_the_cli(tmp_path: Path, isolated_env: Path) -> None:
+    """``load_judge()`` answers a call it made before from the cache (in
+    ``$LOCALJUDGE_CACHE_DIR``), ``cache=PATH`` uses that file, ``cache=False`` is the bare
+    judge; the caching judge still shows the wrapped judge's attributes."""
+    cached = load_judge(n_threads=2, n_ctx=1024)
+    assert isinstance(cached, CachingJudge)
+    assert cached.cache.path == isolated_env / "calls.sqlite3"
+    assert cached.n_ctx == 1024  # the wrapped judge's attribute
+    first = score(ContextRecall(), cached, **SHORT)
+    again = score(ContextRecall(), cached, **SHORT)
+    assert (first.cached, again.cached) in ((False, True), (True, True))
+    assert again.raw == first.raw
+    assert cached.hits >= 1
+    at_path = load_judge(n_threads=2, n_ctx=1024, cache=tmp_path / "mine.sqlite3")
+    assert at_path.cache.path == tmp_path / "mine.sqlite3"
+    assert score(ContextRecall(), at_path, **SHORT).cached is False
+    assert score(ContextRecall(), at_path, **SHORT).cached is True
+    assert isinstance(load_judge(n_threads=2, n_ctx=1024, cache=False), LlamaJudge)

@@ -99,7 +99,7 @@ def test_bad_model_raises_one_clear_model_error(
 ) -> None:
     spec, expected = CASES[case](tmp_path, user_registry)
     with pytest.raises(ModelError) as info:
-        load_judge(spec, n_threads=1)
+        load_judge(spec, n_threads=1, cache=False)
     exc = info.value
     assert expected in exc.message
     assert "\n" not in str(exc)
@@ -130,7 +130,7 @@ MISSING_SCRIPT = textwrap.dedent(
         sys.modules[name] = None  # `import name` now raises ImportError
     from localjudge import LocalJudgeError, load_judge
     try:
-        load_judge(n_threads=1)
+        load_judge(n_threads=1, cache=False)
     except LocalJudgeError as exc:
         print(json.dumps({"type": type(exc).__name__, "message": exc.message, "hint": exc.hint}))
     else:

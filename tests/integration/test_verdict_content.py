@@ -91,7 +91,7 @@ def test_the_default_judge_on_the_examples(judge: Any) -> None:
 
 
 def test_gemma_on_the_examples(isolated_env: Path) -> None:
-    gemma = load_judge("gemma3-270m", n_threads=2)
+    gemma = load_judge("gemma3-270m", n_threads=2, cache=False)
     metrics = [ContextRecall(), ContextRelevance()]
     results = list(evaluate(RECORDS, metrics, gemma))
     check_content(RECORDS, results)
