@@ -7,6 +7,8 @@ cache file, so they make no judge call and must write the same results byte for 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ import pytest
 
 pytestmark = pytest.mark.model
 
+ROOT = Path(__file__).resolve().parents[2]
 N_ITEMS = 15
 METRICS = ("recall", "position", "relevance")
 
@@ -140,3 +143,14 @@ def test_a_small_window_gives_overflow_rows_and_exit_0(tmp_path: Path, cli: Any)
     assert "-c/--n-ctx" in error["hint"]
     summary = json.loads((out / "summary.json").read_text("utf-8"))
     assert summary["run"]["judge_calls"] == 2
+
+
+def test_the_pytest_example_runs_and_passes(tmp_path: Path) -> None:
+    """examples/test_rag_quality.py, as its docstring says to run it (in a child pytest)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "examples/test_rag_quality.py", "-q",
+         "-p", "no:cacheprovider"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
