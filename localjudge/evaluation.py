@@ -154,7 +154,8 @@ def _records_of(records: Any) -> Iterable[Any]:
             "evaluate() takes an iterable of records, got a mapping: pass a list of records, or "
             "one split of a DatasetDict (dataset['test'])"
         )
-    if hasattr(records, "columns") and callable(getattr(records, "to_dict", None)):
+    module = type(records).__module__
+    if module.startswith("pandas") and hasattr(records, "columns"):
         rows: list[Any] = records.to_dict("records")  # a pandas DataFrame
         return rows
     return records  # type: ignore[no-any-return]
