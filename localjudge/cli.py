@@ -26,6 +26,8 @@ EXIT_OK = 0
 EXIT_THRESHOLD = 1
 EXIT_DOCTOR = 1
 EXIT_INTERRUPTED = 130
+#: the smallest context window -c accepts (0 aside)
+MIN_CTX = 256
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -126,11 +128,14 @@ _run_options = _options(
 _judge_options = _options(
     click.option(
         "-c",
+        "--ctx-size",
         "--n-ctx",
-        type=click.IntRange(min=256),
+        "n_ctx",
+        type=click.IntRange(min=0),
+        callback=lambda ctx, param, value: _ctx_size(value),
         default=8192,
         show_default=True,
-        help="Context window in tokens.",
+        help="Context window in tokens; 0: the model's trained context (GGUF metadata).",
     ),
     click.option(
         "-ngl",
@@ -174,6 +179,12 @@ _judge_options = _options(
         help="Requests the judge decodes together (default: 1; each holds an -c window).",
     ),
 )
+
+
+def _ctx_size(value: int) -> int:
+    if 0 < value < MIN_CTX:
+        raise click.BadParameter(f"{value} is below {MIN_CTX} (0 means the model's own)")
+    return value
 
 
 def _judge_settings(model: str | None, **options: Any) -> Any:

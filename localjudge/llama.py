@@ -150,8 +150,9 @@ class LlamaJudge:
     ) -> None:
         if parallel < 1:
             raise ModelError(f"parallel must be at least 1, got {parallel}")
+        if n_ctx < 0:
+            raise ModelError(f"n_ctx must be 0 (the model's trained context) or more, got {n_ctx}")
         self.model = model
-        self.n_ctx = n_ctx
         self.seed = seed
         self.parallel = parallel
         check_gguf(model.path)
@@ -183,6 +184,8 @@ class LlamaJudge:
                 ) from exc
         raise_pending_interrupt()
         self._metadata = self._model.metadata()
+        # 0: the context the model was trained with, as its GGUF metadata gives it
+        self.n_ctx = n_ctx = n_ctx or int(self._model.n_ctx_train())
         self._formatter = self._chat_formatter(chat_template)
         self._tokenizer, self._max_token_bytes = _lltokenizer(
             llama_cpp, llguidance, self._model.model, sha

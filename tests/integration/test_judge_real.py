@@ -631,3 +631,12 @@ def test_load_judge_caches_by_default_like_the_cli(tmp_path: Path, isolated_env:
     assert score(ContextRecall(), at_path, **SHORT).cached is False
     assert score(ContextRecall(), at_path, **SHORT).cached is True
     assert isinstance(load_judge(n_threads=2, n_ctx=1024, cache=False), LlamaJudge)
+
+
+def test_n_ctx_0_is_the_models_trained_context(isolated_env: Path) -> None:
+    """-c 0 (``n_ctx=0``): the window the GGUF metadata gives (8192 for SmolLM2-135M)."""
+    judge = load_judge(n_threads=2, n_ctx=0, cache=False)
+    assert judge.n_ctx == int(judge._model.n_ctx_train()) == 8192
+    assert judge.engine.max_ctx == 8192
+    with pytest.raises(ModelError, match="n_ctx must be 0"):
+        load_judge(n_threads=2, n_ctx=-5, cache=False)

@@ -114,6 +114,16 @@ def test_every_judge_option_reaches_the_factory(data: Path, tmp_path: Path) -> N
     assert result.stdout == ""  # -q
 
 
+@pytest.mark.parametrize(("args", "n_ctx"), [(["-c", "0"], 0), (["--ctx-size", "4096"], 4096),
+                                             (["--n-ctx", "512"], 512)])  # fmt: skip
+def test_ctx_size_spellings_and_zero_for_the_models_own(data, tmp_path, args, n_ctx) -> None:
+    factory = Factory()
+    result = invoke(factory, "eval", str(data), "-o", str(tmp_path / "o"), "-q", "--no-cache",
+                    *args)  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert [s.n_ctx for s in factory.settings] == [n_ctx]
+
+
 def test_no_cache_and_defaults(data: Path, tmp_path: Path) -> None:
     factory = Factory()
     result = invoke(factory, "eval", str(data), "-o", str(tmp_path / "o"), "-q", "--no-cache")
@@ -198,8 +208,10 @@ def test_bad_options_exit_2_with_one_error_line(data, tmp_path, args, words) -> 
 
 
 @pytest.mark.parametrize(
-    "args", [["--metric", "precision"], ["--limit", "0"], ["-c", "10"], ["--scale", "0"], ["-x"]]
-)
+    "args",
+    [["--metric", "precision"], ["--limit", "0"], ["-c", "10"], ["-c", "-1"], ["--scale", "0"],
+     ["-x"]],
+)  # fmt: skip
 def test_click_rejects_bad_values_with_exit_2(data: Path, args: list[str]) -> None:
     result = invoke(Factory(), "eval", str(data), *args)
     assert result.exit_code == 2
