@@ -236,6 +236,13 @@ def main() -> None:
     help="Exit with code 1 when the metric's mean is below VALUE (repeatable).",
 )
 @click.option(
+    "--max-failure-rate",
+    type=click.FloatRange(0.0, 1.0),
+    default=None,
+    metavar="X",
+    help="Exit with code 1 when more than this share of a metric's items failed (0 to 1).",
+)
+@click.option(
     "--map",
     "maps",
     multiple=True,
@@ -298,6 +305,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
     metric_names: tuple[str, ...] = p.pop("metric_names")
     mapping = parse_mapping(p.pop("maps"))
     thresholds = _parse_thresholds(p.pop("fail_under"))
+    max_failure_rate = p.pop("max_failure_rate")
     progress = not quiet and sys.stderr.isatty()
     found = (
         survey(data, fmt=fmt, mapping=mapping, limit=limit)
@@ -329,6 +337,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
                 limit=limit,
                 truncate=truncate,
                 fail_under=thresholds,
+                max_failure_rate=max_failure_rate,
                 settings=settings.recorded(),
                 on_result=on_result,
                 on_judging=reporter.judging if reporter is not None else None,

@@ -478,6 +478,7 @@ def eval_file(
     limit: int | None = None,
     truncate: bool = False,
     fail_under: Mapping[str, float] | None = None,
+    max_failure_rate: float | None = None,
     settings: Mapping[str, Any] | None = None,
     on_result: Callable[[ItemResult], None] | None = None,
     on_judging: OnJudging | None = None,
@@ -485,7 +486,9 @@ def eval_file(
     calibrate: bool = False,
 ) -> RunOutcome:
     """Score ``data`` with ``metrics`` and write ``results.jsonl`` and ``summary.json`` to
-    ``out_dir``. ``fail_under`` maps metric names to thresholds for their mean.
+    ``out_dir``. ``fail_under`` maps metric names to thresholds for their mean;
+    ``max_failure_rate`` (0 to 1) is the largest share of failed items any metric may have.
+    Both only fill :attr:`RunOutcome.failed_thresholds` (the CLI exits 1 on them).
 
     With ``labels`` (a small labelled file in bench's format) those items are scored first
     (``labelled.jsonl``) and the summary gains, per metric, the prediction-powered estimate of
@@ -566,4 +569,13 @@ def eval_file(
             for name, threshold in (fail_under or {}).items()
             if (mean := means[name]) is None or mean < threshold
         ]
+        if max_failure_rate is not None:
+            for name, stats in summary["metrics"].items():
+                total = stats["n_scored"] + stats["n_failed"] + stats["n_undefined"]
+                rate = stats["n_failed"] / total if total else 0.0
+                if rate > max_failure_rate:
+                    failed.append(
+                        f"{name}: {stats['n_failed']} of {total} items failed ({rate:.1%}), "
+                        f"over --max-failure-rate {max_failure_rate:g}"
+                    )
         return RunOutcome(writer.path, summary_path, summary, failed)

@@ -183,6 +183,21 @@ def test_fail_under_exits_1_and_names_the_metric(data: Path, tmp_path: Path) -> 
     assert (tmp_path / "o" / "results.jsonl").is_file()  # results are written all the same
 
 
+@pytest.mark.parametrize(("rate", "code"), [("0.5", 0), ("0.25", 0), ("0.2", 1), ("0", 1)])
+def test_max_failure_rate_gates_the_share_of_failed_items(tmp_path, rate, code) -> None:
+    data = tmp_path / "d.jsonl"
+    broken = {**RECORDS[0], "id": "no-ref", "reference": ""}  # recall fails, position scores
+    data.write_text("".join(json.dumps(r) + "\n" for r in [*RECORDS, broken]), "utf-8")
+    args = ["--metric", "recall", "--metric", "position", "--max-failure-rate", rate]
+    result = invoke(Factory(), "eval", str(data), "-o", str(tmp_path / "o"), "-q", "--no-cache",
+                    *args)  # fmt: skip
+    assert result.exit_code == code, result.stderr
+    if code:
+        assert "recall: 1 of 4 items failed (25.0%), over --max-failure-rate" in result.stderr
+    assert "position:" not in result.stderr
+    assert (tmp_path / "o" / "results.jsonl").exists()  # the results are written either way
+
+
 # ---------------------------------------------------------------- exit 2
 
 
