@@ -139,11 +139,15 @@ _judge_options = _options(
     ),
     click.option(
         "-ngl",
+        "--gpu-layers",
         "--n-gpu-layers",
-        type=int,
-        default=0,
+        "n_gpu_layers",
+        default="auto",
         show_default=True,
-        help="Layers to offload to a GPU build of llama.cpp (-1: all).",
+        callback=lambda ctx, param, value: _gpu_layers(value),
+        metavar="N|all|auto",
+        help="Layers to offload to the GPU (all or -1: every layer; auto: all on a GPU build of "
+        "llama.cpp, none on a CPU-only one). Offload asked of a CPU-only build is an error.",
     ),
     click.option(
         "-t",
@@ -179,6 +183,19 @@ _judge_options = _options(
         help="Requests the judge decodes together (default: 1; each holds an -c window).",
     ),
 )
+
+
+def _gpu_layers(value: str) -> int | str:
+    text = str(value).strip().lower()
+    if text in ("auto", "all"):
+        return text
+    try:
+        layers = int(text)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not auto, all, -1 or a number of layers") from None
+    if layers < -1:
+        raise click.BadParameter(f"{layers} is below -1 (all layers)")
+    return layers
 
 
 def _ctx_size(value: int) -> int:

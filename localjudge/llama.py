@@ -141,7 +141,7 @@ class LlamaJudge:
         model: ResolvedModel,
         *,
         n_ctx: int = DEFAULT_N_CTX,
-        n_gpu_layers: int = 0,
+        n_gpu_layers: int | str = "auto",
         n_threads: int | None = None,
         seed: int = 0,
         chat_template: bool | None = None,
@@ -167,6 +167,7 @@ class LlamaJudge:
         self._llama_cpp, self._llguidance = llama_cpp, llguidance
         amx = amx_decision(native_info())
         _announce(amx.notice)
+        n_gpu_layers = gpu_layers(n_gpu_layers, bool(llama_cpp.llama_supports_gpu_offload()))
         params = llama_cpp.llama_model_default_params()
         params.n_gpu_layers = 0x7FFFFFFF if n_gpu_layers == -1 else n_gpu_layers
         params.use_extra_bufts = amx.extra_buffers
@@ -435,11 +436,39 @@ def plain_prompt_head(messages: list[dict[str, str]]) -> str:
     return "".join(m["content"].strip() + "\n\n" for m in messages[:-1])
 
 
+def gpu_layers(requested: int | str, offload_supported: bool) -> int:
+    """The layers to offload: ``auto`` is all of them (-1) on a build that can offload and 0
+    on a CPU-only one; ``all`` is -1. Asking a CPU-only build for offload is an error, never a
+    silent CPU run."""
+    value = str(requested).strip().lower()
+    if value == "auto":
+        return -1 if offload_supported else 0
+    if value == "all":
+        layers = -1
+    else:
+        try:
+            layers = int(value)
+        except ValueError:
+            raise ModelError(
+                f"n_gpu_layers must be auto, all, -1 or a number of layers, got {requested!r}"
+            ) from None
+        if layers < -1:
+            raise ModelError(f"n_gpu_layers must be -1 (all) or more, got {layers}")
+    if layers != 0 and not offload_supported:
+        raise ModelError(
+            f"GPU offload asked for (n_gpu_layers {requested}) but this llama-cpp-python build "
+            "cannot offload: it was built for the CPU only",
+            hint="reinstall llama-cpp-python with GPU support (e.g. CMAKE_ARGS=-DGGML_CUDA=on), "
+            "or use -ngl 0 / auto",
+        )
+    return layers
+
+
 def load_judge(
     model: str | os.PathLike[str] | None = None,
     *,
     n_ctx: int = DEFAULT_N_CTX,
-    n_gpu_layers: int = 0,
+    n_gpu_layers: int | str = "auto",
     n_threads: int | None = None,
     seed: int = 0,
     chat_template: bool | None = None,

@@ -30,8 +30,9 @@ class JudgeSettings:
     #: a GGUF path or registered alias; None is the embedded default
     model: str | None = None
     n_ctx: int = DEFAULT_N_CTX
-    #: layers offloaded to a GPU build of llama.cpp (-1: all)
-    n_gpu_layers: int = 0
+    #: layers offloaded to a GPU build of llama.cpp: ``auto`` (all where the build can
+    #: offload, else none), ``all`` or -1, or a number
+    n_gpu_layers: int | str = "auto"
     #: CPU threads (None: all cores)
     n_threads: int | None = None
     seed: int = 0

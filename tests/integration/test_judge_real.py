@@ -640,3 +640,19 @@ def test_n_ctx_0_is_the_models_trained_context(isolated_env: Path) -> None:
     assert judge.engine.max_ctx == 8192
     with pytest.raises(ModelError, match="n_ctx must be 0"):
         load_judge(n_threads=2, n_ctx=-5, cache=False)
+
+
+def test_gpu_layers_auto_follows_the_build_and_offload_on_a_cpu_build_is_refused(
+    isolated_env: Path,
+) -> None:
+    """-ngl auto (the default) offloads everything on a GPU build and nothing on a CPU-only
+    one, and the judge's identity records what was used; asking a CPU-only build for layers
+    is an error, not a silent CPU run."""
+    import llama_cpp  # noqa: PLC0415
+
+    gpu = bool(llama_cpp.llama_supports_gpu_offload())
+    judge = load_judge(n_threads=2, n_ctx=1024, cache=False)
+    assert judge.identity.settings["n_gpu_layers"] == (-1 if gpu else 0)
+    if not gpu:
+        with pytest.raises(ModelError, match="cannot offload"):
+            load_judge(n_threads=2, n_ctx=1024, n_gpu_layers=10, cache=False)

@@ -114,6 +114,17 @@ def test_every_judge_option_reaches_the_factory(data: Path, tmp_path: Path) -> N
     assert result.stdout == ""  # -q
 
 
+@pytest.mark.parametrize(("args", "layers"), [([], "auto"), (["-ngl", "all"], "all"),
+                                              (["--gpu-layers", "AUTO"], "auto"),
+                                              (["--n-gpu-layers", "20"], 20)])  # fmt: skip
+def test_gpu_layers_spellings(data, tmp_path, args, layers) -> None:
+    factory = Factory()
+    result = invoke(factory, "eval", str(data), "-o", str(tmp_path / "o"), "-q", "--no-cache",
+                    *args)  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert [s.n_gpu_layers for s in factory.settings] == [layers]
+
+
 @pytest.mark.parametrize(("args", "n_ctx"), [(["-c", "0"], 0), (["--ctx-size", "4096"], 4096),
                                              (["--n-ctx", "512"], 512)])  # fmt: skip
 def test_ctx_size_spellings_and_zero_for_the_models_own(data, tmp_path, args, n_ctx) -> None:
@@ -225,7 +236,7 @@ def test_bad_options_exit_2_with_one_error_line(data, tmp_path, args, words) -> 
 @pytest.mark.parametrize(
     "args",
     [["--metric", "precision"], ["--limit", "0"], ["-c", "10"], ["-c", "-1"], ["--scale", "0"],
-     ["-x"]],
+     ["-ngl", "many"], ["-ngl", "-2"], ["-x"]],
 )  # fmt: skip
 def test_click_rejects_bad_values_with_exit_2(data: Path, args: list[str]) -> None:
     result = invoke(Factory(), "eval", str(data), *args)
