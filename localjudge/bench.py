@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from localjudge.agreement import Pair, score_agreement, verdict_agreement
+from localjudge.agreement import Pair, mae, score_agreement, spearman, verdict_agreement, with_ci
 from localjudge.canonical import file_sha256
 from localjudge.dataset import read_records
 from localjudge.errors import ConstraintError, DataError, LocalJudgeError, ModelError, UsageError
@@ -134,6 +134,68 @@ def compare(
     return out
 
 
+def judges_agreement(
+    rows_by_judge: Mapping[str, Sequence[Mapping[str, Any]]], metrics: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """Per pair of judges (``"a | b"``, in the order given) and metric, how far they agree with
+    each other, no labels needed: Cohen's kappa per per-piece verdict (weighted as for the
+    labels), and Spearman and MAE of item scores, on the items both scored. Two judges that
+    agree with each other but not with people are measuring something else."""
+    out: dict[str, dict[str, Any]] = {}
+    names = list(rows_by_judge)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            out[f"{a} | {b}"] = {
+                metric: agreement
+                for metric in metrics
+                if (agreement := _pair_agreement(metric, rows_by_judge[a], rows_by_judge[b]))
+            }
+    return out
+
+
+def _pair_agreement(
+    metric: str, rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    cls = METRICS[metric]
+    first = {int(r["index"]): r for r in rows_a if r["metric"] == metric and r.get("error") is None}
+    both = [
+        (first[int(r["index"])], r)
+        for r in rows_b
+        if r["metric"] == metric and r.get("error") is None and int(r["index"]) in first
+    ]
+    if not both:
+        return None
+    verdicts = {}
+    for key, kind in cls.labels.items():
+        if not kind.per_piece:
+            continue
+        # judge a stands where the human labels stand in the comparison with labels
+        pairs = [
+            Pair(int(rb["index"]), str(rb["id"]),
+                 {key: cls.judge_values(ra.get("verdicts") or [], key)}, rb)
+            for ra, rb in both
+        ]  # fmt: skip
+        if (agreement := verdict_agreement(cls, key, pairs)) is not None:
+            verdicts[key] = {k: agreement[k] for k in ("n_verdicts", "kappa", "accuracy")}
+    points = [
+        (float(ra["score"]), float(rb["score"]))
+        for ra, rb in both
+        if ra.get("score") is not None and rb.get("score") is not None
+    ]
+
+    def col(ps: Sequence[tuple[float, float]], k: int) -> list[float]:
+        return [pt[k] for pt in ps]
+
+    return {
+        "n_items": len(both),
+        "verdicts": verdicts,
+        "spearman": with_ci(points, lambda ps: spearman(col(ps, 0), col(ps, 1)))
+        if points
+        else None,
+        "mae": with_ci(points, lambda ps: mae(col(ps, 0), col(ps, 1))) if points else None,
+    }
+
+
 def item_rows(
     labelled: Mapping[int, Mapping[str, Any]],
     rows_by_judge: Mapping[str, Sequence[Mapping[str, Any]]],
@@ -195,6 +257,17 @@ def bench_table(report: Mapping[str, Any]) -> str:
                 f"{_num(m['tokens_per_s'], 1):>6} {_num(judge['load_seconds'], 2):>6} "
                 f"{_num(judge['peak_rss_mb'], 0):>6}"
             )
+    pairs = report.get("judge_pairs") or {}
+    if any(pairs.values()):
+        lines += ["", f"{'judge vs judge':<34} {'metric':<10} {'n':>4} {'kappa':>6} {'rho':>6}"]
+        for label, by_metric in pairs.items():
+            for metric, m in by_metric.items():
+                v = next(iter(m["verdicts"].values()), None) if m["verdicts"] else None
+                rho = (m["spearman"] or {}).get("value")
+                lines.append(
+                    f"{label[:34]:<34} {metric:<10} {m['n_items']:>4} "
+                    f"{_num(v and v['kappa']['value']):>6} {_num(rho):>6}"
+                )
     return "\n".join(lines)
 
 
@@ -291,6 +364,7 @@ def bench_file(
             "metrics": list(metrics),
             "versions": versions(),
             "judges": {name: {**runs[name], "metrics": comparison[name]} for name in names},
+            "judge_pairs": judges_agreement(rows_by_judge, metrics),
         }
         items = item_rows(labelled, rows_by_judge, metrics)
         bench_path = write_bench(out_dir, report, items)

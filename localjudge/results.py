@@ -171,6 +171,8 @@ class BenchReport(TypedDict):
     metrics: list[str]
     versions: dict[str, str]
     judges: dict[str, dict[str, Any]]
+    #: per pair of judges ("a | b") and metric, their agreement with each other
+    judge_pairs: NotRequired[dict[str, dict[str, Any]]]
 
 
 class BenchItemRow(TypedDict):

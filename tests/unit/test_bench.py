@@ -26,7 +26,7 @@ from localjudge.agreement import (
     spearman,
     with_ci,
 )
-from localjudge.bench import bench_file, bench_table, compare, item_rows, pair_up
+from localjudge.bench import bench_file, bench_table, compare, item_rows, judges_agreement, pair_up
 from localjudge.bootstrap import interval as bootstrap
 from localjudge.errors import LocalJudgeError
 from localjudge.metrics import METRICS
@@ -821,3 +821,44 @@ def test_bench_file_rejects_malformed_labels_before_judging(tmp_path, fake_judge
         )
     assert info.value.exit_code in (2, 3)  # a usage or data error: one line, not a traceback
     assert fake_judges.calls == []  # found before any judge is loaded
+
+
+# --------------------------------------------------------------------------- judge vs judge
+
+
+def test_judges_agreement_hand_computed(fast_bootstrap) -> None:
+    # position, 2 pieces per item. Judge a: [T,F] [T,F] [F,T]; judge b: [T,F] [F,F] [F,T],
+    # and b failed item 3 (a scored it), so 3 items and 6 verdicts are compared.
+    # Pairs (a, b): TT FF TF FF FF TT -> agree 5 of 6. Confusion a=T: b=T 2, b=F 1; a=F: b=F 3.
+    # p_o = 5/6; a: T 3/6, F 3/6; b: T 2/6, F 4/6; p_e = 1/2*1/3 + 1/2*2/3 = 1/2;
+    # kappa = (5/6 - 1/2) / (1 - 1/2) = 2/3.
+    a = [
+        _row(0, "position", 1.0, _pos([True, False])),
+        _row(1, "position", 1.0, _pos([True, False])),
+        _row(2, "position", 0.5, _pos([False, True])),
+        _row(3, "position", 0.0, _pos([False, False])),
+    ]
+    b = [
+        _row(0, "position", 1.0, _pos([True, False])),
+        _row(1, "position", 0.0, _pos([False, False])),
+        _row(2, "position", 0.5, _pos([False, True])),
+        _row(3, "position", None, error=True),
+    ]
+    report = judges_agreement({"a": a, "b": b, "c": a}, ["position"])
+    assert list(report) == ["a | b", "a | c", "b | c"]
+    ab = report["a | b"]["position"]
+    assert ab["n_items"] == 3
+    assert ab["verdicts"]["relevant"]["n_verdicts"] == 6
+    assert ab["verdicts"]["relevant"]["kappa"]["value"] == pytest.approx(2 / 3, abs=TOL)
+    assert ab["verdicts"]["relevant"]["accuracy"]["value"] == pytest.approx(5 / 6, abs=TOL)
+    # scores (1, 1), (1, 0), (0.5, 0.5): MAE = (0 + 1 + 0) / 3
+    assert ab["mae"]["value"] == pytest.approx(1 / 3, abs=TOL)
+    ac = report["a | c"]["position"]  # a judge against itself
+    assert ac["n_items"] == 4
+    assert ac["verdicts"]["relevant"]["kappa"]["value"] == pytest.approx(1.0)
+    assert ac["spearman"]["value"] == pytest.approx(1.0)
+    assert ac["mae"]["value"] == 0.0
+    table = bench_table({"judges": {}, "judge_pairs": report})
+    assert "judge vs judge" in table
+    assert "a | b" in table
+    assert "0.667" in table
