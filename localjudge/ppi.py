@@ -18,10 +18,13 @@ That interval is for the mean of the *population* the items come from: it counts
 spread over the N items, not the human scores' own spread among exactly those N. For the human
 mean of exactly the data's items (what a user who labels a sample of *these* logs asks), the
 error is ``mean(r[labelled]) - mean(r[data])`` with ``r = human - lam * judge``, whose variance
-is ``var(r) * (1/n + 1/N)`` (two independent samples of r; var(r) estimated on the labelled
-items). ``data_ci95`` is that interval, around the same estimate. With N much larger than n the
-two agree; with a small data set the population interval is too narrow for its items' own mean
-(the coverage benchmark shows it), and ``data_ci95`` is the honest one.
+is ``S^2 * (1/n + 1/N)``, S^2 the variance of r (the difference of two means of one population,
+or of the two parts of one data set split at random). ``data_ci95`` is that interval, around the
+same estimate, with S^2 estimated on the labelled items (``ddof=1``) and Student's t quantile
+for n - 1 degrees of freedom, as for any mean whose variance is estimated from n items. With N
+much larger than n the two intervals agree; with a small data set the population interval is
+too narrow for its items' own mean (the coverage benchmark shows it), and ``data_ci95`` is the
+honest one.
 
 :func:`fit_calibration` is the item-level counterpart: an isotonic map (scikit-learn's
 ``IsotonicRegression``) from judge score to human score fitted on the labelled items.
@@ -75,7 +78,7 @@ def ppi_mean(
     ``lam`` None tunes it (PPI++); give 1.0 for plain PPI. None with fewer than two labelled
     items or no unlabelled one.
     """
-    from scipy.stats import norm  # noqa: PLC0415 (scipy's import is slow; only here)
+    from scipy.stats import norm, t  # noqa: PLC0415 (scipy's import is slow; only here)
 
     y = np.asarray(human, dtype=float)
     f = np.asarray(judge_labelled, dtype=float)
@@ -88,15 +91,14 @@ def ppi_mean(
     if lam is None:
         lam = _tuned_lambda(y, f, fu)
     estimate = float((lam * fu).mean() + (y - lam * f).mean())
-    rest_var = float((y - lam * f).std() ** 2)
-    se = float(np.sqrt((lam * fu).std() ** 2 / big_n + rest_var / n))
-    data_se = float(np.sqrt(rest_var * (1 / n + 1 / big_n)))
+    se = float(np.sqrt((lam * fu).std() ** 2 / big_n + (y - lam * f).std() ** 2 / n))
+    data_se = float(np.sqrt((y - lam * f).var(ddof=1) * (1 / n + 1 / big_n)))
     z = float(norm.ppf(1 - (1 - confidence) / 2))
     labelled_se = float(y.std() / np.sqrt(n))
     return PPIEstimate(
         estimate=estimate,
         ci95=_clipped(estimate, z * se),
-        data_ci95=_clipped(estimate, z * data_se),
+        data_ci95=_clipped(estimate, float(t.ppf(1 - (1 - confidence) / 2, n - 1)) * data_se),
         lam=float(lam),
         n_labelled=n,
         n_unlabelled=big_n,

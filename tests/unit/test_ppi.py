@@ -7,6 +7,7 @@ import ppi_py  # the reference implementation, in [dev]
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.stats import t as scipy_t
 
 from localjudge.ppi import fit_calibration, ppi_mean
 
@@ -39,17 +40,11 @@ def test_matches_ppi_python(pairs, unlabelled, lam):
     assert ours.ci95[0] == pytest.approx(max(0.0, low), abs=1e-9)
     assert ours.ci95[1] == pytest.approx(min(1.0, high), abs=1e-9)
     assert 0.0 <= ours.lam <= 1.0
-    # the data interval is the library's with the judge's spread over the N items replaced by
-    # that of human - lam * judge: var(r) (1/n + 1/N) in place of var(r)/n + var(lam fu)/N
-    z = 1.959963984540054
+    # the data interval: Student's t (n - 1 df) times sqrt(S^2 (1/n + 1/N)), S^2 the variance
+    # (ddof 1) of human - lam * judge on the labelled items, around the same estimate
+    n, big_n = len(y), len(unlabelled)
     r = np.asarray(y) - ours.lam * np.asarray(f)
-    half = np.sqrt(
-        max(
-            0.0,
-            ((high - low) / 2) ** 2
-            + z**2 * (r.var() - (ours.lam * np.asarray(unlabelled)).var()) / len(unlabelled),
-        )
-    )
+    half = scipy_t.ppf(0.975, n - 1) * np.sqrt(r.var(ddof=1) * (1 / n + 1 / big_n))
     assert ours.data_ci95[0] == pytest.approx(max(0.0, point - half), abs=1e-9)
     assert ours.data_ci95[1] == pytest.approx(min(1.0, point + half), abs=1e-9)
 
@@ -62,8 +57,11 @@ def test_constant_judge_falls_back_to_the_labels_alone():
     assert est.estimate == pytest.approx(np.mean(y))
     assert est.ci95 == pytest.approx(est.labelled_ci95)
     # lam = 0: the human mean of the N items, from n labels of the same population
-    half = 1.959963984540054 * np.std(y) * np.sqrt(1 / 5 + 1 / 20)
-    assert est.data_ci95 == pytest.approx([np.mean(y) - half, min(1.0, np.mean(y) + half)])
+    y40 = [0.0, 1.0, 1.0, 0.0, 1.0] * 8
+    est40 = ppi_mean(y40, [0.5] * 40, [0.5] * 60)
+    assert est40 is not None
+    half = scipy_t.ppf(0.975, 39) * np.std(y40, ddof=1) * np.sqrt(1 / 40 + 1 / 60)
+    assert est40.data_ci95 == pytest.approx([0.6 - half, 0.6 + half])
 
 
 def test_too_few_labels_give_nothing():
