@@ -98,6 +98,7 @@ def evaluate(
     chunk_size: int = CHUNK_SIZE,
     on_result: Callable[[ItemResult], None] | None = None,
     on_judging: OnJudging | None = None,
+    keep: bool = True,
 ) -> Evaluation:
     """Score every record with every metric; the :class:`~localjudge.outcome.Evaluation`
     yields results as chunks finish, in input order, and has ``summary()``, ``rows()``,
@@ -110,6 +111,9 @@ def evaluate(
     progress display), before its chunk is yielded; ``on_judging`` with the (index, id, metric)
     of every item handed to the judge, before the judge starts on them (what a crash report
     names).
+
+    ``keep=False`` makes it a pure stream whose memory does not grow with the data (what
+    ``eval_file`` uses); the methods then see only results not yet iterated.
 
     ``records`` is any iterable of mappings, pydantic models or items: a list, a generator, a
     pandas DataFrame (its rows), a Hugging Face ``Dataset`` split. List cells may be numpy or
@@ -138,6 +142,7 @@ def evaluate(
         metrics=[m.name for m in resolved],
         identity=judge.identity,
         settings_by_metric={m.name: {"truncate": truncate, **m.settings()} for m in resolved},
+        keep=keep,
     )
 
 
@@ -445,7 +450,9 @@ def judge_labelled(
                 human[(rec.index, m.name)] = float(value)
     scores = {m.name: LabelledScores() for m in metrics}
     with ResultsWriter(out_dir / LABELLED.name, judge.identity, settings_by_metric) as writer:
-        for res in evaluate(records, metrics, judge, mapping=mapping, truncate=truncate):
+        for res in evaluate(
+            records, metrics, judge, mapping=mapping, truncate=truncate, keep=False
+        ):
             row = writer.write(res)
             h = human.get((res.index, res.metric))
             if h is not None and row["score"] is not None:
@@ -535,6 +542,7 @@ def eval_file(
                 truncate=truncate,
                 on_result=on_result,
                 on_judging=on_judging,
+                keep=False,
             ):
                 writer.write(res)
         summary = build_summary(

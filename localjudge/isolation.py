@@ -93,7 +93,9 @@ def run_in_child(
 
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child_main, args=(target, params, send), name="localjudge-judge")
+    proc = ctx.Process(
+        target=_child_main, args=(target, params, send, os.getpid()), name="localjudge-judge"
+    )
     proc.start()
     send.close()
     flight = Flight()
@@ -154,9 +156,12 @@ def _report_death(signum: int, flight: Flight, resume_hint: str) -> int:
 
 
 def _child_main(
-    target: Callable[[dict[str, Any], Reporter], None], params: dict[str, Any], conn: Connection
+    target: Callable[[dict[str, Any], Reporter], None],
+    params: dict[str, Any],
+    conn: Connection,
+    parent: int,
 ) -> None:
-    _follow_parent()
+    _follow_parent(parent)
     if hasattr(os, "setpgrp"):
         with contextlib.suppress(OSError):
             os.setpgrp()  # a terminal's Ctrl-C goes to the parent, which passes it on once
@@ -170,15 +175,23 @@ def _term_as_interrupt() -> None:
     SIGINT, so that whatever handles SIGINT (the engine's, which keeps an interrupt that lands in
     llama.cpp's log callback) handles it too."""
 
-    def on_term(signum: int, frame: object) -> None:
-        signal.raise_signal(signal.SIGINT)
+    def on_term(signum: int, frame: Any) -> None:
+        # the SIGINT handler itself, with the frame the signal landed in: the engine's defers
+        # an interrupt that lands inside llama.cpp's log callback (ctypes would drop it)
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:
+            signal.default_int_handler(signal.SIGINT, frame)
 
     signal.signal(signal.SIGTERM, on_term)
 
 
-def _follow_parent() -> None:
-    """End this process when the parent dies (a SIGKILLed CLI must not leave a writer)."""
-    parent = os.getppid()
+def _follow_parent(parent: int) -> None:
+    """End this process when ``parent`` dies (a SIGKILLed CLI must not leave a writer), also
+    when it died before this child got here."""
+    if os.getppid() != parent:
+        os._exit(128 + signal.SIGKILL)
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             libc = ctypes.CDLL(None, use_errno=True)

@@ -54,8 +54,12 @@ class Evaluation:
         metrics: Sequence[str],
         identity: JudgeIdentity,
         settings_by_metric: Mapping[str, Mapping[str, Any]],
+        keep: bool = True,
     ) -> None:
         self._stream: Iterator[ItemResult] | None = stream
+        #: memorise results (False: a pure stream, memory bounded; the methods then see only
+        #: what was not yet iterated)
+        self._keep = keep
         self._seen: list[ItemResult] = []
         self._cursor = 0
         self.metrics = list(metrics)
@@ -78,8 +82,9 @@ class Evaluation:
         except StopIteration:
             self._stream = None
             raise
-        self._seen.append(res)
-        self._cursor += 1
+        if self._keep:
+            self._seen.append(res)
+            self._cursor += 1
         return res
 
     def results(self) -> list[ItemResult]:

@@ -171,7 +171,9 @@ def test_missing_llguidance_on_the_cli_exits_5(
         str(tmp_path / "out"),
         "-t",
         "1",
-        prelude="import sys; sys.modules['llguidance'] = None; ",
+        # the package is hidden in this process only: judge here, not in a spawned child
+        prelude="import os, sys; sys.modules['llguidance'] = None; "
+        "os.environ['LOCALJUDGE_IN_PROCESS'] = '1'; ",
         timeout=120,
     )
     assert proc.returncode == ConstraintError.exit_code == 5, proc.stderr

@@ -100,3 +100,9 @@ def test_assert_scores_reads_results_lists_and_rows(tmp_path: Path) -> None:
     rows = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
     with pytest.raises(AssertionError, match=re.escape("#3 id 'r3': 0.500")):
         assert_scores(rows, recall=0.8)
+
+
+def test_keep_false_is_a_pure_stream() -> None:
+    ev = evaluate(RECORDS, [ContextRecall()], ScriptedJudge(rule_reply), keep=False)
+    assert len(list(ev)) == len(RECORDS)
+    assert ev.results() == []  # nothing memorised: memory does not grow with the data
