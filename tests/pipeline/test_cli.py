@@ -118,21 +118,23 @@ def test_every_judge_option_reaches_the_factory(data: Path, tmp_path: Path) -> N
                                               (["--gpu-layers", "AUTO"], "auto"),
                                               (["--n-gpu-layers", "20"], 20)])  # fmt: skip
 def test_gpu_layers_spellings(data, tmp_path, args, layers) -> None:
-    factory = Factory()
-    result = invoke(factory, "eval", str(data), "-o", str(tmp_path / "o"), "-q", "--no-cache",
-                    *args)  # fmt: skip
-    assert result.exit_code == 0, result.stderr
-    assert [s.n_gpu_layers for s in factory.settings] == [layers]
+    assert settings_given(data, tmp_path, *args).n_gpu_layers == layers
 
 
 @pytest.mark.parametrize(("args", "n_ctx"), [(["-c", "0"], 0), (["--ctx-size", "4096"], 4096),
                                              (["--n-ctx", "512"], 512)])  # fmt: skip
 def test_ctx_size_spellings_and_zero_for_the_models_own(data, tmp_path, args, n_ctx) -> None:
+    assert settings_given(data, tmp_path, *args).n_ctx == n_ctx
+
+
+def settings_given(data: Path, tmp_path: Path, *args: str) -> JudgeSettings:
+    """The one JudgeSettings an eval with ``args`` hands the judge factory."""
     factory = Factory()
     result = invoke(factory, "eval", str(data), "-o", str(tmp_path / "o"), "-q", "--no-cache",
                     *args)  # fmt: skip
     assert result.exit_code == 0, result.stderr
-    assert [s.n_ctx for s in factory.settings] == [n_ctx]
+    [settings] = factory.settings
+    return settings
 
 
 def test_no_cache_and_defaults(data: Path, tmp_path: Path) -> None:
