@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from localjudge.errors import DataError, UsageError
-from localjudge.items import ALIASES, FIELDS
+from localjudge.items import ALIASES, FIELDS, plain
 
 #: file extensions and the format each one means
 EXTENSIONS: Mapping[str, str] = {
@@ -410,7 +410,7 @@ def _parquet_records(parquet: Any, arrow_error: type[Exception]) -> Iterator[Rec
     try:
         for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH_ROWS):
             for row in batch.to_pylist():
-                data = {str(k): _plain(v) for k, v in row.items() if v is not None}
+                data = {str(k): plain(v) for k, v in row.items() if v is not None}
                 yield Record(index=index, line=None, data=data)
                 index += 1
     except (arrow_error, OSError) as exc:
@@ -419,21 +419,6 @@ def _parquet_records(parquet: Any, arrow_error: type[Exception]) -> Iterator[Rec
         close = getattr(parquet, "close", None)
         if callable(close):
             close()
-
-
-def _plain(value: Any) -> Any:
-    """Arrow's ``to_pylist`` already gives Python values; numpy arrays and scalars that come
-    through object columns are turned into plain lists and scalars too."""
-    if isinstance(value, (str, bytes, int, float, bool)):
-        return value
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    tolist = getattr(value, "tolist", None)
-    if callable(tolist):
-        return _plain(tolist())
-    return value
 
 
 # ---------------------------------------------------------------- helpers

@@ -124,7 +124,7 @@ def make_item(
                 item_id=item_id,
             )
         if present:
-            values[ours] = _plain(record[present[0]])
+            values[ours] = plain(record[present[0]])
             if not _encodable(values[ours]):
                 raise InvalidItemError(
                     f"item {item_id}: field '{ours}' holds invalid Unicode (a lone surrogate)",
@@ -139,22 +139,20 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and value != value)  # noqa: PLR0124
 
 
-def _plain(value: Any) -> Any:
-    """A list for an array-like cell: numpy arrays (what ``DataFrame.to_dict`` and Hugging Face
-    datasets give for list columns), pyarrow arrays and list scalars, tuples."""
-    if isinstance(value, (str, bytes, Mapping)):
+def plain(value: Any) -> Any:
+    """Plain Python values for what data libraries hand over: numpy arrays and scalars (what
+    ``DataFrame.to_dict`` and Hugging Face datasets give for list columns), pyarrow arrays and
+    scalars, tuples; lists and dicts recursively."""
+    if isinstance(value, (str, bytes, int, float, bool)):
         return value
-    if isinstance(value, tuple):
-        return list(value)
-    as_py = getattr(value, "as_py", None)  # pyarrow scalars
-    if callable(as_py):
-        return as_py()
-    to_pylist = getattr(value, "to_pylist", None)  # pyarrow arrays
-    if callable(to_pylist):
-        return to_pylist()
-    tolist = getattr(value, "tolist", None)  # numpy arrays and scalars
-    if callable(tolist) and getattr(value, "ndim", 0) >= 1:
-        return tolist()
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    for method in ("as_py", "to_pylist", "tolist"):  # pyarrow scalars, pyarrow arrays, numpy
+        convert = getattr(value, method, None)
+        if callable(convert):
+            return plain(convert())
     return value
 
 
