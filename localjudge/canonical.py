@@ -29,9 +29,15 @@ def sha256_text(text: str) -> str:
 
 
 def file_sha256(path: str | Path) -> str:
-    """The hex sha256 of a file's bytes, read in 1 MiB blocks."""
+    """The hex sha256 of a file's bytes, read in 1 MiB blocks; of a directory (a Hugging Face
+    ``save_to_disk`` folder), the sha256 of its files' relative paths and hashes in path order."""
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file())
+        listing = "".join(f"{p.relative_to(path).as_posix()}\t{file_sha256(p)}\n" for p in files)
+        return sha256_text(listing)
     digest = hashlib.sha256()
-    with Path(path).open("rb") as f:
+    with path.open("rb") as f:
         while block := f.read(_BLOCK):
             digest.update(block)
     return digest.hexdigest()

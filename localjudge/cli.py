@@ -269,9 +269,10 @@ def main() -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["jsonl", "json", "csv", "parquet"]),
+    type=click.Choice(["jsonl", "json", "csv", "parquet", "hf"]),
     default=None,
-    help="Data format (default: from the file extension).",
+    help="Data format (default: from the file extension; a folder is a Hugging Face "
+    "save_to_disk folder, hf).",
 )
 @click.option(
     "--labels",

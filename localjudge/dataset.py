@@ -37,6 +37,7 @@ FORMATS: Mapping[str, str] = {
     "json": "json",
     "csv": "csv",
     "parquet": "parquet",
+    "hf": "hf",
 }
 #: CSV columns whose cells hold a list of strings (the field and its Mastra alias)
 LIST_FIELDS: frozenset[str] = frozenset({"retrieved_contexts", "context"})
@@ -113,7 +114,8 @@ class Record:
 def detect_format(path: str | Path, fmt: str | None = None) -> str:
     """The format of ``path``: ``fmt`` when given, otherwise from the file extension.
 
-    Returns one of ``"jsonl"``, ``"json"``, ``"csv"``, ``"parquet"``. An unknown ``fmt`` raises
+    Returns one of ``"jsonl"``, ``"json"``, ``"csv"``, ``"parquet"``, or ``"hf"`` for a directory
+    (a Hugging Face ``Dataset.save_to_disk`` folder). An unknown ``fmt`` raises
     :class:`~localjudge.errors.UsageError`, an unknown extension
     :class:`~localjudge.errors.DataError`.
     """
@@ -125,6 +127,8 @@ def detect_format(path: str | Path, fmt: str | None = None) -> str:
                 hint=f"use one of: {', '.join(FORMATS)}",
             )
         return FORMATS[key]
+    if Path(path).is_dir():
+        return "hf"  # a Hugging Face save_to_disk folder
     suffix = Path(path).suffix.lower()
     if suffix not in EXTENSIONS:
         shown = f"extension {suffix!r}" if suffix else "no extension"
@@ -147,8 +151,10 @@ def read_records(
     """Stream the records of a dataset file, in file order.
 
     The format comes from the extension (``.jsonl``/``.ndjson``, ``.json``, ``.csv``,
-    ``.parquet``) unless ``fmt`` names it. ``list_fields`` are the CSV columns whose cells hold a
-    list of strings (add the column a ``--map retrieved_contexts=...`` option points to).
+    ``.parquet``) unless ``fmt`` names it; a directory is a Hugging Face ``save_to_disk`` folder
+    (one split: a ``DatasetDict`` folder is refused with the split folders to give instead).
+    ``list_fields`` are the CSV columns whose cells hold a list of strings (add the column a
+    ``--map retrieved_contexts=...`` option points to).
 
     Raises :class:`~localjudge.errors.DataError` right away (not on first iteration) when the
     file is missing or cannot be read as that format at all; a malformed record is yielded as a
@@ -161,6 +167,8 @@ def read_records(
             f"dataset file not found: {str(file)!r}",
             hint="check the path (relative paths start from the current directory)",
         )
+    if kind == "hf":
+        return _read_hf_folder(file)
     if not file.is_file():
         raise DataError(f"dataset path is not a file: {str(file)!r}", hint="give a file path")
     _open_binary(file).close()  # fail now, not at the first record, when it cannot be opened
@@ -389,36 +397,91 @@ def _is_utf8(text: str) -> bool:
 # ---------------------------------------------------------------- Parquet
 
 
-def _read_parquet(file: Path) -> Iterator[Record]:
+def _pyarrow(what: str) -> Any:
     try:
-        pa: Any = importlib.import_module("pyarrow")
-        pq: Any = importlib.import_module("pyarrow.parquet")
+        return importlib.import_module("pyarrow")
     except ImportError as exc:
         raise DataError(
-            "reading Parquet files needs the optional dependency pyarrow",
+            f"reading {what} needs the optional dependency pyarrow",
             hint="pip install pyarrow (the 'parquet' extra of localjudge-rag)",
         ) from exc
+
+
+def _read_parquet(file: Path) -> Iterator[Record]:
+    pa = _pyarrow("Parquet files")
+    pq: Any = importlib.import_module("pyarrow.parquet")
     try:
         parquet = pq.ParquetFile(str(file))
     except (pa.ArrowException, OSError) as exc:
         raise DataError(f"{file.name}: cannot read as Parquet: {exc}") from exc
-    return _parquet_records(parquet, pa.ArrowException)
+
+    def batches() -> Iterator[Any]:
+        try:
+            yield from parquet.iter_batches(batch_size=_PARQUET_BATCH_ROWS)
+        finally:
+            close = getattr(parquet, "close", None)
+            if callable(close):
+                close()
+
+    return _arrow_records(batches(), pa.ArrowException, "Parquet file")
 
 
-def _parquet_records(parquet: Any, arrow_error: type[Exception]) -> Iterator[Record]:
+def _arrow_records(
+    batches: Iterator[Any], arrow_error: type[Exception], what: str
+) -> Iterator[Record]:
+    """One record per row of Arrow record batches; null cells are absent fields."""
     index = 0
     try:
-        for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH_ROWS):
+        for batch in batches:
             for row in batch.to_pylist():
                 data = {str(k): plain(v) for k, v in row.items() if v is not None}
                 yield Record(index=index, line=None, data=data)
                 index += 1
     except (arrow_error, OSError) as exc:
-        raise DataError(f"Parquet file unreadable after {index} records: {exc}") from exc
-    finally:
-        close = getattr(parquet, "close", None)
-        if callable(close):
-            close()
+        raise DataError(f"{what} unreadable after {index} records: {exc}") from exc
+
+
+# ---------------------------------------------------------------- Hugging Face folders
+
+
+def _read_hf_folder(folder: Path) -> Iterator[Record]:
+    """The rows of a ``Dataset.save_to_disk`` folder, read with pyarrow alone (its shards are
+    Arrow IPC streams listed in ``state.json``): no ``datasets`` import, nothing fetched."""
+    if not folder.is_dir():
+        raise DataError(f"dataset folder not found: {str(folder)!r}", hint="check the path")
+    splits_file = folder / "dataset_dict.json"
+    if splits_file.is_file():
+        try:
+            splits = [str(s) for s in json.loads(splits_file.read_text("utf-8"))["splits"]]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise DataError(f"{folder}: unreadable dataset_dict.json: {exc}") from exc
+        raise DataError(
+            f"{str(folder)!r} holds a DatasetDict (splits: {', '.join(splits)}), not one split",
+            hint=f"give one split's folder, e.g. {str(folder / splits[0]) if splits else ''}",
+        )
+    state = folder / "state.json"
+    try:
+        shards = [
+            folder / str(f["filename"]) for f in json.loads(state.read_text("utf-8"))["_data_files"]
+        ]
+    except FileNotFoundError as exc:
+        raise DataError(
+            f"{str(folder)!r} is a folder, not a Hugging Face save_to_disk folder (no state.json)",
+            hint="give a data file, or a folder written by Dataset.save_to_disk",
+        ) from exc
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise DataError(f"{folder}: unreadable state.json: {exc}") from exc
+    missing = [s.name for s in shards if not s.is_file()]
+    if missing:
+        raise DataError(f"{folder}: state.json lists missing shard {missing[0]!r}")
+    pa = _pyarrow("Hugging Face dataset folders")
+
+    def batches() -> Iterator[Any]:
+        for shard in shards:
+            with pa.memory_map(str(shard)) as source:
+                yield from pa.ipc.open_stream(source)
+
+    return _arrow_records(batches(), pa.ArrowException, f"dataset folder {folder.name!r}")
 
 
 # ---------------------------------------------------------------- helpers

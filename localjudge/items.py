@@ -6,8 +6,8 @@ field, so a wrong value in a field one metric does not use never costs another m
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
@@ -32,6 +32,8 @@ class Item:
     id: str
     index: int
     values: Mapping[str, Any]
+    #: where the data holds a field under another name or path (``--map``): field -> source
+    sources: Mapping[str, str] = field(default_factory=dict)
 
     def has(self, name: str) -> bool:
         """Whether the field is present and not null/empty (a cheap presence test)."""
@@ -42,7 +44,7 @@ class Item:
         """A required, non-empty string field."""
         value = self.values.get(name)
         if value is None:
-            raise self.invalid(name, f"required field '{name}' is missing")
+            raise self.missing(name)
         if not isinstance(value, str):
             raise self.invalid(name, f"field '{name}' must be a string, got {_type_name(value)}")
         if not value.strip():
@@ -65,7 +67,7 @@ class Item:
         if value is None:
             if allow_empty:
                 return []
-            raise self.invalid(name, f"required field '{name}' is missing")
+            raise self.missing(name)
         if isinstance(value, str) or not isinstance(value, (list, tuple)):
             raise self.invalid(
                 name, f"field '{name}' must be a list of strings, got {_type_name(value)}"
@@ -78,6 +80,12 @@ class Item:
         if not value and not allow_empty:
             raise self.invalid(name, f"field '{name}' is empty")
         return list(value)
+
+    def missing(self, name: str) -> InvalidItemError:
+        """The per-item error for a required field that is absent (raise it)."""
+        source = self.sources.get(name)
+        where = f" (mapped from {source!r}, which this record lacks)" if source else ""
+        return self.invalid(name, f"required field '{name}' is missing{where}")
 
     def invalid(self, name: str, message: str) -> InvalidItemError:
         """The per-item error for field ``name`` (raise it)."""
@@ -102,6 +110,7 @@ def make_item(
             item_id=fallback_id,
         )
     renames = dict(mapping or {})
+    record = _with_paths(record, renames.values())
     raw_id = record.get(renames.get("id", "id"))
     item_id = str(raw_id) if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else ""
     if not _encodable(item_id):
@@ -131,7 +140,42 @@ def make_item(
                     field=ours,
                     item_id=item_id,
                 )
-    return Item(id=item_id, index=index, values=values)
+    mapped = {ours: theirs for ours, theirs in renames.items() if ours in FIELDS}
+    return Item(id=item_id, index=index, values=values, sources=mapped)
+
+
+def _with_paths(record: Mapping[str, Any], sources: Iterable[str]) -> Mapping[str, Any]:
+    """``record`` plus the value of every mapped source that is a path into nested data rather
+    than a key: ``meta.question`` (a field of an object), ``contexts[].text`` (that field of
+    each element of a list). A path that does not resolve is an absent field."""
+    paths = [s for s in sources if s not in record and ("." in s or "[]" in s)]
+    if not paths:
+        return record
+    extended = dict(record)
+    for path in paths:
+        value = _follow(record, path.split("."))
+        if value is not None:
+            extended[path] = value
+    return extended
+
+
+def _follow(value: Any, steps: list[str]) -> Any:
+    if not steps:
+        return value
+    step, rest = steps[0], steps[1:]
+    each = step.endswith("[]")
+    key = step[:-2] if each else step
+    if key:
+        if not isinstance(value, Mapping) or key not in value:
+            return None
+        value = value[key]
+    if not each:
+        return _follow(value, rest)
+    value = plain(value)
+    if not isinstance(value, list):
+        return None
+    found = [_follow(v, rest) for v in value]
+    return None if any(f is None for f in found) else found
 
 
 def _missing(value: Any) -> bool:

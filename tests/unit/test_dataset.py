@@ -389,7 +389,9 @@ def test_directory_is_not_a_file(tmp_path):
     folder = tmp_path / "d.jsonl"
     folder.mkdir()
     with pytest.raises(DataError, match="not a file"):
-        read_records(folder)
+        read_records(folder, fmt="jsonl")
+    with pytest.raises(DataError, match="not a Hugging Face save_to_disk folder"):
+        read_records(folder)  # a folder is read as one, and this one is not
 
 
 def test_file_sha256(tmp_path):
