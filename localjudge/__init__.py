@@ -12,6 +12,7 @@ from localjudge.errors import (
     ItemError,
     LocalJudgeError,
     ModelError,
+    OutputBudgetError,
     UsageError,
 )
 from localjudge.evaluation import eval_file, evaluate, score
@@ -25,6 +26,7 @@ from localjudge.metrics import (
     MetricSettings,
 )
 from localjudge.results import ItemResult
+from localjudge.schemas import budgeted
 from localjudge.scoring import RelevancePenalties
 from localjudge.settings import JudgeSettings, build_metrics, open_judge
 from localjudge.versions import DISTRIBUTION, package_version
@@ -53,9 +55,11 @@ __all__ = [
     "MetricResult",
     "MetricSettings",
     "ModelError",
+    "OutputBudgetError",
     "RelevancePenalties",
     "UsageError",
     "__version__",
+    "budgeted",
     "build_metrics",
     "eval_file",
     "evaluate",

@@ -71,10 +71,12 @@ class EngineRequest:
     fixed: int
     #: an llguidance grammar (``llguidance.grammar_from(...)``)
     grammar: str
-    #: the schema's worst-case output in tokens; never exceeded
+    #: the schema's worst-case output in tokens, never exceeded; or, when ``budgeted``, the
+    #: budget: an output still open at it ends ``truncated``
     max_tokens: int
     #: decision keys and the JSON texts of their values, e.g. ``{"relevant": ("true", "false")}``
     decisions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    budgeted: bool = False
 
 
 @dataclass
@@ -91,6 +93,9 @@ class EngineOutput:
     evaluated_prompt_tokens: int
     seconds: float
     decisions: list[SoftDecision] = field(default_factory=list)
+    #: a budgeted request's output reached its budget unfinished (``text`` is the partial
+    #: output, to be discarded)
+    truncated: bool = False
 
 
 @dataclass
@@ -224,6 +229,7 @@ class _Slot:
     decided: set[int] = field(default_factory=set)
     decisions: list[SoftDecision] = field(default_factory=list)
     prefix_cost: int = 0
+    truncated: bool = False
 
 
 class Engine:
@@ -372,6 +378,7 @@ class Engine:
         slot.pending = list(request.tokens[request.fixed :])
         slot.prefilled = False
         slot.out, slot.n_out, slot.sampled, slot.forced = bytearray(), 0, 0, 0
+        slot.truncated = False
         slot.decision, slot.decided, slot.decisions = None, set(), []
         slot.started = time.perf_counter()
         if self.fast_forward:  # the forced opening ('{"verdicts":[{"index":0,"reason":"')
@@ -387,7 +394,9 @@ class Engine:
         assert slot.request is not None
         slot.out += self._bytes(token)
         slot.n_out += 1
-        if slot.n_out > slot.request.max_tokens:
+        if slot.request.budgeted and slot.n_out >= slot.request.max_tokens:
+            slot.truncated = not slot.matcher.is_stopped()
+        elif slot.n_out > slot.request.max_tokens:
             raise ConstraintError(
                 f"output exceeds the schema's bound of {slot.request.max_tokens} tokens",
                 hint="this is a bug in the schema bound; please report it",
@@ -397,6 +406,9 @@ class Engine:
         forced = slot.matcher.compute_ff_tokens()
         if not forced:
             return
+        assert slot.request is not None
+        if slot.request.budgeted:  # never past the budget, even with forced tokens
+            forced = forced[: max(slot.request.max_tokens - slot.n_out, 0)]
         if not slot.matcher.consume_tokens(forced):
             raise _grammar_failure(slot.matcher, "forced tokens were rejected")
         for token in forced:
@@ -434,6 +446,8 @@ class Engine:
     def _advance(self, slot: _Slot, logits: np.ndarray) -> bool:
         """Choose, consume and fast-forward one step; True when the request is complete."""
         m = slot.matcher
+        if slot.truncated:  # the budget ran out on forced tokens
+            return True
         token = self._choose(slot, logits)
         slot.sampled += 1
         if token == self.eos:
@@ -447,14 +461,14 @@ class Engine:
         self._close_decision(slot)
         if m.is_error():  # is_stopped() is true on an error too: test the error first
             raise _grammar_failure(m, "the matcher failed")
-        if m.is_stopped():
+        if m.is_stopped() or slot.truncated:
             return True
         if self.fast_forward:
             self._push_forced(slot)
             self._close_decision(slot)
             if m.is_error():
                 raise _grammar_failure(m, "the matcher failed")
-            if m.is_stopped():
+            if m.is_stopped() or slot.truncated:
                 return True
         return False
 
@@ -600,11 +614,13 @@ class Engine:
 
     def _finish(self, slot: _Slot) -> EngineOutput:
         assert slot.request is not None
-        if not slot.matcher.is_accepting():
+        truncated = slot.truncated and not slot.matcher.is_accepting()
+        if not truncated and not slot.matcher.is_accepting():
             raise _grammar_failure(slot.matcher, "the output ended incomplete")
         request = slot.request
         output = EngineOutput(
-            text=bytes(slot.out).decode("utf-8"),
+            text=bytes(slot.out).decode("utf-8", errors="replace" if truncated else "strict"),
+            truncated=truncated,
             completion_tokens=slot.n_out,
             sampled=slot.sampled,
             forced=slot.forced,

@@ -72,6 +72,13 @@ class ContextOverflowError(ItemError):
         self.available = available
 
 
+class OutputBudgetError(ContextOverflowError):
+    """A :func:`~localjudge.schemas.budgeted` call's output reached its token budget before the
+    JSON was complete; the partial output was discarded."""
+
+    kind = "output_budget"
+
+
 # ---------------------------------------------------------------- fatal
 
 

@@ -46,7 +46,7 @@ from localjudge.engine import (
     install_log,
     raise_pending_interrupt,
 )
-from localjudge.errors import ConstraintError, ContextOverflowError, ModelError
+from localjudge.errors import ConstraintError, ContextOverflowError, ModelError, OutputBudgetError
 from localjudge.judge import (
     Generation,
     GenerationStats,
@@ -60,7 +60,7 @@ from localjudge.judge import (
     check_fits,
 )
 from localjudge.registry import ResolvedModel, check_gguf, model_sha256, resolve_model
-from localjudge.schemas import json_schema, parse_output, worst_case_tokens
+from localjudge.schemas import json_schema, output_budget, parse_output, worst_case_tokens
 from localjudge.versions import package_version
 
 DEFAULT_N_CTX = 8192
@@ -257,7 +257,8 @@ class LlamaJudge:
         batch: list[EngineRequest] = []
         positions: list[int] = []
         for i, request in enumerate(requests):
-            max_tokens = worst_case_tokens(request.schema)
+            budget = output_budget(request.schema)
+            max_tokens = worst_case_tokens(request.schema) if budget is None else 1
             try:
                 # a big prompt that cannot fit whatever its tokens is refused before tokenizing
                 # it (a 100 MB context took 3 GB and 80 s): no token stands for more bytes than
@@ -271,6 +272,10 @@ class LlamaJudge:
                         at_least=True,
                     )
                 prepared = self.render(request.messages)
+                if budget is not None:  # a schema we did not write: its budget, or the rest
+                    rest = self.n_ctx - len(prepared.tokens)
+                    max_tokens = min(budget, rest) if isinstance(budget, int) else rest
+                    max_tokens = max(max_tokens, 1)
                 check_fits(
                     prompt_tokens=len(prepared.tokens),
                     max_output_tokens=max_tokens,
@@ -289,15 +294,28 @@ class LlamaJudge:
                     grammar=grammar,
                     max_tokens=max_tokens,
                     decisions=decisions,
+                    budgeted=budget is not None,
                 )
             )
             positions.append(i)
 
         def done(j: int, output: EngineOutput) -> None:
             i = positions[j]
-            outcomes[i] = generation = self._generation(requests[i].schema, output)
+            outcome: Outcome
+            if output.truncated:
+                outcome = OutputBudgetError(
+                    f"the output reached its budget of {output.completion_tokens} tokens "
+                    f"before its JSON ({requests[i].schema.__name__}) was complete; the partial "
+                    "output was discarded",
+                    needed=len(batch[j].tokens) + output.completion_tokens + 1,
+                    available=self.n_ctx,
+                    hint="give a larger max_tokens to budgeted(), or a larger -c/--n-ctx",
+                )
+            else:
+                outcome = self._generation(requests[i].schema, output)
+            outcomes[i] = outcome
             if on_outcome is not None:
-                on_outcome(i, generation)
+                on_outcome(i, outcome)
 
         self._engine.run(batch, on_done=done)
         return [o for o in outcomes if o is not None]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -28,6 +28,8 @@ from pydantic import (
 
 from localjudge.canonical import compact_json
 from localjudge.errors import ConstraintError
+
+M = TypeVar("M", bound=BaseModel)
 
 #: characters that never need an escape in a JSON string: no quote, backslash, control char
 _ANY_CHAR = r'[^"\\\x00-\x1f\x7f]'
@@ -82,11 +84,59 @@ class UnboundedSchemaError(ValueError):
     """A schema has a string, list or number without an upper bound."""
 
 
+#: what a budgeted schema's output may use when no number is given: the rest of the window
+WINDOW = "window"
+_BUDGET_KEY = "x-localjudge-budget"
+
+
+def budgeted(schema: type[M], max_tokens: int | None = None) -> type[M]:
+    """``schema`` for the judge even though it has unbounded strings or lists (a schema we did
+    not write: ragas', deepeval's). Decoding stays under the grammar, compact, with extra
+    properties forbidden at every level; the output may take at most ``max_tokens`` tokens
+    (None: what is left of the context window). An output that has not finished by then is a
+    :class:`~localjudge.errors.OutputBudgetError`, never a cut-off value.
+
+    The budget is part of the schema's JSON schema, so it is part of the call's cache key."""
+    if max_tokens is not None and max_tokens < 1:
+        raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+    budget: int | str = WINDOW if max_tokens is None else int(max_tokens)
+    model: type[M] = create_model(
+        schema.__name__,
+        __base__=schema,
+        __module__=schema.__module__,
+    )
+    model.__localjudge_budget__ = budget  # type: ignore[attr-defined]
+    return model
+
+
+def output_budget(schema: type[BaseModel]) -> int | str | None:
+    """A :func:`budgeted` schema's budget (tokens, or :data:`WINDOW`); None for our own schemas,
+    whose bound :func:`worst_case_tokens` derives."""
+    budget: int | str | None = getattr(schema, "__localjudge_budget__", None)
+    return budget
+
+
 def json_schema(schema: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema the grammar is built from: pydantic's, plus compact-whitespace control."""
+    """The JSON schema the grammar is built from: pydantic's, plus compact-whitespace control;
+    for a :func:`budgeted` schema every object also forbids extra properties."""
     js = schema.model_json_schema()
+    budget = output_budget(schema)
+    if budget is not None:
+        _forbid_extra(js)
+        js[_BUDGET_KEY] = budget
     js["x-guidance"] = dict(GUIDANCE)
     return js
+
+
+def _forbid_extra(node: Any) -> None:
+    if isinstance(node, dict):
+        if node.get("type") == "object" and "additionalProperties" not in node:
+            node["additionalProperties"] = False
+        for value in node.values():
+            _forbid_extra(value)
+    elif isinstance(node, list):
+        for value in node:
+            _forbid_extra(value)
 
 
 def worst_case_bytes(schema: type[BaseModel]) -> int:
