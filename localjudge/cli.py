@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
+from localjudge.cli_models import models_group
 from localjudge.errors import DiskFullError, LocalJudgeError, UsageError, is_disk_full
 from localjudge.metrics import METRICS
 from localjudge.versions import DISTRIBUTION
@@ -529,22 +530,7 @@ def _write_html(out_dir: Path, data: Path | None) -> Path:
     return write_report(out_dir, data=data)
 
 
-@main.command("models")
-@_guarded
-def models_command() -> None:
-    """List the judges localjudge can use and whether each is present."""
-    from localjudge.registry import DEFAULT_ALIAS, list_models, user_registry_path  # noqa: PLC0415
-
-    for status in list_models():
-        j = status.judge
-        mark = "present" if status.present else "missing"
-        default = " (default)" if j.alias == DEFAULT_ALIAS else ""
-        click.echo(f"{j.alias}{default}\t{mark}\t{j.description or j.file}")
-        if status.path is not None:
-            click.echo(f"    {status.path}")
-        if status.note:
-            click.echo(f"    {status.note}")
-    click.echo(f"user registry: {user_registry_path()}")
+main.add_command(models_group)  # models, models list | add | rm | info (localjudge.cli_models)
 
 
 @main.command("doctor")

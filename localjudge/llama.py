@@ -172,7 +172,8 @@ class LlamaJudge:
         if model.expected_sha256 and sha != model.expected_sha256:
             raise ModelError(
                 f"model file {model.path} has sha256 {sha}, expected {model.expected_sha256}",
-                hint="the file is corrupt or was replaced; reinstall its package",
+                hint="the file is corrupt or was replaced: reinstall its package, or register "
+                "the new file with `localjudge models add PATH --alias NAME --force`",
             )
         self.sha256 = sha
         llama_cpp, llguidance = _import_backends()
