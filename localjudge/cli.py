@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
+from localjudge.cli_models import models_group
 from localjudge.errors import DiskFullError, LocalJudgeError, UsageError, is_disk_full
 from localjudge.metrics import METRICS
 from localjudge.versions import DISTRIBUTION
@@ -154,7 +155,26 @@ _judge_options = _options(
         "--threads",
         type=click.IntRange(min=1),
         default=None,
-        help="CPU threads (default: all cores).",
+        help="CPU threads (default: the physical cores this process may use).",
+    ),
+    click.option(
+        "-fa",
+        "--flash-attn",
+        "flash_attn",
+        type=click.Choice(["on", "off", "auto"], case_sensitive=False),
+        default="off",
+        show_default=True,
+        help="llama.cpp's flash attention (auto: where the device supports it). Part of the "
+        "judge's identity and cache keys.",
+    ),
+    click.option(
+        "--chat-template-kwargs",
+        "chat_template_kwargs",
+        default=None,
+        metavar="JSON",
+        callback=lambda ctx, param, value: _template_kwargs(value),
+        help="Extra variables for the chat template, a JSON object, e.g. "
+        "'{\"enable_thinking\": false}'. Part of the judge's identity and cache keys.",
     ),
     click.option(
         "-s",
@@ -198,6 +218,15 @@ def _gpu_layers(value: str) -> int | str:
     return layers
 
 
+def _template_kwargs(value: str | None) -> dict[str, Any]:
+    from localjudge.options import chat_template_kwargs  # noqa: PLC0415
+
+    try:
+        return chat_template_kwargs(value, name="the value")
+    except UsageError as exc:  # Click names the option and exits 2, before anything runs
+        raise click.BadParameter(str(exc)) from None
+
+
 def _ctx_size(value: int) -> int:
     if 0 < value < MIN_CTX:
         raise click.BadParameter(f"{value} is below {MIN_CTX} (0 means the model's own)")
@@ -214,6 +243,8 @@ def _judge_settings(model: str | None, **options: Any) -> Any:
         n_threads=options["threads"],
         seed=options["seed"],
         chat_template=False if options["no_chat_template"] else None,
+        flash_attn=options["flash_attn"],
+        chat_template_kwargs=options["chat_template_kwargs"],
         cache=options["cache_path"],
         use_cache=not options["no_cache"],
         **({"parallel": options["parallel"]} if options["parallel"] is not None else {}),
@@ -500,22 +531,7 @@ def _write_html(out_dir: Path, data: Path | None) -> Path:
     return write_report(out_dir, data=data)
 
 
-@main.command("models")
-@_guarded
-def models_command() -> None:
-    """List the judges localjudge can use and whether each is present."""
-    from localjudge.registry import DEFAULT_ALIAS, list_models, user_registry_path  # noqa: PLC0415
-
-    for status in list_models():
-        j = status.judge
-        mark = "present" if status.present else "missing"
-        default = " (default)" if j.alias == DEFAULT_ALIAS else ""
-        click.echo(f"{j.alias}{default}\t{mark}\t{j.description or j.file}")
-        if status.path is not None:
-            click.echo(f"    {status.path}")
-        if status.note:
-            click.echo(f"    {status.note}")
-    click.echo(f"user registry: {user_registry_path()}")
+main.add_command(models_group)  # models, models list | add | rm | info (localjudge.cli_models)
 
 
 @main.command("doctor")

@@ -244,6 +244,7 @@ class Engine:
         n_ctx: int = 8192,
         n_threads: int = 1,
         fast_forward: bool = True,
+        flash_attn: str = "off",
     ) -> None:
         import llama_cpp  # noqa: PLC0415 (the llama backend's own import)
         import llguidance  # noqa: PLC0415
@@ -262,6 +263,11 @@ class Engine:
         self.max_ctx = n_ctx
         self.n_threads = n_threads
         self.fast_forward = fast_forward
+        self.flash_attn = {
+            "on": llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED,
+            "off": llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED,
+            "auto": llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO,
+        }[flash_attn]
         self.stats = EngineStats()
         self._bitmask = llguidance.numpy.allocate_token_bitmask(1, lltokenizer.vocab_size)
         self._bytes_of: dict[int, bytes] = {}
@@ -290,7 +296,7 @@ class Engine:
         p.n_threads = p.n_threads_batch = self.n_threads
         p.kv_unified = False
         p.swa_full = True  # a sliding-window cache never evicts the prefix
-        p.flash_attn_type = ll.LLAMA_FLASH_ATTN_TYPE_DISABLED  # as Llama() runs it
+        p.flash_attn_type = self.flash_attn  # off by default, as Llama() runs it
         p.no_perf = True
         ctx = ll.llama_init_from_model(self.model, p)
         raise_pending_interrupt()

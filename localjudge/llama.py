@@ -28,7 +28,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +58,14 @@ from localjudge.judge import (
     Prompt,
     as_messages,
     check_fits,
+)
+from localjudge.options import (
+    DEFAULT_FLASH_ATTN,
+    default_threads,
+    flash_attn_mode,
+)
+from localjudge.options import (
+    chat_template_kwargs as check_template_kwargs,
 )
 from localjudge.registry import ResolvedModel, check_gguf, model_sha256, resolve_model
 from localjudge.schemas import json_schema, output_budget, parse_output, worst_case_tokens
@@ -147,6 +155,8 @@ class LlamaJudge:
         chat_template: bool | None = None,
         parallel: int = DEFAULT_PARALLEL,
         fast_forward: bool = True,
+        flash_attn: str | bool = DEFAULT_FLASH_ATTN,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         if parallel < 1:
             raise ModelError(f"parallel must be at least 1, got {parallel}")
@@ -155,12 +165,15 @@ class LlamaJudge:
         self.model = model
         self.seed = seed
         self.parallel = parallel
+        self.flash_attn = flash_attn = flash_attn_mode(flash_attn)
+        template_kwargs = check_template_kwargs(chat_template_kwargs)
         check_gguf(model.path)
         sha = model_sha256(model.path)
         if model.expected_sha256 and sha != model.expected_sha256:
             raise ModelError(
                 f"model file {model.path} has sha256 {sha}, expected {model.expected_sha256}",
-                hint="the file is corrupt or was replaced; reinstall its package",
+                hint="the file is corrupt or was replaced: reinstall its package, or register "
+                "the new file with `localjudge models add PATH --alias NAME --force`",
             )
         self.sha256 = sha
         llama_cpp, llguidance = _import_backends()
@@ -188,17 +201,20 @@ class LlamaJudge:
         # 0: the context the model was trained with, as its GGUF metadata gives it
         self.n_ctx = n_ctx = n_ctx or int(self._model.n_ctx_train())
         self._formatter = self._chat_formatter(chat_template)
+        # the variables reach only a template: without one they change nothing
+        self._template_kwargs = template_kwargs if self._formatter is not None else {}
         self._tokenizer, self._max_token_bytes = _lltokenizer(
             llama_cpp, llguidance, self._model.model, sha
         )
-        threads = n_threads or os.cpu_count() or 1
+        self.n_threads = n_threads or default_threads()
         self._engine = Engine(
             self._model.model,
             self._tokenizer,
             parallel=parallel,
             n_ctx=n_ctx,
-            n_threads=threads,
+            n_threads=self.n_threads,
             fast_forward=fast_forward,
+            flash_attn=flash_attn,
         )
         self._grammars: dict[type[BaseModel], tuple[str, dict[str, tuple[str, ...]]]] = {}
         self._identity = JudgeIdentity(
@@ -214,6 +230,9 @@ class LlamaJudge:
                 "amx": amx.state,
                 "cpu_extra_buffers": amx.extra_buffers,
                 "chat_template": self._formatter is not None,
+                "chat_template_kwargs": self._template_kwargs,
+                # another attention kernel rounds differently: part of the cache key
+                "flash_attn": flash_attn,
                 "grammar": f"llguidance {package_version('llguidance')}",
                 "engine": ENGINE_VERSION,
                 # how many requests share a batch, and whether forced tokens skip sampling
@@ -398,7 +417,7 @@ class LlamaJudge:
 
     def _render_template(self, messages: list[dict[str, str]]) -> str:
         try:
-            return str(self._formatter(messages=messages).prompt)
+            return str(self._formatter(messages=messages, **self._template_kwargs).prompt)
         except Exception as exc:  # jinja2's SecurityError and template errors
             raise ModelError(
                 f"the model's chat template failed to render: {type(exc).__name__}: {exc}",
@@ -492,6 +511,8 @@ def load_judge(
     chat_template: bool | None = None,
     parallel: int = DEFAULT_PARALLEL,
     fast_forward: bool = True,
+    flash_attn: str | bool = DEFAULT_FLASH_ATTN,
+    chat_template_kwargs: Mapping[str, Any] | None = None,
     cache: bool | str | os.PathLike[str] = True,
 ) -> LlamaJudge | CachingJudge:
     """Load a judge: ``model`` is a GGUF path, a registered alias, or None for the embedded default.
@@ -500,6 +521,11 @@ def load_judge(
     the SQLite cache (:class:`~localjudge.cache.CachingJudge`; the file in the user cache
     directory or ``$LOCALJUDGE_CACHE_DIR``, or at the path given); ``False`` returns the bare
     :class:`LlamaJudge`. The caching judge passes every other attribute to the one it wraps.
+
+    ``n_threads`` defaults to the physical cores this process may use; ``flash_attn`` is
+    ``"on"``, ``"off"`` (default) or ``"auto"``; ``chat_template_kwargs`` are extra variables
+    for the chat template's render (``{"enable_thinking": False}``), part of the judge's
+    identity and so of its cache keys.
 
     Nothing is downloaded. Raises :class:`ModelError` for a missing, empty, non-GGUF, truncated or
     wrong-sha256 file, and :class:`ConstraintError` when constrained decoding is unavailable.
@@ -513,6 +539,8 @@ def load_judge(
         chat_template=chat_template,
         parallel=parallel,
         fast_forward=fast_forward,
+        flash_attn=flash_attn,
+        chat_template_kwargs=chat_template_kwargs,
     )
     if cache is False:
         return judge

@@ -6,8 +6,8 @@ through :func:`open_judge` and :func:`build_metrics`, so every judge option work
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,12 @@ from localjudge.engine import DEFAULT_PARALLEL
 from localjudge.errors import UsageError
 from localjudge.judge import Judge
 from localjudge.metrics import METRICS, Metric, MetricSettings
+from localjudge.options import (
+    DEFAULT_FLASH_ATTN,
+    chat_template_kwargs,
+    default_threads,
+    flash_attn_mode,
+)
 from localjudge.registry import DEFAULT_ALIAS
 
 __all__ = ["JudgeSettings", "MetricSettings", "build_metrics", "open_cache", "open_judge"]
@@ -33,16 +39,31 @@ class JudgeSettings:
     #: layers offloaded to a GPU build of llama.cpp: ``auto`` (all where the build can
     #: offload, else none), ``all`` or -1, or a number
     n_gpu_layers: int | str = "auto"
-    #: CPU threads (None: all cores)
+    #: CPU threads (None: the physical cores this process may use, see ``default_threads``)
     n_threads: int | None = None
     seed: int = 0
     #: use the model's chat template (None: when it has one and is an instruct model)
     chat_template: bool | None = None
+    #: llama.cpp's flash attention: ``on``, ``off`` or ``auto`` (a bool is read as on/off)
+    flash_attn: str = DEFAULT_FLASH_ATTN
+    #: extra variables for the chat template's render, e.g. ``{"enable_thinking": False}``
+    chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
     #: the cache file or the directory that holds it (None: the default cache directory)
     cache: Path | None = None
     use_cache: bool = True
     #: requests decoded together (each holds a window of ``n_ctx`` tokens)
     parallel: int = DEFAULT_PARALLEL
+
+    def __post_init__(self) -> None:
+        # one spelling of each, checked here so a library caller fails before a model loads
+        object.__setattr__(self, "flash_attn", flash_attn_mode(self.flash_attn))
+        kwargs = chat_template_kwargs(self.chat_template_kwargs)
+        object.__setattr__(self, "chat_template_kwargs", kwargs)
+
+    @property
+    def threads(self) -> int:
+        """The CPU threads the judge will use (``n_threads``, or the machine's default)."""
+        return self.n_threads or default_threads()
 
     @property
     def name(self) -> str:
@@ -54,7 +75,9 @@ class JudgeSettings:
         return {
             "n_ctx": self.n_ctx,
             "n_gpu_layers": self.n_gpu_layers,
-            "threads": self.n_threads,
+            "threads": self.threads,
+            "flash_attn": self.flash_attn,
+            "chat_template_kwargs": dict(self.chat_template_kwargs),
             "seed": self.seed,
             "parallel": self.parallel,
         }
@@ -76,6 +99,8 @@ def open_judge(settings: JudgeSettings) -> Judge:
         n_threads=settings.n_threads,
         seed=settings.seed,
         chat_template=settings.chat_template,
+        flash_attn=settings.flash_attn,
+        chat_template_kwargs=settings.chat_template_kwargs,
         parallel=settings.parallel,
         cache=False,
     )
