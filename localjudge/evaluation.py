@@ -28,7 +28,7 @@ from localjudge.canonical import file_sha256
 from localjudge.dataset import LIST_FIELDS, Record, read_records
 from localjudge.errors import ContextOverflowError, InvalidItemError, ItemError, UsageError
 from localjudge.items import ALIASES, FIELDS, Item, make_item
-from localjudge.judge import Judge, JudgeRequest, generate_many
+from localjudge.judge import CallOrigin, Judge, JudgeRequest, generate_many
 from localjudge.metrics import METRICS, Metric, MetricResult
 from localjudge.outcome import Evaluation
 from localjudge.ppi import fit_calibration, ppi_mean
@@ -250,7 +250,9 @@ def _score_chunk(
         retry: list[_Pending] = []
         if on_judging is not None:
             on_judging([(p.item.index, p.item.id, metric.name) for p in pending])
-        outcomes = generate_many(judge, [p.request for p in pending])
+        outcomes = generate_many(
+            judge, [replace(p.request, origin=CallOrigin(metric.name, p.item.id)) for p in pending]
+        )
         for p, out in zip(pending, outcomes, strict=True):
             if isinstance(out, ContextOverflowError):
                 if not truncate:
