@@ -529,3 +529,8 @@ def doctor_command(model: str | None, no_call: bool) -> None:
 
     healthy = report(run_checks(model, probe=not no_call), click.echo)
     sys.exit(EXIT_OK if healthy else EXIT_DOCTOR)
+
+
+from localjudge.cache_cli import cache_group  # noqa: E402 (its own module; it needs nothing above)
+
+main.add_command(cache_group)
