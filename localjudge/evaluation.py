@@ -432,6 +432,7 @@ def judge_labelled(
     mapping: Mapping[str, str],
     truncate: bool,
     settings_by_metric: Mapping[str, Mapping[str, Any]],
+    raw_output: bool = False,
 ) -> dict[str, LabelledScores]:
     """Score the labelled file (bench's format: records with ``labels``) like the data, write
     its rows to ``out_dir/labelled.jsonl``, and pair each judge score with the metric's formula
@@ -451,7 +452,9 @@ def judge_labelled(
             if value is not None:
                 human[(rec.index, m.name)] = float(value)
     scores = {m.name: LabelledScores() for m in metrics}
-    with ResultsWriter(out_dir / LABELLED.name, judge.identity, settings_by_metric) as writer:
+    with ResultsWriter(
+        out_dir / LABELLED.name, judge.identity, settings_by_metric, raw_output=raw_output
+    ) as writer:
         for res in evaluate(
             records, metrics, judge, mapping=mapping, truncate=truncate, keep=False
         ):
@@ -493,6 +496,7 @@ def eval_file(
     on_judging: OnJudging | None = None,
     labels: Path | None = None,
     calibrate: bool = False,
+    raw_output: bool = False,
 ) -> RunOutcome:
     """Score ``data`` with ``metrics`` and write ``results.jsonl`` and ``summary.json`` to
     ``out_dir``. ``fail_under`` maps metric names to thresholds for their mean;
@@ -504,6 +508,7 @@ def eval_file(
     the human-scale mean over ``data`` with its interval (``ppi``, ``ppi_soft``; see
     :mod:`localjudge.ppi`); ``calibrate`` also adds each row's ``calibrated_score``, the
     judge score mapped to the human scale by an isotonic fit on the labelled items.
+    ``raw_output`` adds each row's raw judge output text (``raw_output``).
 
     Pass a :class:`~localjudge.cache.CachingJudge` to cache and resume."""
     mapping = dict(mapping or {})
@@ -528,13 +533,18 @@ def eval_file(
                 mapping=mapping,
                 truncate=truncate,
                 settings_by_metric=settings_by_metric,
+                raw_output=raw_output,
             )
         calibrations = {}
         for name, pairs in labelled.items() if calibrate else ():
             if (calibrated := pairs.calibration()) is not None:
                 calibrations[name] = calibrated
         with ResultsWriter(
-            out_dir / RESULTS.name, judge.identity, settings_by_metric, calibrations
+            out_dir / RESULTS.name,
+            judge.identity,
+            settings_by_metric,
+            calibrations,
+            raw_output=raw_output,
         ) as writer:
             for res in evaluate(
                 islice(records, limit),

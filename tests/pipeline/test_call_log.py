@@ -458,6 +458,42 @@ def test_clear_of_a_missing_cache_creates_nothing(tmp_path):
     assert not (tmp_path / "none").exists()
 
 
+# ---------------------------------------------------------------- eval --raw-output
+
+
+def test_eval_raw_output_puts_each_rows_judge_output_in_results(data, tmp_path):
+    records = [*RECORDS, {"id": "bad", "user_input": "q?", "retrieved_contexts": []}]
+    data.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
+    judges: list[ScriptedJudge] = []
+
+    def factory(settings: Any) -> Any:
+        judges.append(ScriptedJudge(rule_reply))
+        return judges[-1]
+
+    def run(*extra: str) -> list[dict[str, Any]]:
+        result = CliRunner().invoke(
+            main,
+            ["eval", str(data), "-o", "o", "--no-cache", "-q", "--metric", "recall", *extra],
+            obj={"open_judge": factory},
+            catch_exceptions=False,
+        )
+        assert result.exit_code == 0, result.output
+        return [json.loads(x) for x in Path("o/results.jsonl").read_text("utf-8").splitlines()]
+
+    plain = run()
+    assert all("raw_output" not in r for r in plain)
+    rows = run("--raw-output")
+    assert list(rows[0])[-1] == "raw_output"
+    made = [c.raw for c in judges[-1].calls]
+    assert [r["raw_output"] for r in rows] == [*made, None]  # the invalid item: no call
+    assert rows[-1]["error"] is not None
+    for row, raw in zip(rows, made, strict=False):
+        verdicts = json.loads(raw)["statements"]
+        assert [v["attributed"] for v in verdicts] == [v["attributed"] for v in row["verdicts"]]
+    untimed = [{k: v for k, v in r.items() if k not in ("seconds", "raw_output")} for r in rows]
+    assert untimed == [{k: v for k, v in r.items() if k != "seconds"} for r in plain]
+
+
 def test_call_filter_sql_matches_what_it_names(data, tmp_path):
     cache = tmp_path / "c.sqlite3"
     _two_judges(data, cache)
