@@ -108,7 +108,7 @@ def stats_command(cache_path: Path | None, as_json: bool) -> None:
     lines = [
         f"cache: {stats.path} (schema {stats.schema_version})",
         f"size on disk: {_size(stats.size_bytes)}",
-        f"calls: {stats.calls}, answered from the cache {stats.hits} times",
+        f"calls: {stats.calls}, cache hits: {stats.hits}",
         f"message texts: {stats.prompts} distinct, {_size(stats.prompt_bytes)}",
     ]
     if stats.oldest is not None:

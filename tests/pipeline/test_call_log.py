@@ -302,7 +302,7 @@ def test_stats_counts_per_model_and_metric(data, tmp_path):
     assert stats["size_bytes"] >= cache.stat().st_size > 0
     assert stats["schema_version"] == 4
     text = cli("cache", "stats", "--cache", str(cache)).stdout
-    assert "calls: 12, answered from the cache 0 times" in text
+    assert "calls: 12, cache hits: 0" in text
     assert "judge-a 000000000000" in text
 
 
