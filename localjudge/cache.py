@@ -16,10 +16,19 @@ The cache is derived data, so damage costs judge time, never verdicts:
   hint: it may be somebody's data, so it is left as it is;
 - each row carries a checksum of its key and content; a row whose checksum or output does not
   match is dropped and the call is judged again, never answered from the damaged row.
+
+Each call is also an entry of an audit log (schema version 4): the messages the judge saw, the
+model's alias and sha256, the output schema's name, the metric and item that asked (from the
+request's :class:`~localjudge.judge.CallOrigin`), tokens, time and when it was stored, plus how
+often the cache answered it since. Message texts live once each in a ``prompts`` table keyed by
+their sha256 (a metric's instructions are shared by all its calls); a row lists its messages as
+``[[role, sha256], ...]``. A row's checksum covers its key, output, messages list, log fields and
+stats; a prompt is checked against its own sha256. :mod:`localjudge.calllog` reads the log.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -27,7 +36,7 @@ import shutil
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -62,7 +71,7 @@ CACHE_FILENAME = "calls.sqlite3"
 #: the tag of the current key format (see :func:`cache_key`)
 KEY_VERSION = "v1"
 #: the version of the table layout this code reads and writes
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: seconds SQLite waits for another writer's lock before reporting "database is locked"
 BUSY_TIMEOUT_S = 30.0
 
@@ -85,7 +94,23 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
     2: ("ALTER TABLE calls ADD COLUMN decisions TEXT",),
     # sha256 of the row's key, raw output and decisions (null for calls stored before version 3)
     3: ("ALTER TABLE calls ADD COLUMN checksum TEXT",),
+    # the call log: what the judge saw and who asked (null for calls stored before version 4);
+    # each message text once, keyed by its sha256; how often the cache answered the call
+    4: (
+        "CREATE TABLE IF NOT EXISTS prompts (sha256 TEXT PRIMARY KEY, text TEXT NOT NULL)",
+        "ALTER TABLE calls ADD COLUMN messages TEXT",
+        "ALTER TABLE calls ADD COLUMN model TEXT",
+        "ALTER TABLE calls ADD COLUMN model_sha256 TEXT",
+        "ALTER TABLE calls ADD COLUMN schema_name TEXT",
+        "ALTER TABLE calls ADD COLUMN metric TEXT",
+        "ALTER TABLE calls ADD COLUMN item_id TEXT",
+        "ALTER TABLE calls ADD COLUMN hits INT NOT NULL DEFAULT 0",
+        "ALTER TABLE calls ADD COLUMN last_hit_at TEXT",
+        "CREATE INDEX IF NOT EXISTS calls_created_at ON calls (created_at)",
+    ),
 }
+#: the tag of checksums that cover the call log and stats too (version 3's cover key and output)
+CHECKSUM_TAG = "c2:"
 #: SQLite's words for a file it cannot read as a database (as opposed to a busy or full one)
 _DAMAGE_WORDS = ("not a database", "malformed", "file is encrypted", "corrupt")
 _LOCK_RETRIES = 5
@@ -130,6 +155,32 @@ class CachedCall:
     created_at: str | None
     #: the call's soft verdicts (empty for judges that have none, and for old entries)
     decisions: tuple[SoftDecision, ...] = ()
+
+
+@dataclass(frozen=True)
+class CallLog:
+    """What a stored call records for auditing beside its output: the messages the judge saw,
+    the judge and the schema, and the metric and item that asked (None when not known)."""
+
+    messages: list[dict[str, str]]
+    model: str
+    model_sha256: str
+    schema_name: str
+    metric: str | None = None
+    item_id: str | None = None
+
+    @classmethod
+    def of(cls, request: JudgeRequest, identity: JudgeIdentity) -> CallLog:
+        """The log entry of ``request`` made to the judge with ``identity``."""
+        origin = request.origin
+        return cls(
+            messages=as_messages(request.messages),
+            model=identity.model,
+            model_sha256=identity.sha256,
+            schema_name=request.schema.__name__,
+            metric=origin.metric if origin is not None else None,
+            item_id=origin.item_id if origin is not None else None,
+        )
 
 
 class Cache:
@@ -270,29 +321,25 @@ class Cache:
 
     def get(self, key: str) -> CachedCall | None:
         """The stored call for ``key``, or ``None``."""
-        rows = self._query(
-            "SELECT raw, prompt_tokens, evaluated_prompt_tokens, completion_tokens, seconds,"
-            " created_at, decisions, checksum FROM calls WHERE key = ?",
-            (key,),
-        )
+        rows = self._query(_SELECT_ROW, (key,))
         if not rows:
             return None
-        raw, prompt_tokens, evaluated, completion, seconds, created_at, decisions, check = rows[0]
-        if check is not None and check != _checksum(key, raw, decisions):
+        row = dict(zip(ROW_COLUMNS, rows[0], strict=True))
+        if checksum_ok(row) is False:
             self.discard(key)
             return None
         stats = GenerationStats(
-            prompt_tokens=int(prompt_tokens),
-            evaluated_prompt_tokens=int(evaluated),
-            completion_tokens=int(completion),
-            seconds=float(seconds),
+            prompt_tokens=int(row["prompt_tokens"]),
+            evaluated_prompt_tokens=int(row["evaluated_prompt_tokens"]),
+            completion_tokens=int(row["completion_tokens"]),
+            seconds=float(row["seconds"]),
         )
         return CachedCall(
             key=key,
-            raw=str(raw),
+            raw=str(row["raw"]),
             stats=stats,
-            created_at=created_at,
-            decisions=_decisions_from_json(decisions),
+            created_at=row["created_at"],
+            decisions=_decisions_from_json(row["decisions"]),
         )
 
     def put(
@@ -301,26 +348,102 @@ class Cache:
         raw: str,
         stats: GenerationStats,
         decisions: Sequence[SoftDecision] = (),
+        log: CallLog | None = None,
     ) -> None:
-        """Store a call, committed before this returns. A key already stored is left as it is."""
-        created_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        stored = compact_json([[d.key, dict(d.probs), d.chosen] for d in decisions])
-        self._query(
-            "INSERT OR IGNORE INTO calls (key, raw, prompt_tokens, evaluated_prompt_tokens,"
-            " completion_tokens, seconds, created_at, decisions, checksum)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                key,
-                raw,
-                stats.prompt_tokens,
-                stats.evaluated_prompt_tokens,
-                stats.completion_tokens,
-                stats.seconds,
-                created_at,
-                stored,
-                _checksum(key, raw, stored),
-            ),
-        )
+        """Store a call (with its call-log entry, when given), committed before this returns. A
+        key already stored is left as it is."""
+        prompts = [(sha256_text(m["content"]), m["content"]) for m in (log.messages if log else [])]
+        row: dict[str, Any] = {
+            "key": key,
+            "raw": raw,
+            # as SQLite gives them back, so that the checksum of what is read matches
+            "prompt_tokens": int(stats.prompt_tokens),
+            "evaluated_prompt_tokens": int(stats.evaluated_prompt_tokens),
+            "completion_tokens": int(stats.completion_tokens),
+            "seconds": float(stats.seconds),
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "decisions": compact_json([[d.key, dict(d.probs), d.chosen] for d in decisions]),
+            "messages": compact_json(
+                [[m["role"], sha] for m, (sha, _) in zip(log.messages, prompts, strict=True)]
+            )
+            if log is not None
+            else None,
+            "model": log.model if log else None,
+            "model_sha256": log.model_sha256 if log else None,
+            "schema_name": log.schema_name if log else None,
+            "metric": log.metric if log else None,
+            "item_id": log.item_id if log else None,
+        }
+        row["checksum"] = row_checksum(row)
+        names = ", ".join(row)
+        marks = ", ".join("?" * len(row))
+
+        def store() -> None:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(
+                    "INSERT OR IGNORE INTO prompts (sha256, text) VALUES (?, ?)", prompts
+                )
+                conn.execute(
+                    f"INSERT OR IGNORE INTO calls ({names}) VALUES ({marks})",  # noqa: S608 (constant column names)
+                    tuple(row.values()),
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+        self._run(store)
+
+    def record_hit(self, key: str) -> None:
+        """Count one answer from the cache for ``key`` (``hits``, ``last_hit_at``). Best effort:
+        a cache that cannot be written to (a full disk) still answers, uncounted."""
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        with contextlib.suppress(LocalJudgeError):
+            self._query(
+                "UPDATE calls SET hits = hits + 1, last_hit_at = ? WHERE key = ?", (now, key)
+            )
+
+    def prune(self, *, older_than: datetime | None = None, model: str | None = None) -> int:
+        """Delete the calls stored before ``older_than`` and/or made by ``model`` (its alias, or
+        its sha256 or a prefix of at least 8 hex digits), and the prompts no call refers to any
+        more; how many calls went. Calls stored before schema version 4 have no model."""
+        if older_than is None and model is None:
+            raise LocalJudgeError(
+                "prune needs --older-than or --model", hint="to delete every call, use clear"
+            )
+        where, params = filter_sql(before=older_than, model=model)
+        return self._delete(f"DELETE FROM calls WHERE {where}", params)  # noqa: S608 (constant SQL)
+
+    def clear(self) -> int:
+        """Delete every call and prompt; how many calls went."""
+        return self._delete("DELETE FROM calls", ())
+
+    def _delete(self, sql: str, params: tuple[Any, ...]) -> int:
+        def delete() -> int:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                n = conn.execute(sql, params).rowcount
+                conn.execute(
+                    "DELETE FROM prompts WHERE sha256 NOT IN (SELECT json_extract(m.value, '$[1]')"
+                    " FROM calls, json_each(calls.messages) AS m WHERE calls.messages IS NOT NULL)"
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return int(n)
+
+        return self._run(delete)
+
+    def vacuum(self) -> None:
+        """Give the space of deleted rows back to the file system."""
+        self._query("VACUUM")
+        self._query("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def discard(self, key: str) -> None:
         """Drop a damaged row, so that the call is judged and stored again."""
@@ -358,13 +481,19 @@ class Cache:
         return f"Cache({str(self.path)!r})"
 
 
-def open_cache(cache: str | os.PathLike[str] | None) -> Cache:
-    """The SQLite cache at ``cache``: a file, or a directory to hold it (default: the user cache
-    directory, or ``$LOCALJUDGE_CACHE_DIR``)."""
+def resolve_cache_path(cache: str | os.PathLike[str] | None) -> Path:
+    """The cache file ``cache`` names: a file, or a directory to hold it (default: the user
+    cache directory, or ``$LOCALJUDGE_CACHE_DIR``), as ``--cache`` reads it."""
     path = Path(cache) if cache is not None else default_cache_dir()
     if path.is_dir() or path.suffix not in (".sqlite", ".sqlite3", ".db"):
         path = path / CACHE_FILENAME
-    return Cache(path)
+    return path
+
+
+def open_cache(cache: str | os.PathLike[str] | None) -> Cache:
+    """The SQLite cache at ``cache``: a file, or a directory to hold it (default: the user cache
+    directory, or ``$LOCALJUDGE_CACHE_DIR``)."""
+    return Cache(resolve_cache_path(cache))
 
 
 class CachingJudge:
@@ -402,7 +531,7 @@ class CachingJudge:
         if hit is not None:
             return hit
         generation = self.inner.generate(prompt, schema)
-        self._store(key, generation)
+        self._store(key, generation, JudgeRequest(list(as_messages(prompt)), schema))
         return generation
 
     def generate_many(
@@ -427,7 +556,7 @@ class CachingJudge:
             if outcomes[i] is not None:  # a cached request decoded again with its batch
                 return
             if isinstance(outcome, Generation):
-                self._store(keys[i], outcome)
+                self._store(keys[i], outcome, requests[i])
             if on_outcome is not None:
                 on_outcome(i, outcome)
 
@@ -455,6 +584,7 @@ class CachingJudge:
             return None
         assert isinstance(value, schema)
         self.hits += 1
+        self.cache.record_hit(key)
         return Generation(
             value=value,
             raw=stored.raw,
@@ -463,9 +593,10 @@ class CachingJudge:
             decisions=stored.decisions,
         )
 
-    def _store(self, key: str, generation: Generation[Any]) -> None:
+    def _store(self, key: str, generation: Generation[Any], request: JudgeRequest) -> None:
         self.calls += 1  # counted once a model ran: an overflow raised before generating is not
-        self.cache.put(key, generation.raw, generation.stats, generation.decisions)
+        log = CallLog.of(request, self.identity)
+        self.cache.put(key, generation.raw, generation.stats, generation.decisions, log)
 
 
 def _decisions_from_json(text: str | None) -> tuple[SoftDecision, ...]:
@@ -493,8 +624,80 @@ def _full(path: Path) -> bool:
         return False
 
 
-def _checksum(key: str, raw: str, decisions: str | None) -> str:
-    return sha256_text(compact_json([key, raw, decisions]))
+#: the columns of a stored call that its checksum covers, in checksum order
+_CHECKED = (
+    "key",
+    "raw",
+    "decisions",
+    "messages",
+    "model",
+    "model_sha256",
+    "schema_name",
+    "metric",
+    "item_id",
+    "prompt_tokens",
+    "evaluated_prompt_tokens",
+    "completion_tokens",
+    "seconds",
+    "created_at",
+)
+#: the columns a reader of one call selects (``hits`` and ``last_hit_at`` are counters, unchecked)
+ROW_COLUMNS = (*_CHECKED, "checksum")
+_SELECT_ROW = f"SELECT {', '.join(ROW_COLUMNS)} FROM calls WHERE key = ?"  # noqa: S608 (constants)
+
+
+def row_checksum(row: Mapping[str, Any]) -> str:
+    """The checksum of a stored call: tagged, over every column of :data:`_CHECKED`."""
+    return CHECKSUM_TAG + sha256_text(compact_json([row[c] for c in _CHECKED]))
+
+
+def checksum_ok(row: Mapping[str, Any]) -> bool | None:
+    """Whether a stored call matches its checksum (a tagged one covers the call log and stats,
+    one of schema version 3 its key, output and decisions); None for a row stored before
+    checksums."""
+    check = row["checksum"]
+    if check is None:
+        return None
+    if str(check).startswith(CHECKSUM_TAG):
+        return bool(check == row_checksum(row))
+    return bool(check == sha256_text(compact_json([row["key"], row["raw"], row["decisions"]])))
+
+
+def filter_sql(
+    *,
+    before: datetime | None = None,
+    model: str | None = None,
+    metric: str | None = None,
+    item: str | None = None,
+) -> tuple[str, tuple[Any, ...]]:
+    """A WHERE condition on stored calls (``"1"`` when nothing is asked) and its parameters:
+    stored before ``before``, made by ``model`` (see :func:`model_params`), for ``metric``, about
+    the item with id ``item``."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if before is not None:
+        clauses.append("created_at < ?")
+        params.append(before.astimezone(timezone.utc).isoformat(timespec="seconds"))
+    if model is not None:
+        clauses.append(f"({MODEL_MATCH})")
+        params += model_params(model)
+    for column, value in (("metric", metric), ("item_id", item)):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    return " AND ".join(clauses) or "1", tuple(params)
+
+
+#: the SQL condition that a call was made by a model given as alias or sha256 (prefix)
+MODEL_MATCH = "model = ? OR (? AND model_sha256 LIKE ? || '%')"
+
+
+def model_params(model: str) -> tuple[Any, ...]:
+    """The parameters of :data:`MODEL_MATCH` for ``model``: an alias, or a sha256 or a prefix of
+    at least 8 hex digits of it."""
+    text = model.strip().lower()
+    is_sha = len(text) >= 8 and all(c in "0123456789abcdef" for c in text)
+    return (model, is_sha, text)
 
 
 def _set_aside(path: Path) -> Path:

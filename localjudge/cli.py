@@ -318,6 +318,11 @@ def main() -> None:
     help="With --labels: add calibrated_score to each row (judge score mapped to the human "
     "scale by an isotonic fit on the labelled items; score is kept).",
 )
+@click.option(
+    "--raw-output",
+    is_flag=True,
+    help="Add each row's raw judge output (the JSON text the model wrote) as raw_output.",
+)
 @_judge_options
 @_run_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
@@ -370,6 +375,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
         )
     scale, truncate, no_reasons = p.pop("scale"), p.pop("truncate"), p.pop("no_reasons")
     labels, calibrate, html = p.pop("labels"), p.pop("calibrate"), p.pop("html")
+    raw_output = p.pop("raw_output")
     with output_lock(out_dir):  # before the judge loads: a second run is refused at once
         settings = _judge_settings(p.pop("model"), **p)
         judge = (factory or open_judge)(settings)
@@ -392,6 +398,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
                 on_judging=reporter.judging if reporter is not None else None,
                 labels=labels,
                 calibrate=calibrate,
+                raw_output=raw_output,
             )
         report = _write_html(out_dir, data) if html else None
     if not quiet:
@@ -546,3 +553,8 @@ def doctor_command(model: str | None, no_call: bool) -> None:
 
     healthy = report(run_checks(model, probe=not no_call), click.echo)
     sys.exit(EXIT_OK if healthy else EXIT_DOCTOR)
+
+
+from localjudge.cache_cli import cache_group  # noqa: E402 (its own module; it needs nothing above)
+
+main.add_command(cache_group)

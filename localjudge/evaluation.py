@@ -28,7 +28,7 @@ from localjudge.canonical import file_sha256
 from localjudge.dataset import LIST_FIELDS, Record, read_records
 from localjudge.errors import ContextOverflowError, InvalidItemError, ItemError, UsageError
 from localjudge.items import ALIASES, FIELDS, Item, make_item
-from localjudge.judge import Judge, JudgeRequest, generate_many
+from localjudge.judge import CallOrigin, Judge, JudgeRequest, generate_many
 from localjudge.metrics import METRICS, Metric, MetricResult
 from localjudge.outcome import Evaluation
 from localjudge.ppi import fit_calibration, ppi_mean
@@ -250,7 +250,9 @@ def _score_chunk(
         retry: list[_Pending] = []
         if on_judging is not None:
             on_judging([(p.item.index, p.item.id, metric.name) for p in pending])
-        outcomes = generate_many(judge, [p.request for p in pending])
+        outcomes = generate_many(
+            judge, [replace(p.request, origin=CallOrigin(metric.name, p.item.id)) for p in pending]
+        )
         for p, out in zip(pending, outcomes, strict=True):
             if isinstance(out, ContextOverflowError):
                 if not truncate:
@@ -430,6 +432,7 @@ def judge_labelled(
     mapping: Mapping[str, str],
     truncate: bool,
     settings_by_metric: Mapping[str, Mapping[str, Any]],
+    raw_output: bool = False,
 ) -> dict[str, LabelledScores]:
     """Score the labelled file (bench's format: records with ``labels``) like the data, write
     its rows to ``out_dir/labelled.jsonl``, and pair each judge score with the metric's formula
@@ -449,7 +452,9 @@ def judge_labelled(
             if value is not None:
                 human[(rec.index, m.name)] = float(value)
     scores = {m.name: LabelledScores() for m in metrics}
-    with ResultsWriter(out_dir / LABELLED.name, judge.identity, settings_by_metric) as writer:
+    with ResultsWriter(
+        out_dir / LABELLED.name, judge.identity, settings_by_metric, raw_output=raw_output
+    ) as writer:
         for res in evaluate(
             records, metrics, judge, mapping=mapping, truncate=truncate, keep=False
         ):
@@ -491,6 +496,7 @@ def eval_file(
     on_judging: OnJudging | None = None,
     labels: Path | None = None,
     calibrate: bool = False,
+    raw_output: bool = False,
 ) -> RunOutcome:
     """Score ``data`` with ``metrics`` and write ``results.jsonl`` and ``summary.json`` to
     ``out_dir``. ``fail_under`` maps metric names to thresholds for their mean;
@@ -502,6 +508,7 @@ def eval_file(
     the human-scale mean over ``data`` with its interval (``ppi``, ``ppi_soft``; see
     :mod:`localjudge.ppi`); ``calibrate`` also adds each row's ``calibrated_score``, the
     judge score mapped to the human scale by an isotonic fit on the labelled items.
+    ``raw_output`` adds each row's raw judge output text (``raw_output``).
 
     Pass a :class:`~localjudge.cache.CachingJudge` to cache and resume."""
     mapping = dict(mapping or {})
@@ -526,13 +533,18 @@ def eval_file(
                 mapping=mapping,
                 truncate=truncate,
                 settings_by_metric=settings_by_metric,
+                raw_output=raw_output,
             )
         calibrations = {}
         for name, pairs in labelled.items() if calibrate else ():
             if (calibrated := pairs.calibration()) is not None:
                 calibrations[name] = calibrated
         with ResultsWriter(
-            out_dir / RESULTS.name, judge.identity, settings_by_metric, calibrations
+            out_dir / RESULTS.name,
+            judge.identity,
+            settings_by_metric,
+            calibrations,
+            raw_output=raw_output,
         ) as writer:
             for res in evaluate(
                 islice(records, limit),

@@ -26,11 +26,23 @@ Prompt = Union[str, Sequence[Message]]  # noqa: UP007 (a runtime alias; `|` need
 
 
 @dataclass(frozen=True)
+class CallOrigin:
+    """Which metric asked a judge call, about which item: recorded in the cache's call log.
+
+    It never changes the output, so it is no part of a cache key, and judges may ignore it."""
+
+    metric: str
+    item_id: str
+
+
+@dataclass(frozen=True)
 class JudgeRequest:
-    """One judge call: the messages and the output schema the answer must validate against."""
+    """One judge call: the messages and the output schema the answer must validate against,
+    and optionally where it comes from (``origin``, set by the runner; not compared)."""
 
     messages: list[Message]
     schema: type[BaseModel]
+    origin: CallOrigin | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

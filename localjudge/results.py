@@ -124,6 +124,8 @@ class ResultRow(TypedDict):
     completion_tokens: int | None
     #: with ``eval --calibrate`` only: the score mapped to the human scale (never replaces it)
     calibrated_score: NotRequired[float | None]
+    #: with ``eval --raw-output`` only: the judge's raw output text (null when no call was made)
+    raw_output: NotRequired[str | None]
 
 
 class MetricStats(TypedDict):
@@ -268,8 +270,12 @@ class ResultsWriter:
         judge: JudgeIdentity,
         settings_by_metric: Mapping[str, Mapping[str, Any]],
         calibrations: Mapping[str, Callable[[ResultRow], float | None]] | None = None,
+        *,
+        raw_output: bool = False,
     ) -> None:
         self.path = path
+        #: whether each row carries the judge's raw output (``eval --raw-output``)
+        self.raw_output = raw_output
         #: per metric, a row's score on the human scale: each row of such a metric gets
         #: ``calibrated_score`` beside its ``score`` (``eval --calibrate``)
         self.calibrations = dict(calibrations or {})
@@ -289,6 +295,8 @@ class ResultsWriter:
         row = result_row(res, self.judge, self.settings_by_metric[res.metric])
         if res.metric in self.calibrations:
             row["calibrated_score"] = self.calibrations[res.metric](row)
+        if self.raw_output:
+            row["raw_output"] = res.result.raw if res.result is not None else None
         line = (dumps_row(row) + "\n").encode("utf-8")
         try:
             self._file.write(line)

@@ -154,7 +154,7 @@ def test_persists_across_reopen_and_creates_parents(tmp_path):
         hit = cache.get("k")
         assert hit is not None
         assert (hit.raw, hit.stats) == ("raw é 汤姆", STATS)
-        assert cache.schema_version == SCHEMA_VERSION == 3
+        assert cache.schema_version == SCHEMA_VERSION == 4
         assert hit.decisions == ()  # a judge without soft verdicts stores none
 
 
@@ -179,7 +179,7 @@ def test_wal_mode_and_meta_table(tmp_path):
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall() == [
-            ("3",)
+            ("4",)
         ]
         columns = [row[1] for row in conn.execute("PRAGMA table_info(calls)")]
         assert columns == [
@@ -192,6 +192,14 @@ def test_wal_mode_and_meta_table(tmp_path):
             "created_at",
             "decisions",
             "checksum",
+            "messages",
+            "model",
+            "model_sha256",
+            "schema_name",
+            "metric",
+            "item_id",
+            "hits",
+            "last_hit_at",
         ]
     finally:
         conn.close()
@@ -211,7 +219,7 @@ def test_a_version_1_cache_is_migrated_and_keeps_its_calls(tmp_path):
     )
     conn.close()
     with Cache(path) as cache:
-        assert cache.schema_version == 3
+        assert cache.schema_version == SCHEMA_VERSION
         old = cache.get("old")
         assert old is not None
         assert (old.raw, old.stats.prompt_tokens, old.decisions) == ("{}", 10, ())

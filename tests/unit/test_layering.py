@@ -45,7 +45,9 @@ def test_import_localjudge_does_not_load_the_model_stack():
     assert heavy_modules(out) == []
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["eval", "--help"], ["models", "--help"]])
+@pytest.mark.parametrize(
+    "argv", [["--help"], ["eval", "--help"], ["models", "--help"], ["cache", "ls", "--help"]]
+)
 def test_cli_help_does_not_load_the_model_stack(argv):
     code = f"""
     import sys
