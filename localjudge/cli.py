@@ -9,34 +9,85 @@ judge.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
-from localjudge.errors import DiskFullError, LocalJudgeError, UsageError, is_disk_full
+from localjudge.errors import (
+    CacheError,
+    DiskFullError,
+    InternalError,
+    LocalJudgeError,
+    UsageError,
+    is_disk_full,
+)
 from localjudge.metrics import METRICS
 from localjudge.versions import DISTRIBUTION
 
 EXIT_OK = 0
 EXIT_THRESHOLD = 1
 EXIT_DOCTOR = 1
+EXIT_USAGE = UsageError.exit_code  # Click's own usage errors exit 2 too
+EXIT_CACHE = CacheError.exit_code
+EXIT_INTERNAL = InternalError.exit_code
 EXIT_INTERRUPTED = 130
+#: set to show tracebacks instead of one error line
+DEBUG_ENV = "LOCALJUDGE_DEBUG"
 #: the smallest context window -c accepts (0 aside)
 MIN_CTX = 256
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _fail(exc: LocalJudgeError) -> None:
+def _fail(exc: LocalJudgeError) -> NoReturn:
     click.echo(f"localjudge: error: {exc.message}", err=True)
     if exc.hint:
         click.echo(f"localjudge: hint: {exc.hint}", err=True)
     sys.exit(exc.exit_code)
+
+
+def internal_error(exc: BaseException) -> InternalError:
+    """An exception localjudge did not expect, as one line (the traceback needs
+    ``LOCALJUDGE_DEBUG=1``)."""
+    detail = " ".join(str(exc).split())
+    return InternalError(
+        f"internal error: {type(exc).__name__}{': ' + detail if detail else ''}",
+        hint=f"run again with {DEBUG_ENV}=1 to see the traceback, and report it if it repeats",
+    )
+
+
+@contextlib.contextmanager
+def _exit_codes() -> Iterator[None]:
+    """Map every error to one readable line and its exit code (README, "Exit codes"); Click's
+    own exceptions pass through to Click (usage errors exit 2). ``LOCALJUDGE_DEBUG`` re-raises."""
+    debug = bool(os.environ.get(DEBUG_ENV))
+    try:
+        yield
+    except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+        raise
+    except LocalJudgeError as exc:
+        if debug:
+            raise
+        _fail(exc)
+    except KeyboardInterrupt:
+        click.echo(
+            "localjudge: interrupted; finished judge calls are cached: run the same command "
+            "again to resume",
+            err=True,
+        )
+        sys.exit(EXIT_INTERRUPTED)
+    except Exception as exc:
+        if debug:
+            raise
+        if isinstance(exc, OSError) and is_disk_full(exc):
+            _fail(DiskFullError(exc.filename or "the output"))
+        _fail(internal_error(exc))
 
 
 def _guarded(fn: F) -> F:
@@ -44,26 +95,19 @@ def _guarded(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
+        with _exit_codes():
             return fn(*args, **kwargs)
-        except LocalJudgeError as exc:
-            if os.environ.get("LOCALJUDGE_DEBUG"):
-                raise
-            _fail(exc)
-        except OSError as exc:
-            if not is_disk_full(exc) or os.environ.get("LOCALJUDGE_DEBUG"):
-                raise
-            _fail(DiskFullError(exc.filename or "the output"))
-        except KeyboardInterrupt:
-            click.echo(
-                "localjudge: interrupted; finished judge calls are cached: run the same command "
-                "again to resume",
-                err=True,
-            )
-            sys.exit(EXIT_INTERRUPTED)
-        return None
 
     return wrapper  # type: ignore[return-value]
+
+
+class _Main(click.Group):
+    """The command group; an error raised anywhere below it (option parsing included) is one
+    line and an exit code, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _exit_codes():
+            return super().invoke(ctx)
 
 
 def _parse_thresholds(pairs: Sequence[str]) -> dict[str, float]:
@@ -226,7 +270,7 @@ def _factory(ctx: click.Context) -> Callable[[Any], Any] | None:
     return obj.get("open_judge") if isinstance(obj, dict) else None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name=DISTRIBUTION)
 def main() -> None:
     """Offline RAG evaluation with a local GGUF judge (context recall, position, relevance)."""
@@ -286,6 +330,14 @@ def main() -> None:
     help="With --labels: add calibrated_score to each row (judge score mapped to the human "
     "scale by an isotonic fit on the labelled items; score is kept).",
 )
+@click.option(
+    "--junit",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    metavar="PATH",
+    help="Also write JUnit XML for CI: a suite per metric, a case per item (failed below the "
+    "metric's --fail-under, errored when the item failed). Written on exit 1 and on Ctrl-C too.",
+)
 @_judge_options
 @_run_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
@@ -338,12 +390,31 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
         )
     scale, truncate, no_reasons = p.pop("scale"), p.pop("truncate"), p.pop("no_reasons")
     labels, calibrate, html = p.pop("labels"), p.pop("calibrate"), p.pop("html")
+    junit_path: Path | None = p.pop("junit")
     with output_lock(out_dir):  # before the judge loads: a second run is refused at once
         settings = _judge_settings(p.pop("model"), **p)
         judge = (factory or open_judge)(settings)
         metrics = build_metrics(names, MetricSettings(scale=scale, reasons=not no_reasons))
         total = found.n_records if found and progress else None
-        with _progress(total, len(metrics), reporter) as on_result:
+        junit = None
+        if junit_path is not None:
+            run = {
+                "data": str(data),
+                "limit": limit,
+                "truncate": truncate,
+                "scale": scale,
+                "reasons": not no_reasons,
+                "map": mapping,
+                "format": fmt,
+                "max_failure_rate": max_failure_rate,
+                **settings.recorded(),
+            }
+            junit = _junit_report(junit_path, judge, [m.name for m in metrics], thresholds, run)
+        with (
+            _progress(total, len(metrics), reporter) as on_progress,
+            _stopping(junit),
+        ):
+            on_result = _each(on_progress, junit_row(junit, judge) if junit else None)
             outcome = eval_file(
                 data,
                 out_dir,
@@ -362,14 +433,86 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
                 calibrate=calibrate,
             )
         report = _write_html(out_dir, data) if html else None
+        if junit is not None:
+            run_info = outcome.summary["run"]
+            junit.write(
+                complete=True,
+                data_sha256=run_info["data_sha256"],
+                n_items=run_info["n_items"],
+                judge_calls=run_info["judge_calls"],
+                cache_hits=run_info["cache_hits"],
+                failed_thresholds=outcome.failed_thresholds,
+            )
     if not quiet:
         click.echo(summary_table(outcome.summary))
         click.echo(f"results: {outcome.results_path}\nsummary: {outcome.summary_path}")
         if report is not None:
             click.echo(f"report: {report}")
+        if junit is not None:
+            click.echo(f"junit: {junit.path}")
     for line in outcome.failed_thresholds:
         click.echo(f"localjudge: below threshold: {line}", err=True)
     sys.exit(EXIT_THRESHOLD if outcome.failed_thresholds else EXIT_OK)
+
+
+def _junit_report(
+    path: Path, judge: Any, metrics: list[str], thresholds: dict[str, float], run: dict[str, Any]
+) -> Any:
+    from localjudge.junit import JUnitReport  # noqa: PLC0415
+    from localjudge.versions import versions  # noqa: PLC0415
+
+    identity = judge.identity
+    properties = {
+        "model": identity.model,
+        "model_sha256": identity.sha256,
+        "backend": identity.backend,
+        "judge_settings": dict(identity.settings),
+        "run_settings": run,
+        "versions": versions(),
+        "complete": False,
+    }
+    return JUnitReport(path, metrics, thresholds, properties)
+
+
+def junit_row(junit: Any, judge: Any) -> Callable[[Any], None]:
+    """An ``on_result`` that hands each finished item to the JUnit report."""
+    from localjudge.results import result_row  # noqa: PLC0415
+
+    identity = judge.identity
+    return lambda res: junit.add(result_row(res, identity, {}))
+
+
+def _each(*callbacks: Callable[[Any], None] | None) -> Callable[[Any], None] | None:
+    """One callback that calls every given one in turn (None when none is given)."""
+    given = [c for c in callbacks if c is not None]
+    if not given:
+        return None
+
+    def call(value: Any) -> None:
+        for callback in given:
+            callback(value)
+
+    return call
+
+
+@contextlib.contextmanager
+def _stopping(junit: Any) -> Iterator[None]:
+    """When the run stops early, write the JUnit report of the items finished so far, with a
+    case that says why (the stop itself propagates as it was)."""
+    try:
+        yield
+    except BaseException as exc:
+        if junit is not None:
+            why = (
+                "interrupted"
+                if isinstance(exc, KeyboardInterrupt)
+                else exc.message
+                if isinstance(exc, LocalJudgeError)
+                else internal_error(exc).message
+            )
+            with contextlib.suppress(Exception):  # never hide why the run stopped
+                junit.write(stopped=f"the run stopped before its end: {why}")
+        raise
 
 
 class _progress:  # noqa: N801 (used as a context manager, reads like a function)
