@@ -19,6 +19,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
+from localjudge.config import ConfiguredCommand
 from localjudge.errors import (
     CacheError,
     DiskFullError,
@@ -37,6 +38,8 @@ EXIT_USAGE = UsageError.exit_code  # Click's own usage errors exit 2 too
 EXIT_CACHE = CacheError.exit_code
 EXIT_INTERNAL = InternalError.exit_code
 EXIT_INTERRUPTED = 130
+#: stdout was closed under us: 128 + SIGPIPE, as a shell reports it
+EXIT_PIPE = 141
 #: set to show tracebacks instead of one error line
 DEBUG_ENV = "LOCALJUDGE_DEBUG"
 #: the smallest context window -c accepts (0 aside)
@@ -82,6 +85,10 @@ def _exit_codes() -> Iterator[None]:
             err=True,
         )
         sys.exit(EXIT_INTERRUPTED)
+    except BrokenPipeError:  # stdout was closed (`| head`): nothing is wrong, nobody reads on
+        with contextlib.suppress(Exception):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(EXIT_PIPE)
     except Exception as exc:
         if debug:
             raise
@@ -276,7 +283,7 @@ def main() -> None:
     """Offline RAG evaluation with a local GGUF judge (context recall, position, relevance)."""
 
 
-@main.command("eval")
+@main.command("eval", cls=ConfiguredCommand)
 @click.argument("data", type=click.Path(path_type=Path))
 @click.option(
     "-m", "--model", default=None, help="GGUF path or registered alias (default: smollm2-135m)."
@@ -547,7 +554,7 @@ class _progress:  # noqa: N801 (used as a context manager, reads like a function
             self.bar.close()
 
 
-@main.command("bench")
+@main.command("bench", cls=ConfiguredCommand)
 @click.argument("data", type=click.Path(path_type=Path))
 @click.option(
     "-m",

@@ -138,3 +138,15 @@ def test_clicks_own_usage_errors_exit_2(args: list[str]) -> None:
     assert result.exit_code == 2
     assert "Error:" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_closed_stdout_is_quiet_exit_141(monkeypatch: pytest.MonkeyPatch) -> None:
+    import localjudge.registry  # noqa: PLC0415
+
+    def closed(*args: Any, **kwargs: Any) -> Any:
+        raise BrokenPipeError(32, "Broken pipe")  # what `localjudge models | head -1` meets
+
+    monkeypatch.setattr(localjudge.registry, "list_models", closed)
+    result = CliRunner().invoke(main, ["models"], catch_exceptions=False)
+    assert result.exit_code == 141
+    assert "error" not in result.stderr
