@@ -359,7 +359,20 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
     from localjudge.isolation import run_in_child  # noqa: PLC0415
 
     partial = Path(params["out_dir"]) / "results.jsonl.partial"
-    sys.exit(run_in_child(_eval_child, params, resume_hint=f"{partial} and the judge-call cache"))
+    code = run_in_child(_eval_child, params, resume_hint=f"{partial} and the judge-call cache")
+    if code > 128 and code != EXIT_INTERRUPTED and params.get("junit") is not None:
+        junit_after_crash(params["junit"], code)
+    sys.exit(code)
+
+
+def junit_after_crash(path: Path, code: int) -> None:
+    """The judge process died by a signal before it could write its JUnit file: write one that
+    says so, so that CI never reads an older run's report as this one's."""
+    from localjudge.junit import junit_xml, write_junit  # noqa: PLC0415
+
+    why = f"the judge process died with exit {code} (signal {code - 128}); see the error line"
+    with contextlib.suppress(OSError):  # the crash line already said what matters
+        write_junit(path, junit_xml([], stopped=why, properties={"complete": False}))
 
 
 def _eval_child(params: dict[str, Any], reporter: Any) -> None:

@@ -191,3 +191,15 @@ def test_an_undefined_score_is_a_skipped_case(tmp_path: Path) -> None:
     assert (suite.tests, suite.skipped, suite.failures, suite.errors) == (2, 1, 0, 0)
     assert isinstance(outcome(next(iter(suite))), Skipped)
     assert suite.time == pytest.approx(1.5)
+
+
+def test_a_crashed_judge_process_replaces_an_older_report(tmp_path: Path) -> None:
+    from localjudge.cli import junit_after_crash  # noqa: PLC0415
+
+    junit = tmp_path / "junit.xml"
+    junit.write_text("<testsuites tests='99'/>", "utf-8")  # an older run's, all green
+    junit_after_crash(junit, 139)
+    root = JUnitXml.fromfile(str(junit))
+    assert (root.tests, root.errors) == (1, 1)
+    [case] = list(suites(junit)["localjudge.run"])
+    assert "signal 11" in outcome(case).message
