@@ -47,7 +47,7 @@ import platformdirs
 from pydantic import BaseModel
 
 from localjudge.canonical import canonical_json, compact_json, sha256_text
-from localjudge.errors import DiskFullError, LocalJudgeError
+from localjudge.errors import CacheError, DiskFullError, LocalJudgeError
 from localjudge.judge import (
     Generation,
     GenerationStats,
@@ -246,7 +246,7 @@ class Cache:
             conn.execute("SELECT 1 FROM meta WHERE key = 'schema_version'").fetchall()
         )
         if tables and not ours:
-            raise LocalJudgeError(
+            raise CacheError(
                 f"{str(self.path)!r} is an SQLite file but not a localjudge cache (tables: "
                 f"{', '.join(sorted(tables)[:5])}); localjudge leaves it as it is",
                 hint="give --cache another path, or run with --no-cache",
@@ -260,7 +260,7 @@ class Cache:
             row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             current = int(row[0]) if row is not None else 0
             if current > SCHEMA_VERSION:
-                raise LocalJudgeError(
+                raise CacheError(
                     f"cache {str(self.path)!r} has schema version {current}, newer than this "
                     f"localjudge understands ({SCHEMA_VERSION})",
                     hint="upgrade localjudge, or use another cache file",
@@ -282,7 +282,8 @@ class Cache:
     def _run(self, operation: Callable[[], T]) -> T:
         """Run an SQLite operation, retrying a few times when another process holds the lock
         past the busy timeout (or SQLite reports busy without waiting, as it can while a WAL
-        file is recovered). Any other SQLite failure becomes a :class:`LocalJudgeError`."""
+        file is recovered). Any other SQLite failure becomes a
+        :class:`~localjudge.errors.CacheError`."""
         for attempt in range(_LOCK_RETRIES):
             try:
                 return operation()
@@ -308,7 +309,7 @@ class Cache:
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
-            raise LocalJudgeError(f"cache {str(self.path)!r} is closed")
+            raise CacheError(f"cache {str(self.path)!r} is closed")
         return self._conn
 
     # ------------------------------------------------------------ access
@@ -605,7 +606,7 @@ def _decisions_from_json(text: str | None) -> tuple[SoftDecision, ...]:
     return tuple(SoftDecision(key, probs, chosen) for key, probs, chosen in json.loads(text))
 
 
-class CacheDamagedError(LocalJudgeError):
+class CacheDamagedError(CacheError):
     """SQLite cannot read the cache file whole. Found on opening, the file is moved aside;
     later (damaged under a running process) it stops the run with this error."""
 
@@ -711,8 +712,8 @@ def _set_aside(path: Path) -> Path:
     return target
 
 
-def _cache_error(path: Path, exc: BaseException) -> LocalJudgeError:
-    return LocalJudgeError(
+def _cache_error(path: Path, exc: BaseException) -> CacheError:
+    return CacheError(
         f"cache {str(path)!r}: {exc}",
         hint="run with --no-cache, give --cache another path, or delete the file",
     )

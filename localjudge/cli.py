@@ -9,35 +9,93 @@ judge.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
 from localjudge.cli_models import models_group
-from localjudge.errors import DiskFullError, LocalJudgeError, UsageError, is_disk_full
+from localjudge.config import ConfiguredCommand
+from localjudge.errors import (
+    CacheError,
+    DiskFullError,
+    InternalError,
+    LocalJudgeError,
+    UsageError,
+    is_disk_full,
+)
 from localjudge.metrics import METRICS
 from localjudge.versions import DISTRIBUTION
 
 EXIT_OK = 0
 EXIT_THRESHOLD = 1
 EXIT_DOCTOR = 1
+EXIT_USAGE = UsageError.exit_code  # Click's own usage errors exit 2 too
+EXIT_CACHE = CacheError.exit_code
+EXIT_INTERNAL = InternalError.exit_code
 EXIT_INTERRUPTED = 130
+#: stdout was closed under us: 128 + SIGPIPE, as a shell reports it
+EXIT_PIPE = 141
+#: set to show tracebacks instead of one error line
+DEBUG_ENV = "LOCALJUDGE_DEBUG"
 #: the smallest context window -c accepts (0 aside)
 MIN_CTX = 256
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _fail(exc: LocalJudgeError) -> None:
+def _fail(exc: LocalJudgeError) -> NoReturn:
     click.echo(f"localjudge: error: {exc.message}", err=True)
     if exc.hint:
         click.echo(f"localjudge: hint: {exc.hint}", err=True)
     sys.exit(exc.exit_code)
+
+
+def internal_error(exc: BaseException) -> InternalError:
+    """An exception localjudge did not expect, as one line (the traceback needs
+    ``LOCALJUDGE_DEBUG=1``)."""
+    detail = " ".join(str(exc).split())
+    return InternalError(
+        f"internal error: {type(exc).__name__}{': ' + detail if detail else ''}",
+        hint=f"run again with {DEBUG_ENV}=1 to see the traceback, and report it if it repeats",
+    )
+
+
+@contextlib.contextmanager
+def _exit_codes() -> Iterator[None]:
+    """Map every error to one readable line and its exit code (README, "Exit codes"); Click's
+    own exceptions pass through to Click (usage errors exit 2). ``LOCALJUDGE_DEBUG`` re-raises."""
+    debug = bool(os.environ.get(DEBUG_ENV))
+    try:
+        yield
+    except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+        raise
+    except LocalJudgeError as exc:
+        if debug:
+            raise
+        _fail(exc)
+    except KeyboardInterrupt:
+        click.echo(
+            "localjudge: interrupted; finished judge calls are cached: run the same command "
+            "again to resume",
+            err=True,
+        )
+        sys.exit(EXIT_INTERRUPTED)
+    except BrokenPipeError:  # stdout was closed (`| head`): nothing is wrong, nobody reads on
+        with contextlib.suppress(Exception):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(EXIT_PIPE)
+    except Exception as exc:
+        if debug:
+            raise
+        if isinstance(exc, OSError) and is_disk_full(exc):
+            _fail(DiskFullError(exc.filename or "the output"))
+        _fail(internal_error(exc))
 
 
 def _guarded(fn: F) -> F:
@@ -45,26 +103,19 @@ def _guarded(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
+        with _exit_codes():
             return fn(*args, **kwargs)
-        except LocalJudgeError as exc:
-            if os.environ.get("LOCALJUDGE_DEBUG"):
-                raise
-            _fail(exc)
-        except OSError as exc:
-            if not is_disk_full(exc) or os.environ.get("LOCALJUDGE_DEBUG"):
-                raise
-            _fail(DiskFullError(exc.filename or "the output"))
-        except KeyboardInterrupt:
-            click.echo(
-                "localjudge: interrupted; finished judge calls are cached: run the same command "
-                "again to resume",
-                err=True,
-            )
-            sys.exit(EXIT_INTERRUPTED)
-        return None
 
     return wrapper  # type: ignore[return-value]
+
+
+class _Main(click.Group):
+    """The command group; an error raised anywhere below it (option parsing included) is one
+    line and an exit code, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _exit_codes():
+            return super().invoke(ctx)
 
 
 def _parse_thresholds(pairs: Sequence[str]) -> dict[str, float]:
@@ -257,13 +308,13 @@ def _factory(ctx: click.Context) -> Callable[[Any], Any] | None:
     return obj.get("open_judge") if isinstance(obj, dict) else None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name=DISTRIBUTION)
 def main() -> None:
     """Offline RAG evaluation with a local GGUF judge (context recall, position, relevance)."""
 
 
-@main.command("eval")
+@main.command("eval", cls=ConfiguredCommand)
 @click.argument("data", type=click.Path(path_type=Path))
 @click.option(
     "-m", "--model", default=None, help="GGUF path or registered alias (default: smollm2-135m)."
@@ -323,6 +374,14 @@ def main() -> None:
     is_flag=True,
     help="Add each row's raw judge output (the JSON text the model wrote) as raw_output.",
 )
+@click.option(
+    "--junit",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    metavar="PATH",
+    help="Also write JUnit XML for CI: a suite per metric, a case per item (failed below the "
+    "metric's --fail-under, errored when the item failed). Written on exit 1 and on Ctrl-C too.",
+)
 @_judge_options
 @_run_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
@@ -337,7 +396,20 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
     from localjudge.isolation import run_in_child  # noqa: PLC0415
 
     partial = Path(params["out_dir"]) / "results.jsonl.partial"
-    sys.exit(run_in_child(_eval_child, params, resume_hint=f"{partial} and the judge-call cache"))
+    code = run_in_child(_eval_child, params, resume_hint=f"{partial} and the judge-call cache")
+    if code > 128 and code != EXIT_INTERRUPTED and params.get("junit") is not None:
+        junit_after_crash(params["junit"], code)
+    sys.exit(code)
+
+
+def junit_after_crash(path: Path, code: int) -> None:
+    """The judge process died by a signal before it could write its JUnit file: write one that
+    says so, so that CI never reads an older run's report as this one's."""
+    from localjudge.junit import junit_xml, write_junit  # noqa: PLC0415
+
+    why = f"the judge process died with exit {code} (signal {code - 128}); see the error line"
+    with contextlib.suppress(OSError):  # the crash line already said what matters
+        write_junit(path, junit_xml([], stopped=why, properties={"complete": False}))
 
 
 def _eval_child(params: dict[str, Any], reporter: Any) -> None:
@@ -376,12 +448,31 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
     scale, truncate, no_reasons = p.pop("scale"), p.pop("truncate"), p.pop("no_reasons")
     labels, calibrate, html = p.pop("labels"), p.pop("calibrate"), p.pop("html")
     raw_output = p.pop("raw_output")
+    junit_path: Path | None = p.pop("junit")
     with output_lock(out_dir):  # before the judge loads: a second run is refused at once
         settings = _judge_settings(p.pop("model"), **p)
         judge = (factory or open_judge)(settings)
         metrics = build_metrics(names, MetricSettings(scale=scale, reasons=not no_reasons))
         total = found.n_records if found and progress else None
-        with _progress(total, len(metrics), reporter) as on_result:
+        junit = None
+        if junit_path is not None:
+            run = {
+                "data": str(data),
+                "limit": limit,
+                "truncate": truncate,
+                "scale": scale,
+                "reasons": not no_reasons,
+                "map": mapping,
+                "format": fmt,
+                "max_failure_rate": max_failure_rate,
+                **settings.recorded(),
+            }
+            junit = _junit_report(junit_path, judge, [m.name for m in metrics], thresholds, run)
+        with (
+            _progress(total, len(metrics), reporter) as on_progress,
+            _stopping(junit),
+        ):
+            on_result = _each(on_progress, junit_row(junit, judge) if junit else None)
             outcome = eval_file(
                 data,
                 out_dir,
@@ -401,14 +492,86 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
                 raw_output=raw_output,
             )
         report = _write_html(out_dir, data) if html else None
+        if junit is not None:
+            run_info = outcome.summary["run"]
+            junit.write(
+                complete=True,
+                data_sha256=run_info["data_sha256"],
+                n_items=run_info["n_items"],
+                judge_calls=run_info["judge_calls"],
+                cache_hits=run_info["cache_hits"],
+                failed_thresholds=outcome.failed_thresholds,
+            )
     if not quiet:
         click.echo(summary_table(outcome.summary))
         click.echo(f"results: {outcome.results_path}\nsummary: {outcome.summary_path}")
         if report is not None:
             click.echo(f"report: {report}")
+        if junit is not None:
+            click.echo(f"junit: {junit.path}")
     for line in outcome.failed_thresholds:
         click.echo(f"localjudge: below threshold: {line}", err=True)
     sys.exit(EXIT_THRESHOLD if outcome.failed_thresholds else EXIT_OK)
+
+
+def _junit_report(
+    path: Path, judge: Any, metrics: list[str], thresholds: dict[str, float], run: dict[str, Any]
+) -> Any:
+    from localjudge.junit import JUnitReport  # noqa: PLC0415
+    from localjudge.versions import versions  # noqa: PLC0415
+
+    identity = judge.identity
+    properties = {
+        "model": identity.model,
+        "model_sha256": identity.sha256,
+        "backend": identity.backend,
+        "judge_settings": dict(identity.settings),
+        "run_settings": run,
+        "versions": versions(),
+        "complete": False,
+    }
+    return JUnitReport(path, metrics, thresholds, properties)
+
+
+def junit_row(junit: Any, judge: Any) -> Callable[[Any], None]:
+    """An ``on_result`` that hands each finished item to the JUnit report."""
+    from localjudge.results import result_row  # noqa: PLC0415
+
+    identity = judge.identity
+    return lambda res: junit.add(result_row(res, identity, {}))
+
+
+def _each(*callbacks: Callable[[Any], None] | None) -> Callable[[Any], None] | None:
+    """One callback that calls every given one in turn (None when none is given)."""
+    given = [c for c in callbacks if c is not None]
+    if not given:
+        return None
+
+    def call(value: Any) -> None:
+        for callback in given:
+            callback(value)
+
+    return call
+
+
+@contextlib.contextmanager
+def _stopping(junit: Any) -> Iterator[None]:
+    """When the run stops early, write the JUnit report of the items finished so far, with a
+    case that says why (the stop itself propagates as it was)."""
+    try:
+        yield
+    except BaseException as exc:
+        if junit is not None:
+            why = (
+                "interrupted"
+                if isinstance(exc, KeyboardInterrupt)
+                else exc.message
+                if isinstance(exc, LocalJudgeError)
+                else internal_error(exc).message
+            )
+            with contextlib.suppress(Exception):  # never hide why the run stopped
+                junit.write(stopped=f"the run stopped before its end: {why}")
+        raise
 
 
 class _progress:  # noqa: N801 (used as a context manager, reads like a function)
@@ -443,7 +606,7 @@ class _progress:  # noqa: N801 (used as a context manager, reads like a function
             self.bar.close()
 
 
-@main.command("bench")
+@main.command("bench", cls=ConfiguredCommand)
 @click.argument("data", type=click.Path(path_type=Path))
 @click.option(
     "-m",

@@ -1,8 +1,10 @@
 """The whole exception hierarchy of localjudge.
 
 Every error carries a ``hint`` (what the user can do about it) and an ``exit_code`` the CLI
-uses. The runner catches exactly one base class, :class:`ItemError`: failures that belong to one
-item and one metric. Everything else is fatal and stops a run before (or instead of) scoring.
+uses (README, "Exit codes"); 1 is kept for a threshold that was not met, so a
+:class:`LocalJudgeError` without a class of its own exits with the internal-error code. The
+runner catches exactly one base class, :class:`ItemError`: failures that belong to one item and
+one metric. Everything else is fatal and stops a run before (or instead of) scoring.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import errno
 class LocalJudgeError(Exception):
     """Base class of every error localjudge raises on purpose."""
 
-    exit_code: int = 1
+    #: an error that belongs to no class below is unexpected: the internal-error code
+    exit_code: int = 8
 
     def __init__(self, message: str, *, hint: str = "") -> None:
         super().__init__(message)
@@ -120,6 +123,20 @@ class DiskFullError(LocalJudgeError):
             hint="free some space (or give -o / --cache another file system), then run the same "
             "command again to resume",
         )
+
+
+class CacheError(LocalJudgeError):
+    """The judge-call cache cannot be used: unreadable, damaged under a running process, not a
+    localjudge cache, or written by a newer localjudge."""
+
+    exit_code = 7
+
+
+class InternalError(LocalJudgeError):
+    """Something went wrong that localjudge did not expect (a bug, or an environment problem it
+    does not classify): the CLI prints one line and exits 8."""
+
+    exit_code = 8
 
 
 def is_disk_full(exc: BaseException) -> bool:

@@ -346,7 +346,7 @@ def test_a_damaged_cache_is_set_aside_and_the_run_gives_the_same_rows(data, tmp_
     assert strip(rows(out)) == strip(rows(clean))
 
 
-def test_a_foreign_sqlite_cache_exits_1_and_is_left_alone(data, tmp_path) -> None:
+def test_a_foreign_sqlite_cache_exits_7_and_is_left_alone(data, tmp_path) -> None:
     import sqlite3  # noqa: PLC0415
 
     cache = tmp_path / "mine.sqlite3"
@@ -357,7 +357,7 @@ def test_a_foreign_sqlite_cache_exits_1_and_is_left_alone(data, tmp_path) -> Non
     before = cache.read_bytes()
     result = invoke(_cached_factory(), "eval", str(data), "-o", str(tmp_path / "o"), "--cache",
                     str(cache), "-q")  # fmt: skip
-    assert result.exit_code == 1
+    assert result.exit_code == 7
     assert "not a localjudge cache" in error_line(result)
     assert "--no-cache" in result.stderr
     assert cache.read_bytes() == before
