@@ -529,3 +529,15 @@ def doctor_command(model: str | None, no_call: bool) -> None:
 
     healthy = report(run_checks(model, probe=not no_call), click.echo)
     sys.exit(EXIT_OK if healthy else EXIT_DOCTOR)
+
+
+def _register(command: click.Command) -> None:
+    """Add a command kept in a module of its own, its errors mapped as every command's are."""
+    if command.callback is not None:
+        command.callback = _guarded(command.callback)
+    main.add_command(command)
+
+
+from localjudge.diff_cli import diff_command  # noqa: E402 (after main: it is registered on it)
+
+_register(diff_command)
