@@ -22,6 +22,7 @@ from localjudge.dataset import read_records
 from localjudge.errors import ConstraintError, DataError, LocalJudgeError, ModelError, UsageError
 from localjudge.evaluation import eval_file
 from localjudge.judge import Judge
+from localjudge.memory import PeakMemory
 from localjudge.metrics import METRICS, MetricSettings
 from localjudge.results import (
     BENCH,
@@ -399,38 +400,30 @@ def _worker(job: _Job) -> dict[str, Any]:
 
 
 def _judge_job(job: _Job, factory: JudgeFactory) -> dict[str, Any]:
-    """Load the judge, run the eval, report load time, wall time and peak memory."""
-    start = time.perf_counter()
-    judge = factory(job.judge)
-    load_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    outcome = eval_file(
-        job.data,
-        job.out_dir,
-        judge=judge,
-        metrics=build_metrics(job.metrics, job.metric_settings),
-        limit=job.limit,
-        truncate=job.truncate,
-        settings=job.judge.recorded(),
-    )
+    """Load the judge, run the eval, report load time, wall time and peak memory (see
+    :mod:`localjudge.memory` for what is measured)."""
+    with PeakMemory() as memory:
+        start = time.perf_counter()
+        judge = factory(job.judge)
+        load_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        outcome = eval_file(
+            job.data,
+            job.out_dir,
+            judge=judge,
+            metrics=build_metrics(job.metrics, job.metric_settings),
+            limit=job.limit,
+            truncate=job.truncate,
+            settings=job.judge.recorded(),
+        )
+        wall_seconds = time.perf_counter() - start
     return {
         "identity": judge.identity.as_dict(),
         "load_seconds": load_seconds,
-        "wall_seconds": time.perf_counter() - start,
-        "peak_rss_mb": peak_rss_mb(),
+        "wall_seconds": wall_seconds,
+        "peak_rss_mb": memory.mb,
+        "peak_rss_method": memory.method,
         "judge_calls": outcome.summary["run"]["judge_calls"],
         "cache_hits": outcome.summary["run"]["cache_hits"],
         "results": str(outcome.results_path),
     }
-
-
-def peak_rss_mb() -> float | None:
-    """This process's peak resident memory in MB (None where the OS does not say)."""
-    try:
-        import resource  # noqa: PLC0415 (POSIX only)
-    except ImportError:
-        return None
-    import sys  # noqa: PLC0415
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024  # bytes on macOS
