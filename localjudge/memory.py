@@ -56,7 +56,7 @@ class PeakMemory:
 
     def __enter__(self) -> PeakMemory:
         try:
-            import psutil  # noqa: PLC0415
+            import psutil  # type: ignore[import-untyped]  # noqa: PLC0415
 
             self._process = psutil.Process()
         except Exception:  # noqa: BLE001 (no psutil or no access: no figure)
