@@ -11,7 +11,8 @@ listed, never silently dropped.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -299,6 +300,8 @@ class _Job:
     metric_settings: MetricSettings
     limit: int | None
     truncate: bool
+    #: items to judge, for a progress bar on stderr (None: no bar)
+    progress_total: int | None = None
 
 
 def bench_file(
@@ -312,16 +315,22 @@ def bench_file(
     truncate: bool = False,
     open_judge: JudgeFactory | None = None,
     on_judge: Callable[[str], None] | None = None,
+    progress: bool = False,
 ) -> BenchOutcome:
     """Run every judge on the labelled ``data`` and compare each with the human labels.
 
     Each judge's results go to ``out_dir/judges/<n>-<name>/`` as an ordinary eval run;
     ``bench.json`` and ``bench_items.jsonl`` hold the comparison. By default each judge runs in
     a fresh process; with ``open_judge`` (a factory of judges) they run in this one.
+    ``progress`` draws a bar per judge on stderr (items judged, items/s, ETA).
     """
     labelled: dict[int, dict[str, Any]] = {}
+    n_records = 0
     for n, rec in enumerate(read_records(data)):
-        if (limit is not None and n >= limit) or rec.data is None or "labels" not in rec.data:
+        if limit is not None and n >= limit:
+            break
+        n_records += 1
+        if rec.data is None or "labels" not in rec.data:
             continue
         contexts = rec.data.get("retrieved_contexts", rec.data.get("context"))
         n_pieces = len(contexts) if isinstance(contexts, list) else None
@@ -353,6 +362,7 @@ def bench_file(
                 metric_settings=metric_settings or MetricSettings(),
                 limit=limit,
                 truncate=truncate,
+                progress_total=n_records if progress else None,
             )
             runs[spec.name] = _run_job(job) if open_judge is None else _judge_job(job, open_judge)
             rows_by_judge[spec.name] = list(read_results(job.out_dir / RESULTS.name))
@@ -399,10 +409,34 @@ def _worker(job: _Job) -> dict[str, Any]:
         return {"error": {"type": type(exc).__name__, "message": exc.message, "hint": exc.hint}}
 
 
+@contextmanager
+def _bar(job: _Job) -> Iterator[Callable[[Any], None] | None]:
+    """A tqdm bar on stderr for one judge's run, named after the judge (none without a total)."""
+    if job.progress_total is None:
+        yield None
+        return
+    import sys  # noqa: PLC0415
+
+    from tqdm import tqdm  # noqa: PLC0415
+
+    from localjudge.console import BAR_FORMAT  # noqa: PLC0415
+
+    step = 1.0 / max(len(job.metrics), 1)
+    with tqdm(
+        total=job.progress_total,
+        desc=job.judge.name,
+        unit="item",
+        file=sys.stderr,
+        dynamic_ncols=True,
+        bar_format=BAR_FORMAT,
+    ) as bar:
+        yield lambda _result: bar.update(step)
+
+
 def _judge_job(job: _Job, factory: JudgeFactory) -> dict[str, Any]:
     """Load the judge, run the eval, report load time, wall time and peak memory (see
     :mod:`localjudge.memory` for what is measured)."""
-    with PeakMemory() as memory:
+    with PeakMemory() as memory, _bar(job) as on_result:
         start = time.perf_counter()
         judge = factory(job.judge)
         load_seconds = time.perf_counter() - start
@@ -415,6 +449,7 @@ def _judge_job(job: _Job, factory: JudgeFactory) -> dict[str, Any]:
             limit=job.limit,
             truncate=job.truncate,
             settings=job.judge.recorded(),
+            on_result=on_result,
         )
         wall_seconds = time.perf_counter() - start
     return {

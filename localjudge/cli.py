@@ -220,6 +220,11 @@ def _judge_settings(model: str | None, **options: Any) -> Any:
     )
 
 
+def _on_terminal() -> bool:
+    """Whether stderr, where progress is drawn, is a terminal."""
+    return sys.stderr.isatty()
+
+
 def _factory(ctx: click.Context) -> Callable[[Any], Any] | None:
     """The judge factory given in the context object (None: the real one)."""
     obj = ctx.find_root().obj
@@ -323,7 +328,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
     mapping = parse_mapping(p.pop("maps"))
     thresholds = _parse_thresholds(p.pop("fail_under"))
     max_failure_rate = p.pop("max_failure_rate")
-    progress = not quiet and sys.stderr.isatty()
+    progress = not quiet and _on_terminal()
     found = (
         survey(data, fmt=fmt, mapping=mapping, limit=limit)
         if progress or not metric_names
@@ -386,7 +391,15 @@ class _progress:  # noqa: N801 (used as a context manager, reads like a function
         if self.total is not None:
             from tqdm import tqdm  # noqa: PLC0415
 
-            self.bar = tqdm(total=self.total, unit="item", file=sys.stderr, dynamic_ncols=True)
+            from localjudge.console import BAR_FORMAT  # noqa: PLC0415
+
+            self.bar = tqdm(
+                total=self.total,
+                unit="item",
+                file=sys.stderr,
+                dynamic_ncols=True,
+                bar_format=BAR_FORMAT,
+            )
         if self.bar is None and self.reporter is None:
             return None
         step = 1.0 / self.n_metrics
@@ -424,7 +437,7 @@ class _progress:  # noqa: N801 (used as a context manager, reads like a function
 )
 @_judge_options
 @_run_options
-@click.option("-q", "--quiet", is_flag=True, help="Print only the table.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars; print only the table.")
 @click.pass_context
 @_guarded
 def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
@@ -446,8 +459,10 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
     from localjudge.bench import bench_file, bench_table  # noqa: PLC0415
     from localjudge.metrics import MetricSettings  # noqa: PLC0415
 
+    progress = not quiet and _on_terminal()
+
     def announce(name: str) -> None:
-        if not quiet:
+        if not quiet and not progress:  # a bar names its judge
             click.echo(f"judging with {name} ...", err=True)
 
     outcome = bench_file(
@@ -460,6 +475,7 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
         truncate=truncate,
         open_judge=_factory(ctx),
         on_judge=announce,
+        progress=progress,
     )
     click.echo(bench_table(outcome.report))
     report = _write_html(out_dir, None) if html else None

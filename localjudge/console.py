@@ -17,7 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Column", "TextTable", "no_color", "render"]
+__all__ = ["BAR_FORMAT", "Column", "TextTable", "no_color", "render"]
+
+#: tqdm's default layout with the count as a whole number (a bar advances by 1/metrics per
+#: finished metric, so its count is fractional mid-item)
+BAR_FORMAT = "{l_bar}{bar}| {n:.0f}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]"
 
 #: the width off a terminal: wide enough that no table wraps
 _PLAIN_WIDTH = 10_000
