@@ -31,7 +31,9 @@ from localjudge.results import (
     BenchItemRow,
     BenchReport,
     output_lock,
+    read_bench,
     read_results,
+    refuse_replacing,
     write_bench,
 )
 from localjudge.settings import JudgeSettings, build_metrics, open_judge
@@ -302,6 +304,8 @@ class _Job:
     truncate: bool
     #: items to judge, for a progress bar on stderr (None: no bar)
     progress_total: int | None = None
+    #: replace a finished run of other data or settings in ``out_dir``
+    overwrite: bool = False
 
 
 def bench_file(
@@ -316,6 +320,7 @@ def bench_file(
     open_judge: JudgeFactory | None = None,
     on_judge: Callable[[str], None] | None = None,
     progress: bool = False,
+    overwrite: bool = False,
 ) -> BenchOutcome:
     """Run every judge on the labelled ``data`` and compare each with the human labels.
 
@@ -323,6 +328,10 @@ def bench_file(
     ``bench.json`` and ``bench_items.jsonl`` hold the comparison. By default each judge runs in
     a fresh process; with ``open_judge`` (a factory of judges) they run in this one.
     ``progress`` draws a bar per judge on stderr (items judged, items/s, ETA).
+
+    A finished bench in ``out_dir`` of other data, metrics or judges, or a judge's finished run
+    of other settings, is refused (:class:`~localjudge.errors.UsageError`) unless
+    ``overwrite``; the same bench again resumes or rewrites it (as :func:`eval_file` does).
     """
     labelled: dict[int, dict[str, Any]] = {}
     n_records = 0
@@ -349,6 +358,10 @@ def bench_file(
     if len(set(names)) != len(names):
         raise UsageError(f"judges repeated: {names}")
     with output_lock(out_dir):  # the judges' runs lock their own directories below it
+        if not overwrite:
+            refuse_replacing(
+                out_dir, _bench_differences(out_dir, file_sha256(data), metrics, names), "bench"
+            )
         runs: dict[str, dict[str, Any]] = {}
         rows_by_judge: dict[str, list[Any]] = {}
         for n, spec in enumerate(judges):
@@ -363,6 +376,7 @@ def bench_file(
                 limit=limit,
                 truncate=truncate,
                 progress_total=n_records if progress else None,
+                overwrite=overwrite,
             )
             runs[spec.name] = _run_job(job) if open_judge is None else _judge_job(job, open_judge)
             rows_by_judge[spec.name] = list(read_results(job.out_dir / RESULTS.name))
@@ -380,6 +394,27 @@ def bench_file(
         items = item_rows(labelled, rows_by_judge, metrics)
         bench_path = write_bench(out_dir, report, items)
         return BenchOutcome(bench_path, bench_path.with_name("bench_items.jsonl"), report)
+
+
+def _bench_differences(
+    out_dir: Path, data_sha256: str, metrics: Sequence[str], judges: Sequence[str]
+) -> list[str]:
+    """What differs between the finished bench in ``out_dir`` (if any) and this one."""
+    path = out_dir / BENCH.name
+    if not path.is_file():
+        return []
+    try:
+        previous: Mapping[str, Any] = read_bench(path)
+    except DataError:
+        return ["an unreadable bench.json"]
+    out = []
+    if previous.get("data_sha256") != data_sha256:
+        out.append("data (sha256)")
+    if list(previous.get("metrics") or []) != list(metrics):
+        out.append("metrics")
+    if list(previous.get("judges") or {}) != list(judges):
+        out.append("judges")
+    return out
 
 
 def _safe(name: str) -> str:
@@ -450,6 +485,7 @@ def _judge_job(job: _Job, factory: JudgeFactory) -> dict[str, Any]:
             truncate=job.truncate,
             settings=job.judge.recorded(),
             on_result=on_result,
+            overwrite=job.overwrite,
         )
         wall_seconds = time.perf_counter() - start
     return {

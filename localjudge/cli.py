@@ -122,6 +122,12 @@ _run_options = _options(
     click.option(
         "--html", is_flag=True, help="Also write OUT/report.html (see `localjudge report`)."
     ),
+    click.option(
+        "--overwrite",
+        is_flag=True,
+        help="Replace a finished run in OUT made from other data or settings (without it such "
+        "a run is refused; the same run again is rewritten, an interrupted one resumed).",
+    ),
 )
 
 #: how to load a judge: one set of options for eval and bench (JudgeSettings)
@@ -343,6 +349,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
         )
     scale, truncate, no_reasons = p.pop("scale"), p.pop("truncate"), p.pop("no_reasons")
     labels, calibrate, html = p.pop("labels"), p.pop("calibrate"), p.pop("html")
+    overwrite = p.pop("overwrite")
     with output_lock(out_dir):  # before the judge loads: a second run is refused at once
         settings = _judge_settings(p.pop("model"), **p)
         judge = (factory or open_judge)(settings)
@@ -365,6 +372,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
                 on_judging=reporter.judging if reporter is not None else None,
                 labels=labels,
                 calibrate=calibrate,
+                overwrite=overwrite,
             )
         report = _write_html(out_dir, data) if html else None
     if not quiet:
@@ -452,6 +460,7 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
     truncate: bool,
     no_reasons: bool,
     html: bool,
+    overwrite: bool,
     quiet: bool,
     **judge_options: Any,
 ) -> None:
@@ -476,6 +485,7 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
         open_judge=_factory(ctx),
         on_judge=announce,
         progress=progress,
+        overwrite=overwrite,
     )
     click.echo(bench_table(outcome.report))
     report = _write_html(out_dir, None) if html else None

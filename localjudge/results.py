@@ -409,6 +409,63 @@ def build_summary(
     }
 
 
+def _plain(value: Any) -> Any:
+    """``value`` as JSON gives it back (tuples as lists, ...), for comparing with a file."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def run_differences(
+    previous: Mapping[str, Any],
+    *,
+    data_sha256: str,
+    judge: Mapping[str, Any],
+    settings: Mapping[str, Any],
+) -> list[str]:
+    """What would differ between a finished run's manifest (``summary.json``'s ``run``) and a
+    new run of ``data_sha256`` with ``judge`` (its identity) and ``settings``: empty when the
+    new run is the same run again (a rerun, which rewrites the same rows)."""
+    out = []
+    if previous.get("data_sha256") != data_sha256:
+        out.append("data (sha256)")
+    before = previous.get("judge") or {}
+    now = _plain(judge)
+    out += [
+        f"judge {key}" for key in sorted(set(before) | set(now)) if before.get(key) != now.get(key)
+    ]
+    before = previous.get("settings") or {}
+    now = _plain(settings)
+    out += [
+        f"setting {key}"
+        for key in sorted(set(before) | set(now))
+        if before.get(key) != now.get(key)
+    ]
+    return out
+
+
+def refuse_replacing(out_dir: Path, differences: Sequence[str], kind: str = "eval") -> None:
+    """Raise the :class:`~localjudge.errors.UsageError` for a finished run in ``out_dir`` that
+    a new run with these ``differences`` would replace."""
+    if differences:
+        shown = ", ".join(differences[:6]) + (", ..." if len(differences) > 6 else "")
+        raise UsageError(
+            f"{str(out_dir)!r} holds a finished {kind} run that differs from this one ({shown})",
+            hint="give this run another -o directory, or pass --overwrite to replace that one",
+        )
+
+
+def finished_run(out_dir: Path) -> Mapping[str, Any] | None:
+    """The manifest (``run``) of the finished eval run in ``out_dir``, None when there is none.
+    A summary that cannot be read counts as a finished run of unknown settings."""
+    path = out_dir / SUMMARY.name
+    if not path.is_file():
+        return None
+    try:
+        run = read_summary(path).get("run")
+    except DataError:
+        return {}
+    return run if isinstance(run, Mapping) else {}
+
+
 #: the lock file a run holds in its output directory while it writes there
 LOCK_NAME = ".localjudge.lock"
 
