@@ -236,43 +236,76 @@ def item_rows(
     return out
 
 
-def bench_table(report: Mapping[str, Any]) -> str:
-    """The console table: one line per judge x metric with the headline numbers."""
-    head = (
-        f"{'judge':<16} {'metric':<10} {'n':>4} {'fail':>4} {'acc':>6} {'kappa':>6} "
-        f"{'rho':>6} {'mae':>6} {'auc':>6} {'~rho':>6} {'~auc':>6} {'s/item':>7} {'tok/s':>6} "
-        f"{'load s':>6} {'MB':>6}"
-    )
-    lines = [head, "-" * len(head)]
+#: judge names longer than this are shown by their end (a path's file name)
+NAME_WIDTH = 24
+
+
+def _name(name: str) -> str:
+    return name if len(name) <= NAME_WIDTH else "…" + name[-(NAME_WIDTH - 1) :]
+
+
+def bench_table(report: Mapping[str, Any], *, terminal: bool = False) -> str:
+    """The console table: one line per judge x metric with the headline numbers, and one per
+    pair of judges x metric with their agreement (plain text unless ``terminal``)."""
+    from localjudge.console import Column, TextTable, render  # noqa: PLC0415
+
+    rows = []
     for name, judge in report["judges"].items():
         for metric, m in judge["metrics"].items():
             v = next(iter(m["verdicts"].values()), None) if m["verdicts"] else None
             s = m["scores"] or {}
             soft = m.get("soft_scores") or {}
-            lines.append(
-                f"{name[:16]:<16} {metric:<10} {m['n_common']:>4} {m['n_failed']:>4} "
-                f"{_num(v and v['accuracy']['value']):>6} {_num(v and v['kappa']['value']):>6} "
-                f"{_num(s.get('spearman', {}).get('value')):>6} "
-                f"{_num(s.get('mae', {}).get('value')):>6} "
-                f"{_num(s.get('roc_auc', {}).get('value')):>6} "
-                f"{_num(soft.get('spearman', {}).get('value')):>6} "
-                f"{_num(soft.get('roc_auc', {}).get('value')):>6} "
-                f"{_num(m['seconds_per_item'], 2):>7} "
-                f"{_num(m['tokens_per_s'], 1):>6} {_num(judge['load_seconds'], 2):>6} "
-                f"{_num(judge['peak_rss_mb'], 0):>6}"
+            rows.append(
+                [
+                    _name(name),
+                    metric,
+                    str(m["n_common"]),
+                    str(m["n_failed"]),
+                    _num(v and v["accuracy"]["value"]),
+                    _num(v and v["kappa"]["value"]),
+                    _num(s.get("spearman", {}).get("value")),
+                    _num(s.get("mae", {}).get("value")),
+                    _num(s.get("roc_auc", {}).get("value")),
+                    _num(soft.get("spearman", {}).get("value")),
+                    _num(soft.get("roc_auc", {}).get("value")),
+                    _num(m["seconds_per_item"], 2),
+                    _num(m["tokens_per_s"], 1),
+                    _num(judge["load_seconds"], 2),
+                    _num(judge["peak_rss_mb"], 0),
+                ]
             )
+    numbers = ("n", "fail", "acc", "kappa", "rho", "mae", "auc", "~rho", "~auc", "s/item",
+               "tok/s", "load s", "MB")  # fmt: skip
+    tables = [
+        TextTable([Column("judge"), Column("metric"), *(Column(h, True) for h in numbers)], rows)
+    ]
     pairs = report.get("judge_pairs") or {}
     if any(pairs.values()):
-        lines += ["", f"{'judge vs judge':<34} {'metric':<10} {'n':>4} {'kappa':>6} {'rho':>6}"]
+        pair_rows = []
         for label, by_metric in pairs.items():
             for metric, m in by_metric.items():
                 v = next(iter(m["verdicts"].values()), None) if m["verdicts"] else None
-                rho = (m["spearman"] or {}).get("value")
-                lines.append(
-                    f"{label[:34]:<34} {metric:<10} {m['n_items']:>4} "
-                    f"{_num(v and v['kappa']['value']):>6} {_num(rho):>6}"
+                pair_rows.append(
+                    [
+                        label,
+                        metric,
+                        str(m["n_items"]),
+                        _num(v and v["kappa"]["value"]),
+                        _num((m["spearman"] or {}).get("value")),
+                        _num((m["mae"] or {}).get("value")),
+                    ]
                 )
-    return "\n".join(lines)
+        tables.append(
+            TextTable(
+                [
+                    Column("judge vs judge"),
+                    Column("metric"),
+                    *(Column(h, True) for h in ("n", "kappa", "rho", "mae")),
+                ],
+                pair_rows,
+            )
+        )
+    return render(tables, terminal=terminal)
 
 
 def _num(value: float | None, digits: int = 3) -> str:

@@ -376,7 +376,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
             )
         report = _write_html(out_dir, data) if html else None
     if not quiet:
-        click.echo(summary_table(outcome.summary))
+        click.echo(summary_table(outcome.summary, terminal=sys.stdout.isatty()))
         click.echo(f"results: {outcome.results_path}\nsummary: {outcome.summary_path}")
         if report is not None:
             click.echo(f"report: {report}")
@@ -487,7 +487,7 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
         progress=progress,
         overwrite=overwrite,
     )
-    click.echo(bench_table(outcome.report))
+    click.echo(bench_table(outcome.report, terminal=sys.stdout.isatty()))
     report = _write_html(out_dir, None) if html else None
     if not quiet:
         click.echo(f"bench: {outcome.bench_path}\nitems: {outcome.items_path}")

@@ -72,10 +72,9 @@ def render(tables: Sequence[TextTable], *, terminal: bool = False) -> str:
     for n, spec in enumerate(tables):
         if n:
             console.print()
+        if spec.title:  # above the table, not in it: rich would wrap it to the table's width
+            console.print(_cell(spec.title, "bold" if terminal else ""))
         table = Table(
-            title=spec.title,
-            title_justify="left",
-            title_style="bold" if terminal else "",
             box=box.SIMPLE_HEAD if terminal else _ascii_head(),
             show_edge=False,
             pad_edge=False,

@@ -513,31 +513,54 @@ def read_summary(path: Path) -> Summary:
     return _checked(_read_json(path), str(path))  # type: ignore[return-value]
 
 
-def summary_table(summary: Mapping[str, Any]) -> str:
-    """A compact plain-text table of a summary's metrics."""
-    header = f"{'metric':<10} {'scored':>6} {'failed':>6} {'mean':>7} {'median':>7} {'ci95':>15}"
-    lines = [header, "-" * len(header)]
+def summary_table(summary: Mapping[str, Any], *, terminal: bool = False) -> str:
+    """A summary's metrics as a console table (plain text unless ``terminal``; see
+    :mod:`localjudge.console`), with the corrected means of ``--labels`` below it."""
+    from localjudge.console import Column, TextTable, render  # noqa: PLC0415
+
+    rows = []
     for name, m in summary["metrics"].items():
         ci = m["ci95"]
-        lines.append(
-            f"{name:<10} {m['n_scored']:>6} {m['n_failed']:>6} {_fmt(m['mean']):>7} "
-            f"{_fmt(m['median']):>7} {(f'{ci[0]:.3f}-{ci[1]:.3f}' if ci else '-'):>15}"
+        rows.append(
+            [
+                name,
+                str(m["n_scored"]),
+                str(m["n_failed"]),
+                _fmt(m["mean"]),
+                _fmt(m["median"]),
+                f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "-",
+            ]
         )
-    corrected = [(name, m) for name, m in summary["metrics"].items() if "ppi" in m]
+    numbers = ("scored", "failed", "mean", "median", "ci95")
+    tables = [TextTable([Column("metric"), *(Column(h, numeric=True) for h in numbers)], rows)]
+    corrected = []
+    for name, m in summary["metrics"].items():
+        for kind, est in (("hard", m.get("ppi")), ("soft", m.get("ppi_soft"))):
+            if est is None:
+                continue
+            lo, hi = est["ci95"]
+            data = est.get("data_ci95")
+            corrected.append(
+                [
+                    name,
+                    kind,
+                    f"{est['estimate']:.3f}",
+                    f"{lo:.3f}-{hi:.3f}",
+                    f"{data[0]:.3f}-{data[1]:.3f}" if data else "-",
+                    str(est["n_labelled"]),
+                    f"{est['judge_bias']:+.3f}",
+                ]
+            )
     if corrected:
-        lines += ["", "human-scale mean, corrected by the labelled items (prediction-powered):"]
-        for name, m in corrected:
-            for kind, est in (("hard", m.get("ppi")), ("soft", m.get("ppi_soft"))):
-                if est is None:
-                    continue
-                lo, hi = est["ci95"]
-                data = est.get("data_ci95")
-                these = f", these items [{data[0]:.3f}-{data[1]:.3f}]" if data else ""
-                lines.append(
-                    f"{name:<10} {kind:<4} {est['estimate']:.3f} [{lo:.3f}-{hi:.3f}]{these}  "
-                    f"n labelled {est['n_labelled']}, judge bias {est['judge_bias']:+.3f}"
-                )
-    return "\n".join(lines)
+        headers = ("estimate", "ci95", "these items", "n labelled", "judge bias")
+        tables.append(
+            TextTable(
+                [Column("metric"), Column("kind"), *(Column(h, numeric=True) for h in headers)],
+                corrected,
+                title="human-scale mean, corrected by the labelled items (prediction-powered):",
+            )
+        )
+    return render(tables, terminal=terminal)
 
 
 def _fmt(value: float | None) -> str:
