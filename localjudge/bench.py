@@ -17,7 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from localjudge.agreement import Pair, mae, score_agreement, spearman, verdict_agreement, with_ci
+from localjudge.agreement import (
+    Pair,
+    krippendorff_alpha_interval,
+    mae,
+    score_agreement,
+    spearman,
+    verdict_agreement,
+    with_ci,
+)
 from localjudge.canonical import file_sha256
 from localjudge.dataset import read_records
 from localjudge.errors import ConstraintError, DataError, LocalJudgeError, ModelError, UsageError
@@ -143,7 +151,8 @@ def judges_agreement(
 ) -> dict[str, dict[str, Any]]:
     """Per pair of judges (``"a | b"``, in the order given) and metric, how far they agree with
     each other, no labels needed: Cohen's kappa per per-piece verdict (weighted as for the
-    labels), and Spearman and MAE of item scores, on the items both scored. Two judges that
+    labels), and Spearman, MAE and Krippendorff's alpha (interval) of item scores, on the items
+    both scored. Two judges that
     agree with each other but not with people are measuring something else."""
     out: dict[str, dict[str, Any]] = {}
     names = list(rows_by_judge)
@@ -197,6 +206,9 @@ def _pair_agreement(
         if points
         else None,
         "mae": with_ci(points, lambda ps: mae(col(ps, 0), col(ps, 1))) if points else None,
+        "alpha": with_ci(points, lambda ps: krippendorff_alpha_interval(col(ps, 0), col(ps, 1)))
+        if points
+        else None,
     }
 
 
@@ -293,6 +305,7 @@ def bench_table(report: Mapping[str, Any], *, terminal: bool = False) -> str:
                         _num(v and v["kappa"]["value"]),
                         _num((m["spearman"] or {}).get("value")),
                         _num((m["mae"] or {}).get("value")),
+                        _num((m.get("alpha") or {}).get("value")),
                     ]
                 )
         tables.append(
