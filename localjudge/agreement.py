@@ -30,6 +30,7 @@ __all__ = [
     "confusion",
     "kappa",
     "kendall",
+    "krippendorff_alpha_interval",
     "mae",
     "roc_auc",
     "score_agreement",
@@ -114,6 +115,24 @@ def kendall(x: Sequence[float], y: Sequence[float]) -> float | None:
 
 def mae(x: Sequence[float], y: Sequence[float]) -> float | None:
     return float(np.mean(np.abs(np.asarray(x) - np.asarray(y)))) if len(x) else None
+
+
+def krippendorff_alpha_interval(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Krippendorff's alpha (interval metric) of two raters who both rated every item:
+    1 - D_o / D_e, with D_o the mean squared difference within items and D_e the mean squared
+    difference between all pooled values (pairs of distinct values, n(n-1)); None when every
+    value is the same (no disagreement is possible) or below two items."""
+    if len(x) < 2:
+        return None
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    pooled = np.concatenate([a, b])
+    n = len(pooled)
+    spread = float(np.sum((pooled - pooled.mean()) ** 2))
+    if spread == 0.0:
+        return None
+    observed = float(np.mean((a - b) ** 2))
+    expected = 2.0 * spread / (n - 1)
+    return 1.0 - observed / expected
 
 
 def roc_auc(binary: Sequence[float], scores: Sequence[float]) -> float | None:

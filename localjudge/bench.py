@@ -11,17 +11,27 @@ listed, never silently dropped.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from localjudge.agreement import Pair, mae, score_agreement, spearman, verdict_agreement, with_ci
+from localjudge.agreement import (
+    Pair,
+    krippendorff_alpha_interval,
+    mae,
+    score_agreement,
+    spearman,
+    verdict_agreement,
+    with_ci,
+)
 from localjudge.canonical import file_sha256
 from localjudge.dataset import read_records
 from localjudge.errors import ConstraintError, DataError, LocalJudgeError, ModelError, UsageError
 from localjudge.evaluation import eval_file
 from localjudge.judge import Judge
+from localjudge.memory import PeakMemory
 from localjudge.metrics import METRICS, MetricSettings
 from localjudge.results import (
     BENCH,
@@ -29,7 +39,9 @@ from localjudge.results import (
     BenchItemRow,
     BenchReport,
     output_lock,
+    read_bench,
     read_results,
+    refuse_replacing,
     write_bench,
 )
 from localjudge.settings import JudgeSettings, build_metrics, open_judge
@@ -139,7 +151,8 @@ def judges_agreement(
 ) -> dict[str, dict[str, Any]]:
     """Per pair of judges (``"a | b"``, in the order given) and metric, how far they agree with
     each other, no labels needed: Cohen's kappa per per-piece verdict (weighted as for the
-    labels), and Spearman and MAE of item scores, on the items both scored. Two judges that
+    labels), and Spearman, MAE and Krippendorff's alpha (interval) of item scores, on the items
+    both scored. Two judges that
     agree with each other but not with people are measuring something else."""
     out: dict[str, dict[str, Any]] = {}
     names = list(rows_by_judge)
@@ -193,6 +206,9 @@ def _pair_agreement(
         if points
         else None,
         "mae": with_ci(points, lambda ps: mae(col(ps, 0), col(ps, 1))) if points else None,
+        "alpha": with_ci(points, lambda ps: krippendorff_alpha_interval(col(ps, 0), col(ps, 1)))
+        if points
+        else None,
     }
 
 
@@ -232,43 +248,77 @@ def item_rows(
     return out
 
 
-def bench_table(report: Mapping[str, Any]) -> str:
-    """The console table: one line per judge x metric with the headline numbers."""
-    head = (
-        f"{'judge':<16} {'metric':<10} {'n':>4} {'fail':>4} {'acc':>6} {'kappa':>6} "
-        f"{'rho':>6} {'mae':>6} {'auc':>6} {'~rho':>6} {'~auc':>6} {'s/item':>7} {'tok/s':>6} "
-        f"{'load s':>6} {'MB':>6}"
-    )
-    lines = [head, "-" * len(head)]
+#: judge names longer than this are shown by their end (a path's file name)
+NAME_WIDTH = 24
+
+
+def _name(name: str) -> str:
+    return name if len(name) <= NAME_WIDTH else "…" + name[-(NAME_WIDTH - 1) :]
+
+
+def bench_table(report: Mapping[str, Any], *, terminal: bool = False) -> str:
+    """The console table: one line per judge x metric with the headline numbers, and one per
+    pair of judges x metric with their agreement (plain text unless ``terminal``)."""
+    from localjudge.console import Column, TextTable, render  # noqa: PLC0415
+
+    rows = []
     for name, judge in report["judges"].items():
         for metric, m in judge["metrics"].items():
             v = next(iter(m["verdicts"].values()), None) if m["verdicts"] else None
             s = m["scores"] or {}
             soft = m.get("soft_scores") or {}
-            lines.append(
-                f"{name[:16]:<16} {metric:<10} {m['n_common']:>4} {m['n_failed']:>4} "
-                f"{_num(v and v['accuracy']['value']):>6} {_num(v and v['kappa']['value']):>6} "
-                f"{_num(s.get('spearman', {}).get('value')):>6} "
-                f"{_num(s.get('mae', {}).get('value')):>6} "
-                f"{_num(s.get('roc_auc', {}).get('value')):>6} "
-                f"{_num(soft.get('spearman', {}).get('value')):>6} "
-                f"{_num(soft.get('roc_auc', {}).get('value')):>6} "
-                f"{_num(m['seconds_per_item'], 2):>7} "
-                f"{_num(m['tokens_per_s'], 1):>6} {_num(judge['load_seconds'], 2):>6} "
-                f"{_num(judge['peak_rss_mb'], 0):>6}"
+            rows.append(
+                [
+                    _name(name),
+                    metric,
+                    str(m["n_common"]),
+                    str(m["n_failed"]),
+                    _num(v and v["accuracy"]["value"]),
+                    _num(v and v["kappa"]["value"]),
+                    _num(s.get("spearman", {}).get("value")),
+                    _num(s.get("mae", {}).get("value")),
+                    _num(s.get("roc_auc", {}).get("value")),
+                    _num(soft.get("spearman", {}).get("value")),
+                    _num(soft.get("roc_auc", {}).get("value")),
+                    _num(m["seconds_per_item"], 2),
+                    _num(m["tokens_per_s"], 1),
+                    _num(judge["load_seconds"], 2),
+                    _num(judge["peak_rss_mb"], 0),
+                ]
             )
+    numbers = ("n", "fail", "acc", "kappa", "rho", "mae", "auc", "~rho", "~auc", "s/item",
+               "tok/s", "load s", "MB")  # fmt: skip
+    tables = [
+        TextTable([Column("judge"), Column("metric"), *(Column(h, True) for h in numbers)], rows)
+    ]
     pairs = report.get("judge_pairs") or {}
     if any(pairs.values()):
-        lines += ["", f"{'judge vs judge':<34} {'metric':<10} {'n':>4} {'kappa':>6} {'rho':>6}"]
+        pair_rows = []
         for label, by_metric in pairs.items():
             for metric, m in by_metric.items():
                 v = next(iter(m["verdicts"].values()), None) if m["verdicts"] else None
-                rho = (m["spearman"] or {}).get("value")
-                lines.append(
-                    f"{label[:34]:<34} {metric:<10} {m['n_items']:>4} "
-                    f"{_num(v and v['kappa']['value']):>6} {_num(rho):>6}"
+                pair_rows.append(
+                    [
+                        label,
+                        metric,
+                        str(m["n_items"]),
+                        _num(v and v["kappa"]["value"]),
+                        _num((m["spearman"] or {}).get("value")),
+                        _num((m["mae"] or {}).get("value")),
+                        _num((m.get("alpha") or {}).get("value")),
+                    ]
                 )
-    return "\n".join(lines)
+        tables.append(
+            TextTable(
+                [
+                    Column("judge vs judge"),
+                    Column("metric"),
+                    *(Column(h, True) for h in ("n", "kappa", "rho", "mae")),
+                ],
+                pair_rows,
+            )
+        )
+    return render(tables, terminal=terminal)
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -298,6 +348,10 @@ class _Job:
     metric_settings: MetricSettings
     limit: int | None
     truncate: bool
+    #: items to judge, for a progress bar on stderr (None: no bar)
+    progress_total: int | None = None
+    #: replace a finished run of other data or settings in ``out_dir``
+    overwrite: bool = False
 
 
 def bench_file(
@@ -311,16 +365,27 @@ def bench_file(
     truncate: bool = False,
     open_judge: JudgeFactory | None = None,
     on_judge: Callable[[str], None] | None = None,
+    progress: bool = False,
+    overwrite: bool = False,
 ) -> BenchOutcome:
     """Run every judge on the labelled ``data`` and compare each with the human labels.
 
     Each judge's results go to ``out_dir/judges/<n>-<name>/`` as an ordinary eval run;
     ``bench.json`` and ``bench_items.jsonl`` hold the comparison. By default each judge runs in
     a fresh process; with ``open_judge`` (a factory of judges) they run in this one.
+    ``progress`` draws a bar per judge on stderr (items judged, items/s, ETA).
+
+    A finished bench in ``out_dir`` of other data, metrics or judges, or a judge's finished run
+    of other settings, is refused (:class:`~localjudge.errors.UsageError`) unless
+    ``overwrite``; the same bench again resumes or rewrites it (as :func:`eval_file` does).
     """
     labelled: dict[int, dict[str, Any]] = {}
+    n_records = 0
     for n, rec in enumerate(read_records(data)):
-        if (limit is not None and n >= limit) or rec.data is None or "labels" not in rec.data:
+        if limit is not None and n >= limit:
+            break
+        n_records += 1
+        if rec.data is None or "labels" not in rec.data:
             continue
         contexts = rec.data.get("retrieved_contexts", rec.data.get("context"))
         n_pieces = len(contexts) if isinstance(contexts, list) else None
@@ -339,6 +404,10 @@ def bench_file(
     if len(set(names)) != len(names):
         raise UsageError(f"judges repeated: {names}")
     with output_lock(out_dir):  # the judges' runs lock their own directories below it
+        if not overwrite:
+            refuse_replacing(
+                out_dir, _bench_differences(out_dir, file_sha256(data), metrics, names), "bench"
+            )
         runs: dict[str, dict[str, Any]] = {}
         rows_by_judge: dict[str, list[Any]] = {}
         for n, spec in enumerate(judges):
@@ -352,6 +421,8 @@ def bench_file(
                 metric_settings=metric_settings or MetricSettings(),
                 limit=limit,
                 truncate=truncate,
+                progress_total=n_records if progress else None,
+                overwrite=overwrite,
             )
             runs[spec.name] = _run_job(job) if open_judge is None else _judge_job(job, open_judge)
             rows_by_judge[spec.name] = list(read_results(job.out_dir / RESULTS.name))
@@ -369,6 +440,27 @@ def bench_file(
         items = item_rows(labelled, rows_by_judge, metrics)
         bench_path = write_bench(out_dir, report, items)
         return BenchOutcome(bench_path, bench_path.with_name("bench_items.jsonl"), report)
+
+
+def _bench_differences(
+    out_dir: Path, data_sha256: str, metrics: Sequence[str], judges: Sequence[str]
+) -> list[str]:
+    """What differs between the finished bench in ``out_dir`` (if any) and this one."""
+    path = out_dir / BENCH.name
+    if not path.is_file():
+        return []
+    try:
+        previous: Mapping[str, Any] = read_bench(path)
+    except DataError:
+        return ["an unreadable bench.json"]
+    out = []
+    if previous.get("data_sha256") != data_sha256:
+        out.append("data (sha256)")
+    if list(previous.get("metrics") or []) != list(metrics):
+        out.append("metrics")
+    if list(previous.get("judges") or {}) != list(judges):
+        out.append("judges")
+    return out
 
 
 def _safe(name: str) -> str:
@@ -398,39 +490,57 @@ def _worker(job: _Job) -> dict[str, Any]:
         return {"error": {"type": type(exc).__name__, "message": exc.message, "hint": exc.hint}}
 
 
+@contextmanager
+def _bar(job: _Job) -> Iterator[Callable[[Any], None] | None]:
+    """A tqdm bar on stderr for one judge's run, named after the judge (none without a total)."""
+    if job.progress_total is None:
+        yield None
+        return
+    import sys  # noqa: PLC0415
+
+    from tqdm import tqdm  # noqa: PLC0415
+
+    from localjudge.console import BAR_FORMAT  # noqa: PLC0415
+
+    step = 1.0 / max(len(job.metrics), 1)
+    with tqdm(
+        total=job.progress_total,
+        desc=job.judge.name,
+        unit="item",
+        file=sys.stderr,
+        dynamic_ncols=True,
+        bar_format=BAR_FORMAT,
+    ) as bar:
+        yield lambda _result: bar.update(step)
+
+
 def _judge_job(job: _Job, factory: JudgeFactory) -> dict[str, Any]:
-    """Load the judge, run the eval, report load time, wall time and peak memory."""
-    start = time.perf_counter()
-    judge = factory(job.judge)
-    load_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    outcome = eval_file(
-        job.data,
-        job.out_dir,
-        judge=judge,
-        metrics=build_metrics(job.metrics, job.metric_settings),
-        limit=job.limit,
-        truncate=job.truncate,
-        settings=job.judge.recorded(),
-    )
+    """Load the judge, run the eval, report load time, wall time and peak memory (see
+    :mod:`localjudge.memory` for what is measured)."""
+    with PeakMemory() as memory, _bar(job) as on_result:
+        start = time.perf_counter()
+        judge = factory(job.judge)
+        load_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        outcome = eval_file(
+            job.data,
+            job.out_dir,
+            judge=judge,
+            metrics=build_metrics(job.metrics, job.metric_settings),
+            limit=job.limit,
+            truncate=job.truncate,
+            settings=job.judge.recorded(),
+            on_result=on_result,
+            overwrite=job.overwrite,
+        )
+        wall_seconds = time.perf_counter() - start
     return {
         "identity": judge.identity.as_dict(),
         "load_seconds": load_seconds,
-        "wall_seconds": time.perf_counter() - start,
-        "peak_rss_mb": peak_rss_mb(),
+        "wall_seconds": wall_seconds,
+        "peak_rss_mb": memory.mb,
+        "peak_rss_method": memory.method,
         "judge_calls": outcome.summary["run"]["judge_calls"],
         "cache_hits": outcome.summary["run"]["cache_hits"],
         "results": str(outcome.results_path),
     }
-
-
-def peak_rss_mb() -> float | None:
-    """This process's peak resident memory in MB (None where the OS does not say)."""
-    try:
-        import resource  # noqa: PLC0415 (POSIX only)
-    except ImportError:
-        return None
-    import sys  # noqa: PLC0415
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024  # bytes on macOS

@@ -174,6 +174,12 @@ _run_options = _options(
     click.option(
         "--html", is_flag=True, help="Also write OUT/report.html (see `localjudge report`)."
     ),
+    click.option(
+        "--overwrite",
+        is_flag=True,
+        help="Replace a finished run in OUT made from other data or settings (without it such "
+        "a run is refused; the same run again is rewritten, an interrupted one resumed).",
+    ),
 )
 
 #: how to load a judge: one set of options for eval and bench (JudgeSettings)
@@ -300,6 +306,11 @@ def _judge_settings(model: str | None, **options: Any) -> Any:
         use_cache=not options["no_cache"],
         **({"parallel": options["parallel"]} if options["parallel"] is not None else {}),
     )
+
+
+def _on_terminal() -> bool:
+    """Whether stderr, where progress is drawn, is a terminal."""
+    return sys.stderr.isatty()
 
 
 def _factory(ctx: click.Context) -> Callable[[Any], Any] | None:
@@ -432,7 +443,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
     mapping = parse_mapping(p.pop("maps"))
     thresholds = _parse_thresholds(p.pop("fail_under"))
     max_failure_rate = p.pop("max_failure_rate")
-    progress = not quiet and sys.stderr.isatty()
+    progress = not quiet and _on_terminal()
     found = (
         survey(data, fmt=fmt, mapping=mapping, limit=limit)
         if progress or not metric_names
@@ -449,6 +460,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
     labels, calibrate, html = p.pop("labels"), p.pop("calibrate"), p.pop("html")
     raw_output = p.pop("raw_output")
     junit_path: Path | None = p.pop("junit")
+    overwrite = p.pop("overwrite")
     with output_lock(out_dir):  # before the judge loads: a second run is refused at once
         settings = _judge_settings(p.pop("model"), **p)
         judge = (factory or open_judge)(settings)
@@ -490,6 +502,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
                 labels=labels,
                 calibrate=calibrate,
                 raw_output=raw_output,
+                overwrite=overwrite,
             )
         report = _write_html(out_dir, data) if html else None
         if junit is not None:
@@ -503,7 +516,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
                 failed_thresholds=outcome.failed_thresholds,
             )
     if not quiet:
-        click.echo(summary_table(outcome.summary))
+        click.echo(summary_table(outcome.summary, terminal=sys.stdout.isatty()))
         click.echo(f"results: {outcome.results_path}\nsummary: {outcome.summary_path}")
         if report is not None:
             click.echo(f"report: {report}")
@@ -588,7 +601,15 @@ class _progress:  # noqa: N801 (used as a context manager, reads like a function
         if self.total is not None:
             from tqdm import tqdm  # noqa: PLC0415
 
-            self.bar = tqdm(total=self.total, unit="item", file=sys.stderr, dynamic_ncols=True)
+            from localjudge.console import BAR_FORMAT  # noqa: PLC0415
+
+            self.bar = tqdm(
+                total=self.total,
+                unit="item",
+                file=sys.stderr,
+                dynamic_ncols=True,
+                bar_format=BAR_FORMAT,
+            )
         if self.bar is None and self.reporter is None:
             return None
         step = 1.0 / self.n_metrics
@@ -626,7 +647,7 @@ class _progress:  # noqa: N801 (used as a context manager, reads like a function
 )
 @_judge_options
 @_run_options
-@click.option("-q", "--quiet", is_flag=True, help="Print only the table.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars; print only the table.")
 @click.pass_context
 @_guarded
 def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
@@ -641,6 +662,7 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
     truncate: bool,
     no_reasons: bool,
     html: bool,
+    overwrite: bool,
     quiet: bool,
     **judge_options: Any,
 ) -> None:
@@ -648,8 +670,10 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
     from localjudge.bench import bench_file, bench_table  # noqa: PLC0415
     from localjudge.metrics import MetricSettings  # noqa: PLC0415
 
+    progress = not quiet and _on_terminal()
+
     def announce(name: str) -> None:
-        if not quiet:
+        if not quiet and not progress:  # a bar names its judge
             click.echo(f"judging with {name} ...", err=True)
 
     outcome = bench_file(
@@ -662,8 +686,10 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
         truncate=truncate,
         open_judge=_factory(ctx),
         on_judge=announce,
+        progress=progress,
+        overwrite=overwrite,
     )
-    click.echo(bench_table(outcome.report))
+    click.echo(bench_table(outcome.report, terminal=sys.stdout.isatty()))
     report = _write_html(out_dir, None) if html else None
     if not quiet:
         click.echo(f"bench: {outcome.bench_path}\nitems: {outcome.items_path}")
@@ -721,3 +747,15 @@ def doctor_command(model: str | None, no_call: bool) -> None:
 from localjudge.cache_cli import cache_group  # noqa: E402 (its own module; it needs nothing above)
 
 main.add_command(cache_group)
+
+
+def _register(command: click.Command) -> None:
+    """Add a command kept in a module of its own, its errors mapped as every command's are."""
+    if command.callback is not None:
+        command.callback = _guarded(command.callback)
+    main.add_command(command)
+
+
+from localjudge.diff_cli import diff_command  # noqa: E402 (after main: it is registered on it)
+
+_register(diff_command)

@@ -40,7 +40,10 @@ from localjudge.results import (
     ResultsWriter,
     Summary,
     build_summary,
+    finished_run,
     output_lock,
+    refuse_replacing,
+    run_differences,
     write_summary,
 )
 from localjudge.schemas import worst_case_tokens
@@ -497,6 +500,7 @@ def eval_file(
     labels: Path | None = None,
     calibrate: bool = False,
     raw_output: bool = False,
+    overwrite: bool = False,
 ) -> RunOutcome:
     """Score ``data`` with ``metrics`` and write ``results.jsonl`` and ``summary.json`` to
     ``out_dir``. ``fail_under`` maps metric names to thresholds for their mean;
@@ -509,6 +513,12 @@ def eval_file(
     :mod:`localjudge.ppi`); ``calibrate`` also adds each row's ``calibrated_score``, the
     judge score mapped to the human scale by an isotonic fit on the labelled items.
     ``raw_output`` adds each row's raw judge output text (``raw_output``).
+
+    A finished run already in ``out_dir`` is replaced only when this run is the same run again
+    (same data sha256, judge identity and settings: a rerun writes the same rows), or with
+    ``overwrite``; otherwise :class:`~localjudge.errors.UsageError` is raised before anything
+    is judged. An unfinished run there (``results.jsonl.partial``) is always taken over: that is
+    how a rerun resumes.
 
     Pass a :class:`~localjudge.cache.CachingJudge` to cache and resume."""
     mapping = dict(mapping or {})
@@ -523,6 +533,33 @@ def eval_file(
     with output_lock(out_dir):
         data_sha = file_sha256(data)
         settings_by_metric = {m.name: {"truncate": truncate, **m.settings()} for m in metrics}
+        run_settings = {
+            **(settings or {}),
+            "metrics": settings_by_metric,
+            "limit": limit,
+            "map": mapping,
+            "format": fmt,
+            **(
+                {
+                    "labels": str(labels),
+                    "labels_sha256": file_sha256(labels),
+                    "calibrate": calibrate,
+                }
+                if labels is not None
+                else {}
+            ),
+        }
+        previous = None if overwrite else finished_run(out_dir)
+        if previous is not None:
+            refuse_replacing(
+                out_dir,
+                run_differences(
+                    previous,
+                    data_sha256=data_sha,
+                    judge=judge.identity.as_dict(),
+                    settings=run_settings,
+                ),
+            )
         labelled: dict[str, LabelledScores] = {}
         if labels is not None:
             labelled = judge_labelled(
@@ -562,22 +599,7 @@ def eval_file(
             data=data,
             data_sha256=data_sha,
             judge=judge,
-            settings={
-                **(settings or {}),
-                "metrics": settings_by_metric,
-                "limit": limit,
-                "map": mapping,
-                "format": fmt,
-                **(
-                    {
-                        "labels": str(labels),
-                        "labels_sha256": file_sha256(labels),
-                        "calibrate": calibrate,
-                    }
-                    if labels is not None
-                    else {}
-                ),
-            },
+            settings=run_settings,
         )
         for name, pairs in labelled.items():
             tally = writer.tallies[name]

@@ -550,6 +550,90 @@ def _label(value: Any) -> str:
     return _str(value)
 
 
+# --------------------------------------------------------------------------- diff view
+
+
+def render_diff(diff: Mapping[str, Any]) -> str:
+    """The HTML page of a :func:`localjudge.diff.diff_runs` document (self-contained, offline)."""
+    return _render("diff.html.j2", diff_view(diff))
+
+
+def _decision_text(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={_label(v)}" for k, v in value.items())
+    return "–" if value is None else _label(value)
+
+
+def diff_view(diff: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything the diff template shows."""
+    metrics = []
+    for name, m in (diff.get("metrics") or {}).items():
+        wilcoxon = m.get("wilcoxon") or {}
+        p = wilcoxon.get("p_value")
+        ci = m.get("ci95")
+        metrics.append(
+            {
+                **{k: m.get(k) for k in ("n_paired", "mean_a", "mean_b", "mean_diff", "ci95")},
+                **{k: m.get(k) for k in ("n_improved", "n_worsened", "n_flipped", "n_changed")},
+                "name": _str(name),
+                "p_value": f"{p:.3g}" if _is_number(p) else "–",
+                "worse": isinstance(ci, Sequence)
+                and len(ci) == 2
+                and _is_number(ci[1])
+                and ci[1] < 0,
+                "scored_only_in_a": [_str(i) for i in m.get("scored_only_in_a") or []],
+                "scored_only_in_b": [_str(i) for i in m.get("scored_only_in_b") or []],
+                "top": [
+                    {
+                        **{k: it.get(k) for k in ("score_a", "score_b", "delta")},
+                        "id": _str(it.get("id")),
+                        "reason_a": _str(it.get("reason_a")),
+                        "reason_b": _str(it.get("reason_b")),
+                        "error_a": _str(it.get("error_a")),
+                        "error_b": _str(it.get("error_b")),
+                        "flipped": [
+                            {
+                                "piece": f.get("piece"),
+                                "a": _decision_text(f.get("a")),
+                                "b": _decision_text(f.get("b")),
+                            }
+                            for f in it.get("flipped") or []
+                        ],
+                    }
+                    for it in m.get("top") or []
+                ],
+            }
+        )
+    notes = []
+    for side in ("a", "b"):
+        ids = [_str(i) for i in diff.get(f"items_only_in_{side}") or []]
+        if ids:
+            notes.append(f"{len(ids)} item(s) only in {side.upper()}: {', '.join(ids)}")
+        only = [_str(i) for i in diff.get(f"metrics_only_in_{side}") or []]
+        if only:
+            notes.append(f"Metric(s) only in {side.upper()}: {', '.join(only)}")
+    changed = [
+        (str(key), f"{_str(va)} -> {_str(vb)}")
+        for key, (va, vb) in (diff.get("changed_settings") or {}).items()
+    ]
+    return {
+        "csp": _CSP_ATTRIBUTE,
+        "title": f"localjudge diff: {Path(str(diff.get('a'))).name} -> "
+        f"{Path(str(diff.get('b'))).name}",
+        "manifest": [
+            ("A", _str(diff.get("a"))),
+            ("B", _str(diff.get("b"))),
+            ("same data", "yes" if diff.get("same_data") else "no (items matched by id)"),
+            ("items matched by", _str(diff.get("matched_by"))),
+        ],
+        "changed": changed,
+        "notes": notes,
+        "metrics": metrics,
+        "payload": script_json({"metrics": list(diff.get("metrics") or {})}),
+        "script": None,
+    }
+
+
 # --------------------------------------------------------------------------- rendering
 
 

@@ -417,6 +417,63 @@ def build_summary(
     }
 
 
+def _plain(value: Any) -> Any:
+    """``value`` as JSON gives it back (tuples as lists, ...), for comparing with a file."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def run_differences(
+    previous: Mapping[str, Any],
+    *,
+    data_sha256: str,
+    judge: Mapping[str, Any],
+    settings: Mapping[str, Any],
+) -> list[str]:
+    """What would differ between a finished run's manifest (``summary.json``'s ``run``) and a
+    new run of ``data_sha256`` with ``judge`` (its identity) and ``settings``: empty when the
+    new run is the same run again (a rerun, which rewrites the same rows)."""
+    out = []
+    if previous.get("data_sha256") != data_sha256:
+        out.append("data (sha256)")
+    before = previous.get("judge") or {}
+    now = _plain(judge)
+    out += [
+        f"judge {key}" for key in sorted(set(before) | set(now)) if before.get(key) != now.get(key)
+    ]
+    before = previous.get("settings") or {}
+    now = _plain(settings)
+    out += [
+        f"setting {key}"
+        for key in sorted(set(before) | set(now))
+        if before.get(key) != now.get(key)
+    ]
+    return out
+
+
+def refuse_replacing(out_dir: Path, differences: Sequence[str], kind: str = "eval") -> None:
+    """Raise the :class:`~localjudge.errors.UsageError` for a finished run in ``out_dir`` that
+    a new run with these ``differences`` would replace."""
+    if differences:
+        shown = ", ".join(differences[:6]) + (", ..." if len(differences) > 6 else "")
+        raise UsageError(
+            f"{str(out_dir)!r} holds a finished {kind} run that differs from this one ({shown})",
+            hint="give this run another -o directory, or pass --overwrite to replace that one",
+        )
+
+
+def finished_run(out_dir: Path) -> Mapping[str, Any] | None:
+    """The manifest (``run``) of the finished eval run in ``out_dir``, None when there is none.
+    A summary that cannot be read counts as a finished run of unknown settings."""
+    path = out_dir / SUMMARY.name
+    if not path.is_file():
+        return None
+    try:
+        run = read_summary(path).get("run")
+    except DataError:
+        return {}
+    return run if isinstance(run, Mapping) else {}
+
+
 #: the lock file a run holds in its output directory while it writes there
 LOCK_NAME = ".localjudge.lock"
 
@@ -464,31 +521,54 @@ def read_summary(path: Path) -> Summary:
     return _checked(_read_json(path), str(path))  # type: ignore[return-value]
 
 
-def summary_table(summary: Mapping[str, Any]) -> str:
-    """A compact plain-text table of a summary's metrics."""
-    header = f"{'metric':<10} {'scored':>6} {'failed':>6} {'mean':>7} {'median':>7} {'ci95':>15}"
-    lines = [header, "-" * len(header)]
+def summary_table(summary: Mapping[str, Any], *, terminal: bool = False) -> str:
+    """A summary's metrics as a console table (plain text unless ``terminal``; see
+    :mod:`localjudge.console`), with the corrected means of ``--labels`` below it."""
+    from localjudge.console import Column, TextTable, render  # noqa: PLC0415
+
+    rows = []
     for name, m in summary["metrics"].items():
         ci = m["ci95"]
-        lines.append(
-            f"{name:<10} {m['n_scored']:>6} {m['n_failed']:>6} {_fmt(m['mean']):>7} "
-            f"{_fmt(m['median']):>7} {(f'{ci[0]:.3f}-{ci[1]:.3f}' if ci else '-'):>15}"
+        rows.append(
+            [
+                name,
+                str(m["n_scored"]),
+                str(m["n_failed"]),
+                _fmt(m["mean"]),
+                _fmt(m["median"]),
+                f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "-",
+            ]
         )
-    corrected = [(name, m) for name, m in summary["metrics"].items() if "ppi" in m]
+    numbers = ("scored", "failed", "mean", "median", "ci95")
+    tables = [TextTable([Column("metric"), *(Column(h, numeric=True) for h in numbers)], rows)]
+    corrected = []
+    for name, m in summary["metrics"].items():
+        for kind, est in (("hard", m.get("ppi")), ("soft", m.get("ppi_soft"))):
+            if est is None:
+                continue
+            lo, hi = est["ci95"]
+            data = est.get("data_ci95")
+            corrected.append(
+                [
+                    name,
+                    kind,
+                    f"{est['estimate']:.3f}",
+                    f"{lo:.3f}-{hi:.3f}",
+                    f"{data[0]:.3f}-{data[1]:.3f}" if data else "-",
+                    str(est["n_labelled"]),
+                    f"{est['judge_bias']:+.3f}",
+                ]
+            )
     if corrected:
-        lines += ["", "human-scale mean, corrected by the labelled items (prediction-powered):"]
-        for name, m in corrected:
-            for kind, est in (("hard", m.get("ppi")), ("soft", m.get("ppi_soft"))):
-                if est is None:
-                    continue
-                lo, hi = est["ci95"]
-                data = est.get("data_ci95")
-                these = f", these items [{data[0]:.3f}-{data[1]:.3f}]" if data else ""
-                lines.append(
-                    f"{name:<10} {kind:<4} {est['estimate']:.3f} [{lo:.3f}-{hi:.3f}]{these}  "
-                    f"n labelled {est['n_labelled']}, judge bias {est['judge_bias']:+.3f}"
-                )
-    return "\n".join(lines)
+        headers = ("estimate", "ci95", "these items", "n labelled", "judge bias")
+        tables.append(
+            TextTable(
+                [Column("metric"), Column("kind"), *(Column(h, numeric=True) for h in headers)],
+                corrected,
+                title="human-scale mean, corrected by the labelled items (prediction-powered):",
+            )
+        )
+    return render(tables, terminal=terminal)
 
 
 def _fmt(value: float | None) -> str:

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from localjudge import agreement
 from localjudge.agreement import (
@@ -21,6 +23,7 @@ from localjudge.agreement import (
     confusion,
     kappa,
     kendall,
+    krippendorff_alpha_interval,
     mae,
     roc_auc,
     spearman,
@@ -666,7 +669,7 @@ def test_bench_table_truncates_long_names_and_handles_missing_numbers():
     name = "/very/long/path/to/some-model-file.gguf"
     report = {"judges": {name: {"load_seconds": None, "peak_rss_mb": None, "metrics": {"x": m}}}}
     line = bench_table(report).splitlines()[2]
-    assert line.startswith(name[:16] + " ")
+    assert line.startswith("…" + name[-23:] + " ")  # a path's end names the file
     assert line.split()[1:] == ["x", "0", "2"] + ["-"] * 11
 
 
@@ -858,7 +861,41 @@ def test_judges_agreement_hand_computed(fast_bootstrap) -> None:
     assert ac["verdicts"]["relevant"]["kappa"]["value"] == pytest.approx(1.0)
     assert ac["spearman"]["value"] == pytest.approx(1.0)
     assert ac["mae"]["value"] == 0.0
+    assert ac["alpha"]["value"] == 1.0
+    # scores (1, 1), (1, 0), (0.5, 0.5): the interval alpha of these two raters
+    assert ab["alpha"]["value"] == pytest.approx(
+        krippendorff_alpha_interval([1.0, 1.0, 0.5], [1.0, 0.0, 0.5]), abs=TOL
+    )
     table = bench_table({"judges": {}, "judge_pairs": report})
     assert "judge vs judge" in table
     assert "a | b" in table
     assert "0.667" in table
+
+
+def _alpha_by_definition(x, y):
+    """Krippendorff's alpha from its coincidence-matrix definition (two raters, no gaps)."""
+    pooled = [*x, *y]
+    n = len(pooled)
+    observed = sum(2 * (a - b) ** 2 for a, b in zip(x, y, strict=True)) / n
+    expected = sum((u - v) ** 2 for i, u in enumerate(pooled) for j, v in enumerate(pooled)
+                   if i != j) / (n * (n - 1))  # fmt: skip
+    return 1 - observed / expected
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4)), min_size=2, max_size=12).filter(
+        lambda ps: len({v for p in ps for v in p}) > 1
+    )
+)
+def test_krippendorff_alpha_matches_its_definition(pairs):
+    x, y = [float(a) for a, _ in pairs], [float(b) for _, b in pairs]
+    assert krippendorff_alpha_interval(x, y) == pytest.approx(_alpha_by_definition(x, y))
+
+
+def test_krippendorff_alpha_known_values():
+    assert krippendorff_alpha_interval([1, 2, 3], [1, 2, 4]) == pytest.approx(
+        1 - (1 / 3) / (82 / 30)
+    )
+    assert krippendorff_alpha_interval([0.0, 0.5, 1.0], [0.0, 0.5, 1.0]) == 1.0
+    assert krippendorff_alpha_interval([1.0, 1.0], [1.0, 1.0]) is None
+    assert krippendorff_alpha_interval([1.0], [0.0]) is None

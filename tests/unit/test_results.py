@@ -324,3 +324,16 @@ def test_detect_run_tells_eval_from_bench_and_explains_an_unfinished_one(tmp_pat
     with pytest.raises(DataError) as info:
         detect_run(partial)
     assert "did not complete" in info.value.hint
+
+
+def test_summary_table_shows_the_corrected_means_in_a_second_table():
+    est = {"estimate": 0.61, "ci95": [0.5, 0.7], "data_ci95": [0.55, 0.66], "n_labelled": 12,
+           "judge_bias": -0.04}  # fmt: skip
+    recall = {"n_scored": 3, "n_failed": 0, "mean": 0.5, "median": 0.5, "ci95": [0.25, 1.0]}
+    summary = {"metrics": {"recall": {**recall, "ppi": est, "ppi_soft": None}}}
+    lines = summary_table(summary).splitlines()
+    assert lines[4] == "human-scale mean, corrected by the labelled items (prediction-powered):"
+    assert lines[5].split()[:3] == ["metric", "kind", "estimate"]
+    assert lines[7].split() == ["recall", "hard", "0.610", "0.500-0.700", "0.550-0.660", "12",
+                                "-0.040"]  # fmt: skip
+    assert len(lines) == 8  # no soft estimate: no line for it

@@ -1,0 +1,67 @@
+"""``localjudge diff RUN_A RUN_B``: the command around :mod:`localjudge.diff` (registered in
+:mod:`localjudge.cli`, which maps its errors to exit codes)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command("diff")
+@click.argument("run_a", type=click.Path(path_type=Path))
+@click.argument("run_b", type=click.Path(path_type=Path))
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Compare runs of different data: match items by id, and list the items only one run has.",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="Largest score changes listed per metric.",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Also write the diff as JSON to this file.",
+)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Also write the diff as one offline HTML page to this file.",
+)
+def diff_command(  # noqa: PLR0917 (Click passes every option as an argument)
+    run_a: Path, run_b: Path, force: bool, top: int, json_path: Path | None, html_path: Path | None
+) -> None:
+    """What changed from eval run RUN_A to RUN_B (two -o directories of the same data): per
+    metric the mean difference B - A with a paired 95% CI and a Wilcoxon test, and the items
+    that changed most, with both reasons."""
+    from localjudge.console import render  # noqa: PLC0415 (keep --help fast)
+    from localjudge.diff import diff_notes, diff_runs, diff_tables, load_run  # noqa: PLC0415
+
+    diff = diff_runs(load_run(run_a), load_run(run_b), force=force, top=top)
+    click.echo(f"A: {run_a}\nB: {run_b}")
+    for line in diff_notes(diff):
+        click.echo(f"note: {line}")
+    click.echo(render(diff_tables(diff), terminal=sys.stdout.isatty()))
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(
+            json.dumps(diff, indent=2, ensure_ascii=False, allow_nan=False) + "\n", "utf-8"
+        )
+        click.echo(f"json: {json_path}")
+    if html_path is not None:
+        from localjudge.report import render_diff  # noqa: PLC0415
+
+        html_path.parent.mkdir(parents=True, exist_ok=True)
+        html_path.write_text(render_diff(diff), "utf-8")
+        click.echo(f"html: {html_path}")

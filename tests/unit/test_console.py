@@ -1,0 +1,48 @@
+"""Console tables: plain text off a terminal, colour on one unless NO_COLOR."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from localjudge.console import Column, TextTable, render
+
+COLOUR = re.compile(r"\x1b\[[0-9;]*(3[0-7]|9[0-7]|38;[0-9;]+)m")
+TABLE = TextTable(
+    [Column("metric"), Column("mean", numeric=True)],
+    [["recall", "0.500"], ["relevance", "1.000"]],
+    styles=[["", "green"], ["", "red"]],
+)
+
+
+def test_off_a_terminal_the_table_is_plain_ascii(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    text = render([TABLE])
+    assert text.isascii()
+    assert "\x1b" not in text
+    assert text.splitlines() == [
+        "metric       mean",
+        "-----------------",
+        "recall      0.500",
+        "relevance   1.000",
+    ]
+
+
+def test_on_a_terminal_cells_are_coloured(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    text = render([TABLE], terminal=True)
+    assert COLOUR.search(text), repr(text)
+    assert "0.500" in text
+
+
+def test_no_color_is_respected_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    text = render([TABLE], terminal=True)
+    assert not COLOUR.search(text), repr(text)
+    assert "relevance" in text
+
+
+def test_tables_are_separated_by_a_blank_line() -> None:
+    text = render([TABLE, TextTable([Column("x")], [["y"]], title="second")])
+    assert "\n\nsecond\nx\n-\ny" in text
