@@ -29,7 +29,7 @@ from localjudge.cache import (
     filter_sql,
 )
 from localjudge.canonical import compact_json, sha256_text
-from localjudge.errors import DiskFullError, LocalJudgeError, UsageError, is_disk_full
+from localjudge.errors import CacheError, DiskFullError, UsageError, is_disk_full
 
 __all__ = [
     "EXPORT_FIELDS",
@@ -239,12 +239,12 @@ class _Reader:
             else None
         )
         if row is None or "calls" not in tables:
-            raise LocalJudgeError(
+            raise CacheError(
                 f"{str(path)!r} is not a localjudge cache", hint="give --cache another path"
             )
         self.version = int(row[0])
         if self.version > SCHEMA_VERSION:
-            raise LocalJudgeError(
+            raise CacheError(
                 f"cache {str(path)!r} has schema version {self.version}, newer than this "
                 f"localjudge understands ({SCHEMA_VERSION})",
                 hint="upgrade localjudge",
@@ -448,8 +448,8 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def _read_error(path: Path, exc: BaseException) -> LocalJudgeError:
-    return LocalJudgeError(
+def _read_error(path: Path, exc: BaseException) -> CacheError:
+    return CacheError(
         f"cannot read the cache {str(path)!r}: {exc}",
         hint="run `localjudge doctor`; a damaged cache is moved aside by the next eval",
     )

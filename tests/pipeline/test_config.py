@@ -66,10 +66,10 @@ def run(factory: Any, *args: str) -> Result:
 
 
 def evaluate(project: Path, *args: str) -> JudgeSettings:
-    """The settings one eval run hands the judge factory."""
+    """The settings one eval run hands the judge factory (a test's runs share ``o``)."""
     factory = Factory()
     result = run(factory, "eval", str(project / "data.jsonl"), "-o", str(project / "o"),
-                 "--no-cache", "-q", *args)  # fmt: skip
+                 "--no-cache", "-q", "--overwrite", *args)  # fmt: skip
     assert result.exit_code == 0, result.stderr
     [settings] = factory.settings
     return settings
@@ -133,6 +133,7 @@ def test_repeated_options_and_flags_from_file_and_environment(project, monkeypat
     monkeypatch.setenv("LOCALJUDGE_EVAL_METRIC", "recall position")
     monkeypatch.setenv("LOCALJUDGE_EVAL_FAIL_UNDER", "recall=0.4")
     monkeypatch.setenv("LOCALJUDGE_EVAL_QUIET", "1")
+    monkeypatch.setenv("LOCALJUDGE_EVAL_OVERWRITE", "1")  # other metrics than the first run
     result = run(Factory(), "eval", str(project / "data.jsonl"), "-o", str(out), "--no-cache")
     assert result.exit_code == 0, result.stderr
     assert result.stdout == ""  # quiet, from the environment
