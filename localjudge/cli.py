@@ -399,7 +399,8 @@ def main() -> None:
 @click.pass_context
 @_guarded
 def eval_command(ctx: click.Context, /, **params: Any) -> None:
-    """Score DATA (JSONL, JSON, CSV or Parquet) and write OUT/results.jsonl and OUT/summary.json."""
+    """Score DATA (JSONL, JSON, CSV, Parquet, or a Hugging Face save_to_disk folder) and write
+    OUT/results.jsonl and OUT/summary.json."""
     factory = _factory(ctx)
     if factory is not None or os.environ.get("LOCALJUDGE_IN_PROCESS") == "1":
         _eval_run(params, factory, None)
