@@ -13,6 +13,21 @@ from localjudge.statements import split_statements
 from localjudge.testing import prompt_data
 
 
+def rule_records(n):
+    """``n`` items the rules score: a supported and an unknown statement, a relevant and a noise
+    piece, an answer the relevant piece gives."""
+    return [
+        {
+            "id": f"r{i}",
+            "user_input": f"question {i}?",
+            "retrieved_contexts": [f"yes fact {i}.", f"noise {i}"],
+            "reference": f"yes fact {i}. unknown {i}.",
+            "response": f"yes fact {i}.",
+        }
+        for i in range(n)
+    ]
+
+
 def rule_reply(messages, schema):
     data = prompt_data(messages)
     contexts = [data[f"CONTEXT {i}"] for i in range(sum(k.startswith("CONTEXT") for k in data))]

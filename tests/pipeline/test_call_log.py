@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from pipeline_rules import rule_reply
+from pipeline_rules import rule_records, rule_reply
 
 from localjudge.cache import SCHEMA_VERSION, Cache, CachingJudge, cache_key, open_cache
 from localjudge.calllog import EXPORT_FIELDS, CallFilter, cache_stats, iter_calls
@@ -24,16 +24,7 @@ from localjudge.judge import JudgeRequest
 from localjudge.metrics import ContextPosition, ContextRecall
 from localjudge.testing import ScriptedJudge
 
-RECORDS = [
-    {
-        "id": f"r{i}",
-        "user_input": f"question {i}?",
-        "retrieved_contexts": [f"yes fact {i}.", f"noise {i}"],
-        "reference": f"yes fact {i}. unknown {i}.",
-        "response": f"yes fact {i}.",
-    }
-    for i in range(3)
-]
+RECORDS = rule_records(3)
 METRICS = ("recall", "position")
 
 

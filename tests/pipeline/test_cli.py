@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from pipeline_rules import EXPECTED, rule_reply
+from pipeline_rules import EXPECTED, rule_records, rule_reply
 
 from localjudge.cache import CachingJudge
 from localjudge.cli import main
@@ -18,16 +18,7 @@ from localjudge.errors import ConstraintError, ModelError
 from localjudge.settings import JudgeSettings, open_cache
 from localjudge.testing import ScriptedJudge
 
-RECORDS = [
-    {
-        "id": f"r{i}",
-        "user_input": f"question {i}?",
-        "retrieved_contexts": [f"yes fact {i}.", f"noise {i}"],
-        "reference": f"yes fact {i}. unknown {i}.",
-        "response": f"yes fact {i}.",
-    }
-    for i in range(3)
-]
+RECORDS = rule_records(3)
 
 
 @pytest.fixture(autouse=True)

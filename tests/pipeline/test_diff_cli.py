@@ -9,22 +9,13 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from pipeline_rules import rule_reply
+from pipeline_rules import rule_records, rule_reply
 
 from localjudge.cli import EXIT_OK, main
 from localjudge.errors import UsageError
 from localjudge.testing import ScriptedJudge
 
-RECORDS = [
-    {
-        "id": f"r{i}",
-        "user_input": f"question {i}?",
-        "retrieved_contexts": [f"yes fact {i}.", f"noise {i}"],
-        "reference": f"yes fact {i}. unknown {i}.",
-        "response": f"yes fact {i}.",
-    }
-    for i in range(4)
-]
+RECORDS = rule_records(4)
 
 
 def everything_relevant(messages: Any, schema: Any) -> Any:

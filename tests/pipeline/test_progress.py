@@ -10,23 +10,14 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from pipeline_rules import EXPECTED, rule_reply
+from pipeline_rules import EXPECTED, rule_records, rule_reply
 
 import localjudge.cli
 from localjudge import agreement
 from localjudge.cli import main
 from localjudge.testing import ScriptedJudge
 
-RECORDS = [
-    {
-        "id": f"r{i}",
-        "user_input": f"question {i}?",
-        "retrieved_contexts": [f"yes fact {i}.", f"noise {i}"],
-        "reference": f"yes fact {i}. unknown {i}.",
-        "response": f"yes fact {i}.",
-    }
-    for i in range(3)
-]
+RECORDS = rule_records(3)
 LABELS = {"recall": 0.5, "relevant": [True, False], "levels": ["high", "none"]}
 
 
