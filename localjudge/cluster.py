@@ -25,7 +25,7 @@ import math
 import socket
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel
@@ -54,7 +54,14 @@ from localjudge.judge import (
 from localjudge.schemas import parse_output
 from localjudge.settings import JudgeSettings
 
-__all__ = ["RAY_CHUNK_SIZE", "JudgeActor", "RayJudge", "WorkerFactory", "open_ray_judge"]
+__all__ = [
+    "RAY_CHUNK_SIZE",
+    "JudgeActor",
+    "RayConfig",
+    "RayJudge",
+    "WorkerFactory",
+    "open_ray_judge",
+]
 
 #: items per chunk of a Ray run: each chunk x metric is one Ray Data execution (an actor pool
 #: that loads its judges), so chunks are far larger than a local run's; results do not depend
@@ -463,3 +470,32 @@ def open_ray_judge(
     if settings.use_cache:
         judge = CachingJudge(judge, open_cache(settings.cache))
     return judge
+
+
+@dataclass(frozen=True)
+class RayConfig:
+    """Where and how ``eval --ray`` and ``bench --ray`` judge (picklable: bench's jobs carry
+    it). ``address`` None: ``RAY_ADDRESS`` or a new local instance."""
+
+    address: str | None = None
+    actors: int | None = None
+    num_gpus: float | None = None
+    batch_size: int | None = None
+    #: builds each actor's judge from the settings instead of :func:`open_uncached` (tests)
+    worker: Callable[[JudgeSettings], Judge] | None = None
+    #: the reference model sha256 with ``worker`` (None: the first worker's)
+    sha256: str | None = None
+    #: items per chunk (:data:`RAY_CHUNK_SIZE`)
+    chunk_size: int = RAY_CHUNK_SIZE
+
+    def open(self, settings: JudgeSettings) -> Judge:
+        """The judge ``settings`` describe, on this cluster (:func:`open_ray_judge`)."""
+        return open_ray_judge(
+            settings,
+            address=self.address,
+            actors=self.actors,
+            num_gpus=self.num_gpus,
+            batch_size=self.batch_size,
+            worker=functools.partial(self.worker, settings) if self.worker else None,
+            sha256=self.sha256,
+        )

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 from pipeline_rules import rule_reply
 
-from localjudge.cache import Cache, CachingJudge
+from localjudge.bench import bench_file
+from localjudge.cache import Cache, CachingJudge, open_cache
+from localjudge.cli import main
 from localjudge.errors import ModelError
 from localjudge.evaluation import eval_file
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
@@ -25,7 +27,9 @@ from localjudge.testing import ScriptedJudge
 
 ray = pytest.importorskip("ray")  # the [ray] extra; installed for the suite
 
-from localjudge.cluster import RAY_CHUNK_SIZE, open_ray_judge  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from localjudge.cluster import RAY_CHUNK_SIZE, RayConfig, open_ray_judge  # noqa: E402
 
 pytestmark = pytest.mark.allow_hosts(["127.0.0.1"])
 
@@ -65,8 +69,8 @@ class RecordingJudge(ScriptedJudge):
     """The rule judge, appending one line per model call to ``log`` (calls made on workers);
     with ``die_once`` the worker process exits at its ``die_at``-th call, once per marker file."""
 
-    def __init__(self, log, die_once=None, die_at=3):
-        super().__init__(rule_reply, n_ctx=N_CTX, certain=True)
+    def __init__(self, log, die_once=None, die_at=3, model="scripted"):
+        super().__init__(rule_reply, n_ctx=N_CTX, certain=True, model=model)
         self.log = Path(log)
         self.die_once = Path(die_once) if die_once else None
         self.die_at = die_at
@@ -200,3 +204,96 @@ def test_a_worker_with_another_model_file_is_refused(cluster, tmp_path, data):
     assert "0" * 64 in message
     assert "f" * 64 in message
     assert not (tmp_path / "ray" / "results.jsonl").exists()
+
+
+def worker_for(log, settings):
+    """What a worker builds from the driver's settings in the CLI and bench tests."""
+    return RecordingJudge(log, model=settings.name)
+
+
+def test_eval_cli_with_ray(cluster, tmp_path, data):
+    common = ["eval", str(data), "-t", "1", "-q", "--truncate"]
+
+    def local_judge(settings):
+        judge = worker_for(tmp_path / "local.log", settings)
+        return CachingJudge(judge, open_cache(settings.cache))
+
+    runner = CliRunner()
+    local = runner.invoke(
+        main,
+        [*common, "-o", str(tmp_path / "local"), "--cache", str(tmp_path / "a.sqlite")],
+        obj={"open_judge": local_judge},
+    )
+    assert local.exit_code == 0, local.output
+    log = tmp_path / "ray.log"
+    remote = runner.invoke(
+        main,
+        [
+            *common,
+            "-o",
+            str(tmp_path / "ray"),
+            "--cache",
+            str(tmp_path / "b.sqlite"),
+            "--ray",
+            "--ray-actors",
+            "2",
+        ],
+        obj={"ray_worker": functools.partial(worker_for, log)},
+    )
+    assert remote.exit_code == 0, remote.output
+    for name in ("results.jsonl", "summary.json"):
+        assert untimed(tmp_path / "ray" / name) == untimed(tmp_path / "local" / name)
+    assert len(logged(log)) == len(logged(tmp_path / "local.log")) > 0
+
+
+def test_ray_options_need_ray(tmp_path, data):
+    result = CliRunner().invoke(main, ["eval", str(data), "--ray-actors", "2"])
+    assert result.exit_code == 2
+    assert "need --ray" in result.output
+
+
+LABELLED = [
+    {
+        "id": f"l{i}",
+        "user_input": f"Labelled {i}?",
+        "retrieved_contexts": [f"yes fact {i}.", "bananas"],
+        "reference": f"yes fact {i}. Other {i}.",
+        "response": f"yes fact {i}.",
+        "labels": {
+            "recall": [0.5, 1.0][i % 2],
+            "relevant": [True, i % 3 == 0],
+            "levels": ["high", ["none", "low"][i % 2]],
+        },
+    }
+    for i in range(6)
+]
+
+
+def untimed_metrics(metrics):
+    timing = {"tokens_per_s", "seconds_per_item"}
+    return {m: {k: v for k, v in r.items() if k not in timing} for m, r in metrics.items()}
+
+
+def test_bench_with_ray_gives_the_same_agreement(cluster, tmp_path):
+    data = tmp_path / "labelled.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in LABELLED), "utf-8")
+    specs = [JudgeSettings(model=m, use_cache=False, n_threads=1) for m in ("one", "two")]
+    log = tmp_path / "calls.log"
+    local = bench_file(
+        data, tmp_path / "local", judges=specs, open_judge=functools.partial(worker_for, log)
+    )
+    n_local = len(logged(log))
+    remote = bench_file(
+        data,
+        tmp_path / "ray",
+        judges=specs,
+        ray=RayConfig(actors=2, worker=functools.partial(worker_for, log)),
+    )
+    assert len(logged(log)) == 2 * n_local > 0  # every call of both judges ran on the workers
+    for name in ("one", "two"):
+        a, b = local.report["judges"][name], remote.report["judges"][name]
+        assert untimed_metrics(b["metrics"]) == untimed_metrics(a["metrics"])
+        assert b["identity"] == a["identity"]
+        assert b["judge_calls"] == a["judge_calls"]
+    assert remote.report["judge_pairs"] == local.report["judge_pairs"]
+    assert remote.items_path.read_text("utf-8") == local.items_path.read_text("utf-8")
