@@ -352,6 +352,8 @@ class _Job:
     progress_total: int | None = None
     #: replace a finished run of other data or settings in ``out_dir``
     overwrite: bool = False
+    #: judge on this Ray cluster (a localjudge.cluster.RayConfig; None: here)
+    ray: Any = None
 
 
 def bench_file(
@@ -364,6 +366,7 @@ def bench_file(
     limit: int | None = None,
     truncate: bool = False,
     open_judge: JudgeFactory | None = None,
+    ray: Any = None,
     on_judge: Callable[[str], None] | None = None,
     progress: bool = False,
     overwrite: bool = False,
@@ -373,7 +376,9 @@ def bench_file(
     Each judge's results go to ``out_dir/judges/<n>-<name>/`` as an ordinary eval run;
     ``bench.json`` and ``bench_items.jsonl`` hold the comparison. By default each judge runs in
     a fresh process; with ``open_judge`` (a factory of judges) they run in this one.
-    ``progress`` draws a bar per judge on stderr (items judged, items/s, ETA).
+    ``progress`` draws a bar per judge on stderr (items judged, items/s, ETA). With ``ray``
+    (a :class:`localjudge.cluster.RayConfig`) each judge in turn runs on that Ray cluster, its
+    items spread over the cluster's actors, driven from this process.
 
     A finished bench in ``out_dir`` of other data, metrics or judges, or a judge's finished run
     of other settings, is refused (:class:`~localjudge.errors.UsageError`) unless
@@ -423,8 +428,9 @@ def bench_file(
                 truncate=truncate,
                 progress_total=n_records if progress else None,
                 overwrite=overwrite,
+                ray=ray,
             )
-            runs[spec.name] = _run_job(job) if open_judge is None else _judge_job(job, open_judge)
+            runs[spec.name] = _dispatch(job, open_judge)
             rows_by_judge[spec.name] = list(read_results(job.out_dir / RESULTS.name))
         comparison = compare(labelled, rows_by_judge, metrics)
         report: BenchReport = {
@@ -465,6 +471,14 @@ def _bench_differences(
 
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).name)[:60]
+
+
+def _dispatch(job: _Job, open_judge: JudgeFactory | None) -> dict[str, Any]:
+    """``job`` on its Ray cluster, with the given factory here, or else in a fresh process."""
+    if job.ray is not None:
+        factory: JudgeFactory = job.ray.open
+        return _judge_job(job, factory)
+    return _run_job(job) if open_judge is None else _judge_job(job, open_judge)
 
 
 def _run_job(job: _Job) -> dict[str, Any]:
@@ -532,6 +546,7 @@ def _judge_job(job: _Job, factory: JudgeFactory) -> dict[str, Any]:
             settings=job.judge.recorded(),
             on_result=on_result,
             overwrite=job.overwrite,
+            **({"chunk_size": job.ray.chunk_size} if job.ray is not None else {}),
         )
         wall_seconds = time.perf_counter() - start
     return {

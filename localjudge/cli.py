@@ -182,6 +182,47 @@ _run_options = _options(
     ),
 )
 
+#: judging on a Ray cluster (localjudge.cluster): eval and bench share them
+_ray_options = _options(
+    click.option(
+        "--ray",
+        "ray_address",
+        is_flag=False,
+        flag_value="",
+        default=None,
+        metavar="[ADDRESS]",
+        help="Judge on a Ray cluster: ADDRESS (auto, ray://HOST:10001), or alone: $RAY_ADDRESS "
+        "or a new local instance. Needs the [ray] extra.",
+    ),
+    click.option(
+        "--ray-actors",
+        type=click.IntRange(min=1),
+        default=None,
+        help="With --ray: judges loaded at once, one per actor (default: one per node).",
+    ),
+    click.option(
+        "--ray-gpus",
+        type=click.FloatRange(min=0),
+        default=None,
+        help="With --ray: GPUs per actor (default: 1 when -ngl offloads explicitly, else 0).",
+    ),
+)
+
+
+def _ray_config(options: dict[str, Any], ctx_obj: Any) -> Any:
+    """The cluster to judge on, popped from ``options`` (None without --ray)."""
+    address = options.pop("ray_address")
+    actors, gpus = options.pop("ray_actors"), options.pop("ray_gpus")
+    if address is None:
+        if actors is not None or gpus is not None:
+            raise UsageError("--ray-actors and --ray-gpus need --ray")
+        return None
+    from localjudge.cluster import RayConfig  # noqa: PLC0415 (ray loads only with --ray)
+
+    worker = ctx_obj.get("ray_worker") if isinstance(ctx_obj, dict) else None
+    return RayConfig(address=address or None, actors=actors, num_gpus=gpus, worker=worker)
+
+
 #: how to load a judge: one set of options for eval and bench (JudgeSettings)
 _judge_options = _options(
     click.option(
@@ -394,6 +435,7 @@ def main() -> None:
     "metric's --fail-under, errored when the item failed). Written on exit 1 and on Ctrl-C too.",
 )
 @_judge_options
+@_ray_options
 @_run_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
 @click.pass_context
@@ -402,7 +444,9 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
     """Score DATA (JSONL, JSON, CSV, Parquet, or a Hugging Face save_to_disk folder) and write
     OUT/results.jsonl and OUT/summary.json."""
     factory = _factory(ctx)
-    if factory is not None or os.environ.get("LOCALJUDGE_IN_PROCESS") == "1":
+    params["ray"] = ray = _ray_config(params, ctx.find_root().obj)
+    in_process = factory is not None or (ray is not None and ray.worker is not None)
+    if in_process or os.environ.get("LOCALJUDGE_IN_PROCESS") == "1":
         _eval_run(params, factory, None)
         return
     from localjudge.isolation import run_in_child  # noqa: PLC0415
@@ -462,9 +506,10 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
     raw_output = p.pop("raw_output")
     junit_path: Path | None = p.pop("junit")
     overwrite = p.pop("overwrite")
+    ray = p.pop("ray")
     with output_lock(out_dir):  # before the judge loads: a second run is refused at once
         settings = _judge_settings(p.pop("model"), **p)
-        judge = (factory or open_judge)(settings)
+        judge = ray.open(settings) if ray is not None else (factory or open_judge)(settings)
         metrics = build_metrics(names, MetricSettings(scale=scale, reasons=not no_reasons))
         total = found.n_records if found and progress else None
         junit = None
@@ -504,6 +549,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
                 calibrate=calibrate,
                 raw_output=raw_output,
                 overwrite=overwrite,
+                **({"chunk_size": ray.chunk_size} if ray is not None else {}),
             )
         report = _write_html(out_dir, data) if html else None
         if junit is not None:
@@ -647,6 +693,7 @@ class _progress:  # noqa: N801 (used as a context manager, reads like a function
     help="Directory for bench.json, bench_items.jsonl and each judge's run.",
 )
 @_judge_options
+@_ray_options
 @_run_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars; print only the table.")
 @click.pass_context
@@ -672,6 +719,7 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
     from localjudge.metrics import MetricSettings  # noqa: PLC0415
 
     progress = not quiet and _on_terminal()
+    ray = _ray_config(judge_options, ctx.find_root().obj)
 
     def announce(name: str) -> None:
         if not quiet and not progress:  # a bar names its judge
@@ -686,6 +734,7 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
         limit=limit,
         truncate=truncate,
         open_judge=_factory(ctx),
+        ray=ray,
         on_judge=announce,
         progress=progress,
         overwrite=overwrite,

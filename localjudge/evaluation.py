@@ -436,6 +436,7 @@ def judge_labelled(
     truncate: bool,
     settings_by_metric: Mapping[str, Mapping[str, Any]],
     raw_output: bool = False,
+    chunk_size: int = CHUNK_SIZE,
 ) -> dict[str, LabelledScores]:
     """Score the labelled file (bench's format: records with ``labels``) like the data, write
     its rows to ``out_dir/labelled.jsonl``, and pair each judge score with the metric's formula
@@ -459,7 +460,13 @@ def judge_labelled(
         out_dir / LABELLED.name, judge.identity, settings_by_metric, raw_output=raw_output
     ) as writer:
         for res in evaluate(
-            records, metrics, judge, mapping=mapping, truncate=truncate, keep=False
+            records,
+            metrics,
+            judge,
+            mapping=mapping,
+            truncate=truncate,
+            chunk_size=chunk_size,
+            keep=False,
         ):
             row = writer.write(res)
             h = human.get((res.index, res.metric))
@@ -501,6 +508,7 @@ def eval_file(
     calibrate: bool = False,
     raw_output: bool = False,
     overwrite: bool = False,
+    chunk_size: int = CHUNK_SIZE,
 ) -> RunOutcome:
     """Score ``data`` with ``metrics`` and write ``results.jsonl`` and ``summary.json`` to
     ``out_dir``. ``fail_under`` maps metric names to thresholds for their mean;
@@ -512,7 +520,9 @@ def eval_file(
     the human-scale mean over ``data`` with its interval (``ppi``, ``ppi_soft``; see
     :mod:`localjudge.ppi`); ``calibrate`` also adds each row's ``calibrated_score``, the
     judge score mapped to the human scale by an isotonic fit on the labelled items.
-    ``raw_output`` adds each row's raw judge output text (``raw_output``).
+    ``raw_output`` adds each row's raw judge output text (``raw_output``). ``chunk_size``:
+    items handed to the judge together per metric (rows do not depend on it; a Ray judge wants
+    large chunks, :data:`localjudge.cluster.RAY_CHUNK_SIZE`).
 
     A finished run already in ``out_dir`` is replaced only when this run is the same run again
     (same data sha256, judge identity and settings: a rerun writes the same rows), or with
@@ -571,6 +581,7 @@ def eval_file(
                 truncate=truncate,
                 settings_by_metric=settings_by_metric,
                 raw_output=raw_output,
+                chunk_size=chunk_size,
             )
         calibrations = {}
         for name, pairs in labelled.items() if calibrate else ():
@@ -591,6 +602,7 @@ def eval_file(
                 truncate=truncate,
                 on_result=on_result,
                 on_judging=on_judging,
+                chunk_size=chunk_size,
                 keep=False,
             ):
                 writer.write(res)

@@ -14,7 +14,8 @@ import pytest
 
 import localjudge.scoring
 
-HEAVY = ("llama_cpp", "outlines", "llguidance")
+#: the model stack, and Ray (the [ray] extra: loaded only by --ray)
+HEAVY = ("llama_cpp", "outlines", "llguidance", "ray")
 
 
 def run_python(code):
@@ -46,7 +47,14 @@ def test_import_localjudge_does_not_load_the_model_stack():
 
 
 @pytest.mark.parametrize(
-    "argv", [["--help"], ["eval", "--help"], ["models", "--help"], ["cache", "ls", "--help"]]
+    "argv",
+    [
+        ["--help"],
+        ["eval", "--help"],
+        ["bench", "--help"],
+        ["models", "--help"],
+        ["cache", "ls", "--help"],
+    ],
 )
 def test_cli_help_does_not_load_the_model_stack(argv):
     code = f"""
@@ -62,6 +70,29 @@ def test_cli_help_does_not_load_the_model_stack(argv):
     out = run_python(textwrap.dedent(code) + REPORT)
     assert heavy_modules(out) == []
     assert "Usage:" in out
+
+
+def test_eval_without_ray_never_imports_ray(tmp_path):
+    data = tmp_path / "data.jsonl"
+    record = {"user_input": "q", "retrieved_contexts": ["yes"], "response": "yes"}
+    data.write_text(json.dumps(record) + "\n", "utf-8")
+    code = f"""
+    from localjudge.cli import main
+    from localjudge.testing import ScriptedJudge
+    reply = {{"verdicts": [{{"index": 0, "reason": "r", "relevant": True}}]}}
+    try:
+        main(
+            ["eval", {str(data)!r}, "--metric", "position", "-o", {str(tmp_path / "out")!r},
+             "--no-cache", "-q"],
+            obj={{"open_judge": lambda settings: ScriptedJudge([reply])}},
+            standalone_mode=False,
+        )
+    except SystemExit as exc:
+        assert not exc.code, exc.code
+    """
+    out = run_python(textwrap.dedent(code) + REPORT)
+    assert (tmp_path / "out" / "results.jsonl").is_file()
+    assert heavy_modules(out) == []
 
 
 def test_cli_help_lists_the_commands():

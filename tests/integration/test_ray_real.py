@@ -1,0 +1,59 @@
+"""A real judge (SmolLM2) on a local Ray instance writes the rows of a local run."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from localjudge.evaluation import eval_file
+from localjudge.metrics import ContextPosition, ContextRecall
+from localjudge.settings import JudgeSettings, open_judge
+
+ray = pytest.importorskip("ray")  # the [ray] extra; installed for the suite
+
+from localjudge.cluster import RAY_CHUNK_SIZE, open_ray_judge  # noqa: E402
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "rag.jsonl"
+pytestmark = [pytest.mark.model, pytest.mark.allow_hosts(["127.0.0.1"])]
+
+
+def comparable(path):
+    """results.jsonl without what depends on the process's history: the seconds a call took and
+    the prompt tokens it found already evaluated (llama.cpp's prefix cache)."""
+    text = path.read_text("utf-8")
+    text = re.sub(r'"seconds":[0-9.e-]+', '"seconds":_', text)
+    return re.sub(r'"evaluated_prompt_tokens":[0-9]+', '"evaluated_prompt_tokens":_', text)
+
+
+def test_smollm2_on_ray_matches_a_local_run(tmp_path):
+    metrics = [ContextPosition(), ContextRecall()]
+    local_judge = open_judge(JudgeSettings(n_threads=1, cache=tmp_path / "a.sqlite"))
+    local = eval_file(EXAMPLES, tmp_path / "local", judge=local_judge, metrics=metrics, limit=4)
+    del local_judge  # one llama.cpp at a time on this machine
+
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+        configure_logging=False,
+    )
+    try:
+        judge = open_ray_judge(
+            JudgeSettings(n_threads=1, cache=tmp_path / "b.sqlite"), actors=2, batch_size=2
+        )
+        remote = eval_file(
+            EXAMPLES,
+            tmp_path / "ray",
+            judge=judge,
+            metrics=metrics,
+            limit=4,
+            chunk_size=RAY_CHUNK_SIZE,
+        )
+    finally:
+        ray.shutdown()
+    assert judge.calls == 8  # every call made on the workers, each cached by the driver
+    assert comparable(remote.results_path) == comparable(local.results_path)
+    assert '"score":null' not in remote.results_path.read_text("utf-8")
