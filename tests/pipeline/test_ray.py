@@ -10,7 +10,11 @@ import functools
 import json
 import os
 import re
+import signal
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -191,6 +195,68 @@ def test_a_killed_actor_loses_nothing(cluster, tmp_path, data):
     # the driver stored each call once; only the dead actor's unfinished batch was redone
     assert judge.calls == local_judge.calls
     assert local_judge.calls <= len(logged(log)) < local_judge.calls + 4
+
+
+class SlowJudge(RecordingJudge):
+    """A recording judge that takes ``delay`` seconds a call (time to interrupt the run)."""
+
+    def __init__(self, log, delay=0.3):
+        super().__init__(log)
+        self.delay = delay
+
+    def generate(self, prompt, schema):
+        time.sleep(self.delay)
+        return super().generate(prompt, schema)
+
+
+DRIVER = """
+import functools, sys
+from pathlib import Path
+import ray
+sys.path[:0] = [{here!r}]
+import test_ray as t
+ray.init(address={address!r}, log_to_driver=False, configure_logging=False)
+log, data, out, cache = (Path(p) for p in sys.argv[1:5])
+t.ray_run(data, out, cache, functools.partial(t.SlowJudge, log))
+"""
+
+
+def test_ctrl_c_on_the_driver_stops_and_leaves_a_resumable_run(cluster, tmp_path, data):
+    local, local_judge = local_run(data, tmp_path / "local", tmp_path / "a.sqlite")
+    log, out, cache = tmp_path / "calls.log", tmp_path / "ray", tmp_path / "b.sqlite"
+    address = ray.get_runtime_context().gcs_address
+    script = DRIVER.format(here=str(HERE), address=address)
+    driver = subprocess.Popen(
+        [sys.executable, "-c", script, str(log), str(data), str(out), str(cache)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    # batches of 4 on 2 actors: by 12 calls at least one batch is back on the driver
+    while len(logged(log)) < 12 and time.monotonic() < deadline and driver.poll() is None:
+        time.sleep(0.1)
+    assert driver.poll() is None, driver.communicate()[0]
+    driver.send_signal(signal.SIGINT)
+    try:
+        output, _ = driver.communicate(timeout=60)  # stops, not only when its batch is done
+    except subprocess.TimeoutExpired:
+        driver.kill()
+        raise
+    assert driver.returncode != 0
+    assert "KeyboardInterrupt" in output
+    assert not (out / "results.jsonl").exists()  # nothing passed off as a finished run
+    with open_cache(cache) as stored:
+        kept = len(stored)
+    assert 0 < kept < local_judge.calls  # what finished before Ctrl-C is cached
+    time.sleep(1)  # the stopped job's actors exit; their calls are not counted below
+    before = len(logged(log))
+
+    resumed, judge = ray_run(data, out, cache, functools.partial(RecordingJudge, log))
+    assert judge.hits >= kept
+    assert judge.calls == local_judge.calls - judge.hits  # only what was missing went out
+    assert len(logged(log)) - before == judge.calls
+    assert untimed(resumed.results_path) == untimed(local.results_path)
 
 
 def test_a_worker_with_another_model_file_is_refused(cluster, tmp_path, data):
