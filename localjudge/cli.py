@@ -19,8 +19,10 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
+from localjudge.cache_cli import cache_group
 from localjudge.cli_models import models_group
 from localjudge.config import ConfiguredCommand
+from localjudge.diff_cli import diff_command
 from localjudge.errors import (
     CacheError,
     DiskFullError,
@@ -777,9 +779,6 @@ def _write_html(out_dir: Path, data: Path | None) -> Path:
     return write_report(out_dir, data=data)
 
 
-main.add_command(models_group)  # models, models list | add | rm | info (localjudge.cli_models)
-
-
 @main.command("doctor")
 @click.option(
     "-m", "--model", default=None, help="GGUF path or registered alias (default: smollm2-135m)."
@@ -794,18 +793,7 @@ def doctor_command(model: str | None, no_call: bool) -> None:
     sys.exit(EXIT_OK if healthy else EXIT_DOCTOR)
 
 
-from localjudge.cache_cli import cache_group  # noqa: E402 (its own module; it needs nothing above)
-
-main.add_command(cache_group)
-
-
-def _register(command: click.Command) -> None:
-    """Add a command kept in a module of its own, its errors mapped as every command's are."""
-    if command.callback is not None:
-        command.callback = _guarded(command.callback)
-    main.add_command(command)
-
-
-from localjudge.diff_cli import diff_command  # noqa: E402 (after main: it is registered on it)
-
-_register(diff_command)
+# commands kept in modules of their own; `main` maps their errors to exit codes as it does for
+# every command (_Main.invoke)
+for _command in (models_group, cache_group, diff_command):
+    main.add_command(_command)
