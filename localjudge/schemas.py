@@ -89,16 +89,28 @@ WINDOW = "window"
 _BUDGET_KEY = "x-localjudge-budget"
 
 
-def budgeted(schema: type[M], max_tokens: int | None = None) -> type[M]:
+def budgeted(
+    schema: type[M],
+    max_tokens: int | None = None,
+    *,
+    max_items: int | None = None,
+    max_chars: int | None = None,
+) -> type[M]:
     """``schema`` for the judge even though it has unbounded strings or lists (a schema we did
     not write: ragas', deepeval's). Decoding stays under the grammar, compact, with extra
     properties forbidden at every level; the output may take at most ``max_tokens`` tokens
     (None: what is left of the context window). An output that has not finished by then is a
     :class:`~localjudge.errors.OutputBudgetError`, never a cut-off value.
 
-    The budget is part of the schema's JSON schema, so it is part of the call's cache key."""
-    if max_tokens is not None and max_tokens < 1:
-        raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+    ``max_items`` / ``max_chars`` cap every list / string the schema leaves unbounded, so the
+    grammar closes them there: a small judge that repeats list entries stops at ``max_items``
+    instead of running out of budget. The budget and the caps are part of the schema's JSON
+    schema, so they are part of the call's cache key."""
+    for name, value in (("max_tokens", max_tokens), ("max_items", max_items)):
+        if value is not None and value < 1:
+            raise ValueError(f"{name} must be at least 1, got {value}")
+    if max_chars is not None and max_chars < 1:
+        raise ValueError(f"max_chars must be at least 1, got {max_chars}")
     budget: int | str = WINDOW if max_tokens is None else int(max_tokens)
     model: type[M] = create_model(
         schema.__name__,
@@ -106,6 +118,7 @@ def budgeted(schema: type[M], max_tokens: int | None = None) -> type[M]:
         __module__=schema.__module__,
     )
     model.__localjudge_budget__ = budget  # type: ignore[attr-defined]
+    model.__localjudge_caps__ = {"maxItems": max_items, "maxLength": max_chars}  # type: ignore[attr-defined]
     return model
 
 
@@ -122,21 +135,29 @@ def json_schema(schema: type[BaseModel]) -> dict[str, Any]:
     js = schema.model_json_schema()
     budget = output_budget(schema)
     if budget is not None:
-        _forbid_extra(js)
+        caps = {k: v for k, v in getattr(schema, "__localjudge_caps__", {}).items() if v}
+        _restrict(js, caps)
         js[_BUDGET_KEY] = budget
     js["x-guidance"] = dict(GUIDANCE)
     return js
 
 
-def _forbid_extra(node: Any) -> None:
+def _restrict(node: Any, caps: Mapping[str, int]) -> None:
+    """Forbid extra properties on every object; cap unbounded arrays (``maxItems``) and strings
+    (``maxLength``) where ``caps`` says."""
     if isinstance(node, dict):
-        if node.get("type") == "object" and "additionalProperties" not in node:
+        kind = node.get("type")
+        if kind == "object" and "additionalProperties" not in node:
             node["additionalProperties"] = False
+        if kind == "array" and "maxItems" in caps and "maxItems" not in node:
+            node["maxItems"] = caps["maxItems"]
+        if kind == "string" and "maxLength" in caps and "maxLength" not in node:
+            node["maxLength"] = caps["maxLength"]
         for value in node.values():
-            _forbid_extra(value)
+            _restrict(value, caps)
     elif isinstance(node, list):
         for value in node:
-            _forbid_extra(value)
+            _restrict(value, caps)
 
 
 def worst_case_bytes(schema: type[BaseModel]) -> int:

@@ -51,6 +51,12 @@ def test_an_unbounded_schema_is_refused_unless_budgeted() -> None:
     assert all(o["additionalProperties"] is False for o in objects)
     assert js["x-localjudge-budget"] == 300
     assert json_schema(budgeted(Classifications))["x-localjudge-budget"] == "window"
+    capped = json_schema(budgeted(Classifications, max_items=3, max_chars=50))
+    assert capped["properties"]["classifications"]["maxItems"] == 3
+    assert capped["$defs"]["Attribution"]["properties"]["statement"]["maxLength"] == 50
+    assert "maxItems" not in json.dumps(json_schema(budgeted(Classifications)))
+    with pytest.raises(ValueError, match="max_items"):
+        budgeted(Classifications, max_items=0)
 
 
 def test_a_budgeted_call_returns_a_validated_value_within_its_budget(judge: Any) -> None:
@@ -82,3 +88,11 @@ def test_a_budget_too_small_is_a_typed_error_never_a_cut_off_value(judge: Any) -
     outcomes = generate_many(judge, requests)
     assert isinstance(outcomes[0], OutputBudgetError)
     assert isinstance(outcomes[1].value, Answer)
+
+
+def test_caps_close_a_list_the_judge_would_repeat_forever(judge: Any) -> None:
+    capped = budgeted(Classifications, max_tokens=400, max_items=3, max_chars=80)
+    gen = judge.generate(PROMPT, capped)  # the same call without caps runs out of budget
+    assert isinstance(gen.value, Classifications)
+    assert 1 <= len(gen.value.classifications) <= 3
+    assert all(len(c.statement) <= 80 for c in gen.value.classifications)
