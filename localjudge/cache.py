@@ -131,6 +131,34 @@ def default_cache_path() -> Path:
     return default_cache_dir() / CACHE_FILENAME
 
 
+def stored_schema_version(conn: sqlite3.Connection, path: Path) -> int | None:
+    """The schema version of the localjudge cache open on ``conn`` (None: a file with no tables
+    yet). An SQLite file of other tables, or of a newer schema than this localjudge knows, is a
+    :class:`CacheError`; the file is left as it is."""
+    tables = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
+    row = (
+        conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if "meta" in tables
+        else None
+    )
+    if row is None:
+        if tables:
+            raise CacheError(
+                f"{str(path)!r} is an SQLite file but not a localjudge cache (tables: "
+                f"{', '.join(sorted(tables)[:5])}); localjudge leaves it as it is",
+                hint="give --cache another path, or run with --no-cache",
+            )
+        return None
+    version = int(row[0])
+    if version > SCHEMA_VERSION:
+        raise CacheError(
+            f"cache {str(path)!r} has schema version {version}, newer than this localjudge "
+            f"understands ({SCHEMA_VERSION})",
+            hint="upgrade localjudge, or use another cache file",
+        )
+    return version
+
+
 def cache_key(
     identity: JudgeIdentity, messages: list[dict[str, str]], schema: type[BaseModel]
 ) -> str:
@@ -241,30 +269,14 @@ class Cache:
         if problems != ["ok"]:
             detail = " ".join("; ".join(problems[:3]).split())
             raise CacheDamagedError(f"SQLite's check: {detail[:200]}")
-        tables = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
-        ours = "meta" in tables and bool(
-            conn.execute("SELECT 1 FROM meta WHERE key = 'schema_version'").fetchall()
-        )
-        if tables and not ours:
-            raise CacheError(
-                f"{str(self.path)!r} is an SQLite file but not a localjudge cache (tables: "
-                f"{', '.join(sorted(tables)[:5])}); localjudge leaves it as it is",
-                hint="give --cache another path, or run with --no-cache",
-            )
+        stored_schema_version(conn, self.path)
 
     def _migrate(self) -> None:
         conn = self._connection()
         conn.execute("BEGIN IMMEDIATE")
         try:
+            current = stored_schema_version(conn, self.path) or 0
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-            row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            current = int(row[0]) if row is not None else 0
-            if current > SCHEMA_VERSION:
-                raise CacheError(
-                    f"cache {str(self.path)!r} has schema version {current}, newer than this "
-                    f"localjudge understands ({SCHEMA_VERSION})",
-                    hint="upgrade localjudge, or use another cache file",
-                )
             for version in range(current + 1, SCHEMA_VERSION + 1):
                 for statement in _MIGRATIONS[version]:
                     conn.execute(statement)

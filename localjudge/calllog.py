@@ -24,9 +24,9 @@ from typing import Any, TextIO
 
 from localjudge.cache import (
     BUSY_TIMEOUT_S,
-    SCHEMA_VERSION,
     checksum_ok,
     filter_sql,
+    stored_schema_version,
 )
 from localjudge.canonical import compact_json, sha256_text
 from localjudge.errors import CacheError, DiskFullError, UsageError, is_disk_full
@@ -232,23 +232,13 @@ class _Reader:
     def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
         self.path = path
         self.conn = conn
+        version = stored_schema_version(conn, path)
         tables = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
-        row = (
-            conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            if "meta" in tables
-            else None
-        )
-        if row is None or "calls" not in tables:
+        if version is None or "calls" not in tables:
             raise CacheError(
                 f"{str(path)!r} is not a localjudge cache", hint="give --cache another path"
             )
-        self.version = int(row[0])
-        if self.version > SCHEMA_VERSION:
-            raise CacheError(
-                f"cache {str(path)!r} has schema version {self.version}, newer than this "
-                f"localjudge understands ({SCHEMA_VERSION})",
-                hint="upgrade localjudge",
-            )
+        self.version = version
         self.has_prompts = "prompts" in tables
         present = {str(r[1]) for r in conn.execute("PRAGMA table_info(calls)")}
         exprs = [
