@@ -409,9 +409,10 @@ def bench_file(
     if len(set(names)) != len(names):
         raise UsageError(f"judges repeated: {names}")
     with output_lock(out_dir):  # the judges' runs lock their own directories below it
+        data_sha = file_sha256(data)
         if not overwrite:
             refuse_replacing(
-                out_dir, _bench_differences(out_dir, file_sha256(data), metrics, names), "bench"
+                out_dir, _bench_differences(out_dir, data_sha, metrics, names), "bench"
             )
         runs: dict[str, dict[str, Any]] = {}
         rows_by_judge: dict[str, list[Any]] = {}
@@ -436,7 +437,7 @@ def bench_file(
         report: BenchReport = {
             "format": BENCH.version,
             "data": str(data),
-            "data_sha256": file_sha256(data),
+            "data_sha256": data_sha,
             "n_labelled": len(labelled),
             "metrics": list(metrics),
             "versions": versions(),

@@ -6,14 +6,12 @@ import re
 from pathlib import Path
 
 import pytest
+import ray
 
+from localjudge.cluster import RAY_CHUNK_SIZE, open_ray_judge
 from localjudge.evaluation import eval_file
 from localjudge.metrics import ContextPosition, ContextRecall
 from localjudge.settings import JudgeSettings, open_judge
-
-ray = pytest.importorskip("ray")  # the [ray] extra; installed for the suite
-
-from localjudge.cluster import RAY_CHUNK_SIZE, open_ray_judge  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "rag.jsonl"
 pytestmark = [pytest.mark.model, pytest.mark.allow_hosts(["127.0.0.1"])]

@@ -18,22 +18,19 @@ import time
 from pathlib import Path
 
 import pytest
+import ray
+from click.testing import CliRunner
 from pipeline_rules import rule_reply
 
 from localjudge.bench import bench_file
 from localjudge.cache import Cache, CachingJudge, open_cache
 from localjudge.cli import main
+from localjudge.cluster import RAY_CHUNK_SIZE, RayConfig, open_ray_judge
 from localjudge.errors import ModelError
 from localjudge.evaluation import eval_file
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.settings import JudgeSettings
 from localjudge.testing import ScriptedJudge
-
-ray = pytest.importorskip("ray")  # the [ray] extra; installed for the suite
-
-from click.testing import CliRunner  # noqa: E402
-
-from localjudge.cluster import RAY_CHUNK_SIZE, RayConfig, open_ray_judge  # noqa: E402
 
 pytestmark = pytest.mark.allow_hosts(["127.0.0.1"])
 
