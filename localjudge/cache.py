@@ -60,6 +60,8 @@ from localjudge.judge import (
     Prompt,
     SoftDecision,
     as_messages,
+    decode_decisions,
+    encode_decisions,
     generate_many,
 )
 from localjudge.schemas import json_schema, parse_output
@@ -375,7 +377,7 @@ class Cache:
             "completion_tokens": int(stats.completion_tokens),
             "seconds": float(stats.seconds),
             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "decisions": compact_json([[d.key, dict(d.probs), d.chosen] for d in decisions]),
+            "decisions": compact_json(encode_decisions(decisions)),
             "messages": compact_json(
                 [[m["role"], sha] for m, (sha, _) in zip(log.messages, prompts, strict=True)]
             )
@@ -613,9 +615,7 @@ class CachingJudge:
 
 
 def _decisions_from_json(text: str | None) -> tuple[SoftDecision, ...]:
-    if not text:
-        return ()
-    return tuple(SoftDecision(key, probs, chosen) for key, probs, chosen in json.loads(text))
+    return decode_decisions(json.loads(text)) if text else ()
 
 
 class CacheDamagedError(CacheError):

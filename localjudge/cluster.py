@@ -47,8 +47,9 @@ from localjudge.judge import (
     OnOutcome,
     Outcome,
     Prompt,
-    SoftDecision,
     as_messages,
+    decode_decisions,
+    encode_decisions,
     generate_many,
 )
 from localjudge.schemas import parse_output
@@ -173,7 +174,7 @@ def encode_outcome(outcome: Outcome) -> str:
         {
             "raw": outcome.raw,
             "stats": [s.prompt_tokens, s.evaluated_prompt_tokens, s.completion_tokens, s.seconds],
-            "decisions": [[d.key, dict(d.probs), d.chosen] for d in outcome.decisions],
+            "decisions": encode_decisions(outcome.decisions),
         }
     )
 
@@ -198,7 +199,7 @@ def decode_outcome(text: str, schema: type[M]) -> Generation[M] | ContextOverflo
         value=value,
         raw=data["raw"],
         stats=GenerationStats(prompt, evaluated, completion, seconds),
-        decisions=tuple(SoftDecision(k, p, c) for k, p, c in data["decisions"]),
+        decisions=decode_decisions(data["decisions"]),
     )
 
 

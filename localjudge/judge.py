@@ -70,6 +70,17 @@ class SoftDecision:
     chosen: str
 
 
+def encode_decisions(decisions: Sequence[SoftDecision]) -> list[list[Any]]:
+    """Soft verdicts as plain JSON data, ``[[key, probs, chosen], ...]``: how the cache stores
+    them and how a cluster worker sends them back (:func:`decode_decisions` reads them)."""
+    return [[d.key, dict(d.probs), d.chosen] for d in decisions]
+
+
+def decode_decisions(data: Sequence[Sequence[Any]]) -> tuple[SoftDecision, ...]:
+    """The soft verdicts :func:`encode_decisions` wrote."""
+    return tuple(SoftDecision(key, probs, chosen) for key, probs, chosen in data)
+
+
 @dataclass(frozen=True)
 class Generation(Generic[M_co]):
     """The result of one judge call."""
