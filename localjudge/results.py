@@ -432,21 +432,11 @@ def run_differences(
     """What would differ between a finished run's manifest (``summary.json``'s ``run``) and a
     new run of ``data_sha256`` with ``judge`` (its identity) and ``settings``: empty when the
     new run is the same run again (a rerun, which rewrites the same rows)."""
-    out = []
-    if previous.get("data_sha256") != data_sha256:
-        out.append("data (sha256)")
-    before = previous.get("judge") or {}
-    now = _plain(judge)
-    out += [
-        f"judge {key}" for key in sorted(set(before) | set(now)) if before.get(key) != now.get(key)
-    ]
-    before = previous.get("settings") or {}
-    now = _plain(settings)
-    out += [
-        f"setting {key}"
-        for key in sorted(set(before) | set(now))
-        if before.get(key) != now.get(key)
-    ]
+    out = [] if previous.get("data_sha256") == data_sha256 else ["data (sha256)"]
+    for label, part, now in (("judge", "judge", judge), ("setting", "settings", settings)):
+        before, after = previous.get(part) or {}, _plain(now)
+        keys = sorted(set(before) | set(after))
+        out += [f"{label} {key}" for key in keys if before.get(key) != after.get(key)]
     return out
 
 
