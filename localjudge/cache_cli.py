@@ -8,7 +8,6 @@ through :class:`~localjudge.cache.Cache`. Every subcommand takes eval's ``--cach
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -24,19 +23,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: characters of a raw output ``ls`` shows
 OUTPUT_CHARS = 60
-
-
-def _guarded(fn: F) -> F:
-    """The CLI's error mapping (one line, exit code), looked up when the command runs: the main
-    CLI module imports this one."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from localjudge.cli import _guarded as guarded  # noqa: PLC0415 (import cycle)
-
-        return guarded(fn)(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
 
 
 def _cache_option(fn: F) -> F:
@@ -93,7 +79,6 @@ def path_command(cache_path: Path | None) -> None:
 @cache_group.command("stats")
 @_cache_option
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
-@_guarded
 def stats_command(cache_path: Path | None, as_json: bool) -> None:
     """Calls, size on disk, and calls and cache hits per model and per metric."""
     from localjudge.calllog import cache_stats  # noqa: PLC0415
@@ -130,7 +115,6 @@ def stats_command(cache_path: Path | None, as_json: bool) -> None:
 @click.option(
     "--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Calls to list."
 )
-@_guarded
 def ls_command(
     cache_path: Path | None, model: str | None, metric: str | None, item: str | None, limit: int
 ) -> None:
@@ -183,7 +167,6 @@ def calls_table(calls: Sequence[Any]) -> str:
     help="File format (default: from DEST's extension; needed for - (stdout)).",
 )
 @_filter_options
-@_guarded
 def export_command(  # noqa: PLR0917 (Click passes every option as an argument)
     dest: Path,
     cache_path: Path | None,
@@ -229,7 +212,6 @@ def export_command(  # noqa: PLR0917 (Click passes every option as an argument)
     help="Delete calls of this model (alias, or 8+ leading hex digits of its sha256).",
 )
 @click.option("--dry-run", is_flag=True, help="Only say how many calls would be deleted.")
-@_guarded
 def prune_command(
     cache_path: Path | None, older_than: str | None, model: str | None, dry_run: bool
 ) -> None:
@@ -257,7 +239,6 @@ def prune_command(
 @cache_group.command("clear")
 @_cache_option
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
-@_guarded
 def clear_command(cache_path: Path | None, yes: bool) -> None:
     """Delete every call in the cache (asks first unless --yes)."""
     from localjudge.cache import Cache  # noqa: PLC0415

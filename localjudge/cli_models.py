@@ -6,28 +6,11 @@ the group). ``localjudge models`` with no subcommand lists, as ``models list`` d
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _guarded(fn: F) -> F:
-    """The CLI's error mapping (:func:`localjudge.cli._guarded`), looked up when called, so
-    this module and ``localjudge.cli`` can import each other in either order."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from localjudge.cli import _guarded as guard  # noqa: PLC0415
-
-        return guard(fn)(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
 
 
 @click.group("models", invoke_without_command=True)
@@ -39,7 +22,6 @@ def models_group(ctx: click.Context) -> None:
 
 
 @models_group.command("list")
-@_guarded
 def list_command() -> None:
     """List the judges localjudge can use and whether each is present."""
     from localjudge.registry import DEFAULT_ALIAS, list_models, user_registry_path  # noqa: PLC0415
@@ -63,7 +45,6 @@ def list_command() -> None:
 @click.option(
     "--description", default=None, help="Shown by `models` (default: from the GGUF metadata)."
 )
-@_guarded
 def add_command(path: Path, alias: str, force: bool, description: str | None) -> None:
     """Register the GGUF file PATH as NAME in the user registry, with its sha256.
 
@@ -78,7 +59,6 @@ def add_command(path: Path, alias: str, force: bool, description: str | None) ->
 
 @models_group.command("rm")
 @click.argument("name")
-@_guarded
 def rm_command(name: str) -> None:
     """Remove the user alias NAME (built-in judges cannot be removed; the file is kept)."""
     from localjudge.registry import remove_model, user_registry_path  # noqa: PLC0415
@@ -90,7 +70,6 @@ def rm_command(name: str) -> None:
 @models_group.command("info")
 @click.argument("model")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@_guarded
 def info_command(model: str, as_json: bool) -> None:
     """Show a judge's file and GGUF metadata: MODEL is a registered alias or a GGUF path."""
     from localjudge.registry import model_info  # noqa: PLC0415
