@@ -14,7 +14,7 @@ so the byte bound of the JSON text is a token bound.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
@@ -95,6 +95,9 @@ def budgeted(
     *,
     max_items: int | None = None,
     max_chars: int | None = None,
+    min_items: int | None = None,
+    min_chars: int | None = None,
+    choices: Mapping[str, Sequence[int | str]] | None = None,
 ) -> type[M]:
     """``schema`` for the judge even though it has unbounded strings or lists (a schema we did
     not write: ragas', deepeval's). Decoding stays under the grammar, compact, with extra
@@ -104,13 +107,33 @@ def budgeted(
 
     ``max_items`` / ``max_chars`` cap every list / string the schema leaves unbounded, so the
     grammar closes them there: a small judge that repeats list entries stops at ``max_items``
-    instead of running out of budget. The budget and the caps are part of the schema's JSON
-    schema, so they are part of the call's cache key."""
-    for name, value in (("max_tokens", max_tokens), ("max_items", max_items)):
+    instead of running out of budget. ``min_items`` is the least length of every list the schema
+    leaves without one (``1``: a judge cannot answer a list of verdicts with none), and
+    ``min_chars`` that of every open string (``1``: no empty statement or reason).
+
+    ``choices`` names properties whose values the schema leaves open but the prompt does not:
+    ``{"attributed": (0, 1)}`` makes every property ``attributed`` (an ``int`` in ragas' model)
+    one of those values, where its type admits them. The budget, the caps and the choices are
+    part of the schema's JSON schema, so they are part of the call's cache key."""
+    for name, value in (
+        ("max_tokens", max_tokens),
+        ("max_items", max_items),
+        ("max_chars", max_chars),
+    ):
         if value is not None and value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
-    if max_chars is not None and max_chars < 1:
-        raise ValueError(f"max_chars must be at least 1, got {max_chars}")
+    for low, least, high, most in (
+        ("min_items", min_items, "max_items", max_items),
+        ("min_chars", min_chars, "max_chars", max_chars),
+    ):
+        if least is not None and least < 0:
+            raise ValueError(f"{low} must be at least 0, got {least}")
+        if least is not None and most is not None and least > most:
+            raise ValueError(f"{low} ({least}) is above {high} ({most})")
+    for key, values in (choices or {}).items():
+        kinds = {type(v) for v in values}
+        if not values or kinds not in ({int}, {str}):
+            raise ValueError(f"choices[{key!r}] must be a non-empty sequence of ints or of strings")
     budget: int | str = WINDOW if max_tokens is None else int(max_tokens)
     model: type[M] = create_model(
         schema.__name__,
@@ -118,7 +141,13 @@ def budgeted(
         __module__=schema.__module__,
     )
     model.__localjudge_budget__ = budget  # type: ignore[attr-defined]
-    model.__localjudge_caps__ = {"maxItems": max_items, "maxLength": max_chars}  # type: ignore[attr-defined]
+    model.__localjudge_caps__ = {  # type: ignore[attr-defined]
+        "maxItems": max_items,
+        "maxLength": max_chars,
+        "minItems": min_items,
+        "minLength": min_chars,
+    }
+    model.__localjudge_choices__ = {k: list(v) for k, v in (choices or {}).items()}  # type: ignore[attr-defined]
     return model
 
 
@@ -136,28 +165,50 @@ def json_schema(schema: type[BaseModel]) -> dict[str, Any]:
     budget = output_budget(schema)
     if budget is not None:
         caps = {k: v for k, v in getattr(schema, "__localjudge_caps__", {}).items() if v}
-        _restrict(js, caps)
+        _restrict(js, caps, getattr(schema, "__localjudge_choices__", {}))
         js[_BUDGET_KEY] = budget
     js["x-guidance"] = dict(GUIDANCE)
     return js
 
 
-def _restrict(node: Any, caps: Mapping[str, int]) -> None:
-    """Forbid extra properties on every object; cap unbounded arrays (``maxItems``) and strings
-    (``maxLength``) where ``caps`` says."""
-    if isinstance(node, dict):
-        kind = node.get("type")
-        if kind == "object" and "additionalProperties" not in node:
-            node["additionalProperties"] = False
-        if kind == "array" and "maxItems" in caps and "maxItems" not in node:
-            node["maxItems"] = caps["maxItems"]
-        if kind == "string" and "maxLength" in caps and "maxLength" not in node:
-            node["maxLength"] = caps["maxLength"]
-        for value in node.values():
-            _restrict(value, caps)
-    elif isinstance(node, list):
+#: the caps :func:`budgeted` may add, by JSON type: (upper, lower) bound keywords
+_CAPPED = {"array": ("maxItems", "minItems"), "string": ("maxLength", "minLength")}
+
+
+def _restrict(node: Any, caps: Mapping[str, int], choices: Mapping[str, list[int | str]]) -> None:
+    """Forbid extra properties on every object; bound open arrays and strings where ``caps``
+    says; narrow the properties ``choices`` names to their values."""
+    if isinstance(node, list):
         for value in node:
-            _restrict(value, caps)
+            _restrict(value, caps, choices)
+        return
+    if not isinstance(node, dict):
+        return
+    kind = node.get("type")
+    if kind == "object":
+        node.setdefault("additionalProperties", False)
+        props = node.get("properties", {})
+        for name, values in choices.items():
+            if name in props and _admits(props[name], values):
+                props[name] = _choice(props[name], values)
+    for key in _CAPPED.get(kind, ()) if isinstance(kind, str) else ():
+        if key in caps:
+            node.setdefault(key, caps[key])
+    for value in node.values():
+        _restrict(value, caps, choices)
+
+
+def _admits(prop: Mapping[str, Any], values: list[int | str]) -> bool:
+    """Whether ``prop`` is left open (a plain ``integer`` or ``string``: no enum, no bounds) and
+    of the type of ``values``."""
+    wanted = "integer" if type(values[0]) is int else "string"
+    return prop.get("type") == wanted and set(prop) <= {"type", "title", "description", "default"}
+
+
+def _choice(prop: Mapping[str, Any], values: list[int | str]) -> dict[str, Any]:
+    """``prop`` narrowed to ``values`` (its title and description kept for the reader)."""
+    kept = {k: v for k, v in prop.items() if k in ("title", "description")}
+    return {**kept, "enum": list(values)}
 
 
 def worst_case_bytes(schema: type[BaseModel]) -> int:
@@ -247,7 +298,7 @@ def parse_output(schema: type[BaseModel], raw: str) -> BaseModel:
             hint="constrained decoding was not applied; the output was discarded",
         )
     try:
-        return schema.model_validate_json(raw, strict=True)
+        value = schema.model_validate_json(raw, strict=True)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "<root>"
@@ -255,6 +306,67 @@ def parse_output(schema: type[BaseModel], raw: str) -> BaseModel:
             f"judge output does not match schema {schema.__name__} at {where}: {first['msg']}",
             hint="constrained decoding was not applied; the output was discarded",
         ) from exc
+    if output_budget(schema) is not None:  # the caps and choices live in the JSON schema only
+        js = json_schema(schema)
+        problem = _restriction_broken(js, js.get("$defs", {}), data, "")
+        if problem is not None:
+            where, what = problem
+            raise ConstraintError(
+                f"judge output does not match schema {schema.__name__} at {where or '<root>'}: "
+                f"{what}",
+                hint="constrained decoding was not applied; the output was discarded",
+            )
+    return value
+
+
+def _restriction_broken(  # noqa: PLR0911 (one return per restriction it checks)
+    node: Mapping[str, Any], defs: Mapping[str, Any], data: Any, where: str
+) -> tuple[str, str] | None:
+    """The first place where ``data`` breaks a restriction :func:`budgeted` added (an enum, a
+    list or string length, an extra property), as (path, what); None when it keeps them all."""
+    if "$ref" in node:
+        return _restriction_broken(defs[node["$ref"].rsplit("/", 1)[-1]], defs, data, where)
+    for combinator in ("anyOf", "oneOf"):
+        if combinator in node:
+            each = [_restriction_broken(sub, defs, data, where) for sub in node[combinator]]
+            return None if None in each else each[0]
+    if "enum" in node and data not in node["enum"]:
+        return where, f"{data!r} is not one of {node['enum']}"
+    length = _length_broken(node, data)
+    if length is not None:
+        return where, length
+    inner: list[tuple[Mapping[str, Any], Any, str]] = []  # (schema, value, path) to check next
+    if isinstance(data, list) and isinstance(node.get("items"), dict):
+        inner = [(node["items"], item, _at(where, i)) for i, item in enumerate(data)]
+    if isinstance(data, dict):
+        props: Mapping[str, Any] = node.get("properties", {})
+        extra = sorted(set(data) - set(props))
+        if node.get("additionalProperties") is False and extra:
+            return where, f"extra properties {extra}"
+        inner = [(sub, data[key], _at(where, key)) for key, sub in props.items() if key in data]
+    for sub, value, path in inner:
+        found = _restriction_broken(sub, defs, value, path)
+        if found is not None:
+            return found
+    return None
+
+
+def _length_broken(node: Mapping[str, Any], data: Any) -> str | None:
+    """What is wrong with the length of a string or list ``data`` under ``node``'s bounds."""
+    if isinstance(data, str):
+        (high_key, low_key), unit = _CAPPED["string"], "characters"
+    elif isinstance(data, list):
+        (high_key, low_key), unit = _CAPPED["array"], "items"
+    else:
+        return None
+    low, high = node.get(low_key, 0), node.get(high_key, len(data))
+    if low <= len(data) <= high:
+        return None
+    return f"{len(data)} {unit} where {low} to {high} are allowed"
+
+
+def _at(where: str, key: str | int) -> str:
+    return f"{where}.{key}" if where else str(key)
 
 
 def _no_float(text: str) -> Any:
