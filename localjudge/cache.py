@@ -35,6 +35,7 @@ import random
 import shutil
 import sqlite3
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -223,6 +224,7 @@ class Cache:
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_cache_path()
         self._conn: sqlite3.Connection | None = None
+        self._lock = threading.RLock()
         #: where a damaged file found on opening was moved (None: the file was sound)
         self.set_aside: Path | None = None
         #: rows dropped because their checksum or output did not match (judged again)
@@ -243,7 +245,11 @@ class Cache:
     def _open(self) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            # usable from any thread (an async adapter runs judge calls in worker threads);
+            # self._lock makes every operation whole, one thread at a time
+            self._conn = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
         except (OSError, sqlite3.Error) as exc:
             raise _cache_error(self.path, exc) from exc
         try:
@@ -300,7 +306,8 @@ class Cache:
         :class:`~localjudge.errors.CacheError`."""
         for attempt in range(_LOCK_RETRIES):
             try:
-                return operation()
+                with self._lock:
+                    return operation()
             except sqlite3.OperationalError as exc:  # noqa: PERF203 (retrying is the point)
                 message = str(exc).lower()
                 if "disk is full" in message or ("disk i/o error" in message and _full(self.path)):
@@ -477,9 +484,10 @@ class Cache:
 
     def close(self) -> None:
         """Close the file; calling it again does nothing."""
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
 
     def __enter__(self) -> Cache:
         return self
