@@ -14,8 +14,9 @@ import pytest
 
 import localjudge.scoring
 
-#: the model stack, and Ray (the [ray] extra: loaded only by --ray)
-HEAVY = ("llama_cpp", "outlines", "llguidance", "ray")
+#: the model stack, Ray (the [ray] extra: loaded only by --ray), and the frameworks the
+#: adapters in localjudge.integrations wrap (loaded only when one is imported)
+HEAVY = ("llama_cpp", "outlines", "llguidance", "ray", "ragas", "deepeval", "langchain_core")
 
 
 def run_python(code):

@@ -1,0 +1,90 @@
+"""localjudge's judge behind other evaluators' LLM interfaces.
+
+- :mod:`localjudge.integrations.ragas`: :class:`~localjudge.integrations.ragas.LocalJudgeLLM`,
+  a ragas LLM for ragas' collections metrics (``ContextRecall``, ``Faithfulness``, ...).
+- :mod:`localjudge.integrations.deepeval`:
+  :class:`~localjudge.integrations.deepeval.LocalJudgeModel`, a ``DeepEvalBaseLLM``.
+
+Each module imports its framework (the ``[ragas]`` / ``[deepeval]`` extras), so import the one you
+use; ``import localjudge`` imports neither. Both decode every call under the grammar of the
+framework's own output model in :func:`~localjudge.schemas.budgeted` mode: valid, complete JSON
+or a typed :class:`~localjudge.errors.OutputBudgetError`, offline, deterministic, and cached
+(``cache=True``, as :func:`~localjudge.load_judge`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from localjudge.judge import Judge, Prompt
+from localjudge.schemas import budgeted
+
+__all__ = ["BudgetedJudge"]
+
+#: caps for the unbounded lists and strings of a framework's output model: eight entries of at
+#: most 400 characters hold any verdict list of these metrics, and close a small judge's loops
+MAX_ITEMS = 8
+MAX_CHARS = 400
+
+
+class BudgetedJudge:
+    """A judge answering schemas we did not write: each one is :func:`budgeted` once, calls run
+    one at a time (a loaded model decodes one call at a time; the lock holds across threads and
+    event loops), and :meth:`agenerate` runs a call off the event loop."""
+
+    def __init__(
+        self,
+        judge: Judge | str | os.PathLike[str] | None = None,
+        *,
+        max_tokens: int | None = None,
+        max_items: int | None = MAX_ITEMS,
+        max_chars: int | None = MAX_CHARS,
+        min_items: int | None = 1,
+        min_chars: int | None = 1,
+        choices: Mapping[str, Sequence[int | str]] | None = None,
+        cache: bool | str | os.PathLike[str] = True,
+        **load: Any,
+    ) -> None:
+        if judge is None or isinstance(judge, str | os.PathLike):
+            from localjudge.llama import load_judge  # noqa: PLC0415 (llama.cpp only when used)
+
+            judge = load_judge(judge, cache=cache, **load)
+        elif load:
+            raise TypeError(f"load options {sorted(load)} need a model name or path, not a judge")
+        self.judge: Judge = judge
+        self.options: dict[str, Any] = {
+            "max_tokens": max_tokens,
+            "max_items": max_items,
+            "max_chars": max_chars,
+            "min_items": min_items,
+            "min_chars": min_chars,
+            "choices": choices,
+        }
+        self._schemas: dict[type[BaseModel], type[BaseModel]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        """The model's file name, as the judge identifies it."""
+        return Path(self.judge.identity.model).name
+
+    def schema(self, schema: type[BaseModel]) -> type[BaseModel]:
+        """``schema`` as this judge decodes it (made once per schema)."""
+        if schema not in self._schemas:
+            self._schemas[schema] = budgeted(schema, **self.options)
+        return self._schemas[schema]
+
+    def generate(self, prompt: Prompt, schema: type[BaseModel]) -> Any:
+        """The validated value of ``schema`` (an instance of it) for ``prompt``."""
+        with self._lock:
+            return self.judge.generate(prompt, self.schema(schema)).value
+
+    async def agenerate(self, prompt: Prompt, schema: type[BaseModel]) -> Any:
+        return await asyncio.to_thread(self.generate, prompt, schema)
