@@ -37,7 +37,13 @@ MAX_CHARS = 400
 class BudgetedJudge:
     """A judge answering schemas we did not write: each one is :func:`budgeted` once, calls run
     one at a time (a loaded model decodes one call at a time; the lock holds across threads and
-    event loops), and :meth:`agenerate` runs a call off the event loop."""
+    event loops), and :meth:`agenerate` runs a call off the event loop.
+
+    ``judge`` is a loaded judge, or an alias, a GGUF path or None (the embedded default) to load
+    with ``cache`` and the ``load`` options of :func:`~localjudge.load_judge`. ``max_tokens``
+    is each call's output budget (None: the rest of the window); ``max_items`` / ``max_chars``
+    / ``min_items`` / ``min_chars`` bound the open lists and strings; ``choices`` narrows named
+    properties (see :func:`~localjudge.schemas.budgeted`)."""
 
     def __init__(
         self,

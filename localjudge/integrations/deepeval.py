@@ -27,43 +27,25 @@ from deepeval.models import DeepEvalBaseLLM
 from pydantic import BaseModel
 
 from localjudge.errors import UsageError
-from localjudge.integrations import MAX_CHARS, MAX_ITEMS, BudgetedJudge
+from localjudge.integrations import BudgetedJudge
 from localjudge.judge import Judge
 
 __all__ = ["LocalJudgeModel"]
 
 
 class LocalJudgeModel(DeepEvalBaseLLM):  # type: ignore[no-untyped-call]  # deepeval's hook
-    """A deepeval model on a localjudge judge: ``judge`` is a loaded judge, a GGUF path or
-    alias, or None for the embedded default (loaded with ``cache`` and the ``load`` options of
-    :func:`~localjudge.load_judge`); the budget options are those of
-    :class:`~localjudge.integrations.ragas.LocalJudgeLLM`. deepeval's own verdict fields are
-    already ``Literal`` types, so no ``choices`` are needed by default."""
+    """A deepeval model on a localjudge judge: ``judge``, ``choices`` and ``options`` as for
+    :class:`~localjudge.integrations.BudgetedJudge`. deepeval's own verdict fields are already
+    ``Literal`` types, so no ``choices`` are needed by default."""
 
     def __init__(
         self,
         judge: Judge | str | os.PathLike[str] | None = None,
         *,
-        max_tokens: int | None = None,
-        max_items: int | None = MAX_ITEMS,
-        max_chars: int | None = MAX_CHARS,
-        min_items: int | None = 1,
-        min_chars: int | None = 1,
         choices: Mapping[str, Sequence[int | str]] | None = None,
-        cache: bool | str | os.PathLike[str] = True,
-        **load: Any,
+        **options: Any,
     ) -> None:
-        self.judge = BudgetedJudge(
-            judge,
-            max_tokens=max_tokens,
-            max_items=max_items,
-            max_chars=max_chars,
-            min_items=min_items,
-            min_chars=min_chars,
-            choices=choices,
-            cache=cache,
-            **load,
-        )
+        self.judge = BudgetedJudge(judge, choices=choices, **options)
         super().__init__(model=self.judge.name)
 
     def load_model(self, *args: Any, **kwargs: Any) -> Any:  # deepeval keeps it as .model

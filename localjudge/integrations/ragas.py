@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 from ragas.llms.base import InstructorBaseRagasLLM
 
-from localjudge.integrations import MAX_CHARS, MAX_ITEMS, BudgetedJudge
+from localjudge.integrations import BudgetedJudge
 from localjudge.judge import Judge
 
 __all__ = ["RAGAS_CHOICES", "LocalJudgeLLM"]
@@ -38,36 +38,19 @@ RAGAS_CHOICES: Mapping[str, Sequence[int | str]] = {"attributed": (0, 1), "verdi
 
 
 class LocalJudgeLLM(InstructorBaseRagasLLM):
-    """A ragas LLM on a localjudge judge: ``judge`` is a loaded judge, a GGUF path or alias, or
-    None for the embedded default (loaded with ``cache`` and the ``load`` options of
-    :func:`~localjudge.load_judge`). ``max_tokens`` is each call's output budget (None: the rest
-    of the window); ``max_items`` / ``max_chars`` / ``min_items`` bound the model's open lists
-    and strings; ``choices`` narrows named properties (default :data:`RAGAS_CHOICES`)."""
+    """A ragas LLM on a localjudge judge: ``judge`` and ``options`` as for
+    :class:`~localjudge.integrations.BudgetedJudge` (a loaded judge, an alias or a GGUF path;
+    the budget, the caps, ``cache=`` and :func:`~localjudge.load_judge`'s options); ``choices``
+    defaults to :data:`RAGAS_CHOICES`."""
 
     def __init__(
         self,
         judge: Judge | str | os.PathLike[str] | None = None,
         *,
-        max_tokens: int | None = None,
-        max_items: int | None = MAX_ITEMS,
-        max_chars: int | None = MAX_CHARS,
-        min_items: int | None = 1,
-        min_chars: int | None = 1,
         choices: Mapping[str, Sequence[int | str]] | None = RAGAS_CHOICES,
-        cache: bool | str | os.PathLike[str] = True,
-        **load: Any,
+        **options: Any,
     ) -> None:
-        self.judge = BudgetedJudge(
-            judge,
-            max_tokens=max_tokens,
-            max_items=max_items,
-            max_chars=max_chars,
-            min_items=min_items,
-            min_chars=min_chars,
-            choices=choices,
-            cache=cache,
-            **load,
-        )
+        self.judge = BudgetedJudge(judge, choices=choices, **options)
 
     def generate(self, prompt: str, response_model: type[BaseModel]) -> Any:
         return self.judge.generate(prompt, response_model)

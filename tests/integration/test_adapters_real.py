@@ -77,3 +77,13 @@ def test_deepeval_contextual_recall_scores_example_items(bundled: Any) -> None:
         score = metric.measure(case)
         assert 0.0 <= score <= 1.0, (item["id"], score)
         assert metric.reason, item["id"]
+
+
+def test_an_alias_loads_the_judge_with_the_cache_and_load_options(tmp_path: Path) -> None:
+    llm = LocalJudgeLLM("smollm2-135m", n_threads=2, n_ctx=4096, cache=tmp_path / "c.sqlite")
+    assert llm.judge.judge.n_ctx == 4096
+    first = ragas_recall(llm, DOCS)
+    assert 0.0 <= first <= 1.0
+    assert ragas_recall(llm, DOCS) == first
+    assert llm.judge.judge.calls == 1  # the second answer came from the cache file
+    assert (tmp_path / "c.sqlite").stat().st_size > 0
