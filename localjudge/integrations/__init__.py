@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,20 @@ __all__ = ["BudgetedJudge"]
 MAX_ITEMS = 8
 MAX_CHARS = 400
 
+#: one lock per judge object, shared by every adapter over it (a ragas and a deepeval adapter
+#: on one loaded model must not decode at once)
+_LOCKS: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def judge_lock(judge: Judge) -> threading.Lock:
+    """The lock that serialises calls to ``judge``."""
+    with _LOCKS_GUARD:
+        try:
+            return _LOCKS.setdefault(judge, threading.Lock())
+        except TypeError:  # a judge that cannot be weakly referenced: a lock of its own
+            return threading.Lock()
+
 
 class BudgetedJudge:
     """A judge answering schemas we did not write: each one is :func:`budgeted` once, calls run
@@ -40,10 +55,10 @@ class BudgetedJudge:
     event loops), and :meth:`agenerate` runs a call off the event loop.
 
     ``judge`` is a loaded judge, or an alias, a GGUF path or None (the embedded default) to load
-    with ``cache`` and the ``load`` options of :func:`~localjudge.load_judge`. ``max_tokens``
-    is each call's output budget (None: the rest of the window); ``max_items`` / ``max_chars``
-    / ``min_items`` / ``min_chars`` bound the open lists and strings; ``choices`` narrows named
-    properties (see :func:`~localjudge.schemas.budgeted`)."""
+    with ``cache`` (default on) and the ``load`` options of :func:`~localjudge.load_judge`.
+    ``max_tokens`` is each call's output budget (None: the rest of the window); ``max_items`` /
+    ``max_chars`` / ``min_items`` / ``min_chars`` bound the open lists and strings; ``choices``
+    narrows named properties (see :func:`~localjudge.schemas.budgeted`)."""
 
     def __init__(
         self,
@@ -55,15 +70,16 @@ class BudgetedJudge:
         min_items: int | None = 1,
         min_chars: int | None = 1,
         choices: Mapping[str, Sequence[int | str]] | None = None,
-        cache: bool | str | os.PathLike[str] = True,
+        cache: bool | str | os.PathLike[str] | None = None,
         **load: Any,
     ) -> None:
         if judge is None or isinstance(judge, str | os.PathLike):
             from localjudge.llama import load_judge  # noqa: PLC0415 (llama.cpp only when used)
 
-            judge = load_judge(judge, cache=cache, **load)
-        elif load:
-            raise TypeError(f"load options {sorted(load)} need a model name or path, not a judge")
+            judge = load_judge(judge, cache=True if cache is None else cache, **load)
+        elif load or cache is not None:
+            given = sorted([*load, *(["cache"] if cache is not None else [])])
+            raise TypeError(f"load options {given} need a model name or path, not a judge")
         self.judge: Judge = judge
         self.options: dict[str, Any] = {
             "max_tokens": max_tokens,
@@ -74,7 +90,7 @@ class BudgetedJudge:
             "choices": choices,
         }
         self._schemas: dict[type[BaseModel], type[BaseModel]] = {}
-        self._lock = threading.Lock()
+        self._lock = judge_lock(judge)
 
     @property
     def name(self) -> str:

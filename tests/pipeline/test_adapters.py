@@ -35,6 +35,20 @@ DOCS = {
 }
 
 
+@pytest.fixture(autouse=True)
+def close_leftover_event_loop():
+    """deepeval's async mode makes a new event loop the thread's current one and never closes
+    it; close it after each test, as an application's shutdown would (its self-pipe sockets
+    would otherwise be collected as unclosed in a later test)."""
+    yield
+    try:
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:  # none set
+        return
+    loop.close()
+    asyncio.set_event_loop(None)
+
+
 def recall_reply(*attributed):
     return {
         "classifications": [
@@ -211,9 +225,33 @@ def test_deepeval_free_text_is_refused_with_a_clear_error():
         model.generate("Say something.")
 
 
-def test_load_options_need_a_model_name_not_a_loaded_judge():
-    with pytest.raises(TypeError, match="n_ctx"):
-        BudgetedJudge(ScriptedJudge([]), n_ctx=512)
+@pytest.mark.parametrize("option", [{"n_ctx": 512}, {"cache": False}])
+def test_load_options_need_a_model_name_not_a_loaded_judge(option):
+    with pytest.raises(TypeError, match=next(iter(option))):
+        BudgetedJudge(ScriptedJudge([]), **option)
+
+
+def test_a_ragas_and_a_deepeval_adapter_on_one_judge_never_decode_at_once():
+    def reply(messages, schema):
+        if "classifications" in schema.model_fields:
+            return recall_reply(1)
+        return verdicts_reply(messages, schema)
+
+    judge = OneAtATime(reply)
+    ragas_metric = ContextRecall(llm=LocalJudgeLLM(judge))
+    deepeval_metric = ContextualRecallMetric(
+        model=LocalJudgeModel(judge), async_mode=False, verbose_mode=False
+    )
+
+    async def both():
+        return await asyncio.gather(
+            ragas_metric.ascore(**DOCS),
+            asyncio.to_thread(deepeval_metric.measure, CASE),
+            ragas_metric.ascore(**DOCS),
+        )
+
+    first, recall, second = asyncio.run(both())
+    assert (first.value, recall, second.value) == (1.0, 0.5, 1.0)
 
 
 def test_the_frameworks_telemetry_is_off():
