@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -248,6 +248,40 @@ def _shown(value: Any) -> str:
     return "null" if value is None else str(value)
 
 
+def _threads() -> str:
+    from localjudge.options import default_threads  # noqa: PLC0415 (only for --show-config)
+
+    return f"{default_threads()} (the physical cores this process may use)"
+
+
+def _model() -> str:
+    from localjudge.registry import DEFAULT_ALIAS  # noqa: PLC0415
+
+    return f"{DEFAULT_ALIAS} (the embedded default)"
+
+
+def _cache() -> str:
+    from localjudge.cache import default_cache_path  # noqa: PLC0415
+
+    return str(default_cache_path())
+
+
+def _parallel() -> str:
+    from localjudge.engine import DEFAULT_PARALLEL  # noqa: PLC0415
+
+    return str(DEFAULT_PARALLEL)
+
+
+#: what a run uses for an option left unset (null), where the run decides it: shown after the
+#: null by --show-config, so it prints the value a run would use
+_RUN_DEFAULTS: dict[str, Callable[[], str]] = {
+    "--threads": _threads,
+    "--model": _model,
+    "--cache": _cache,
+    "--parallel": _parallel,
+}
+
+
 _ORIGINS = "localjudge.config.origins"
 _FILE = "localjudge.config.file"
 
@@ -336,6 +370,10 @@ class ConfiguredCommand(click.Command):
             rows = resolved(ctx)
             width = max(len(r.option) for r in rows)
             for r in rows:
-                click.echo(f"{r.option:<{width}}  {_shown(r.value)}  ({r.source})")
+                shown = _shown(r.value)
+                no_cache = r.option == "--cache" and ctx.params.get("no_cache")
+                if r.value is None and r.option in _RUN_DEFAULTS and not no_cache:
+                    shown += f" -> {_RUN_DEFAULTS[r.option]()}"
+                click.echo(f"{r.option:<{width}}  {shown}  ({r.source})")
             ctx.exit(0)
         return super().invoke(ctx)

@@ -268,6 +268,20 @@ def test_show_config_for_bench_without_a_file(project: Path) -> None:
     assert got["--out"] == ("localjudge-bench", "default")
 
 
+def test_show_config_prints_what_a_run_uses_for_an_unset_option(project, monkeypatch) -> None:
+    monkeypatch.setenv("LOCALJUDGE_CACHE_DIR", str(project / "cachedir"))
+    monkeypatch.setattr("localjudge.options.default_threads", lambda: 7)
+    got = show(run(Factory(), "eval", "--show-config"))
+    assert got["--threads"] == ("null -> 7 (the physical cores this process may use)", "default")
+    assert got["--model"] == ("null -> smollm2-135m (the embedded default)", "default")
+    assert got["--cache"] == (f"null -> {project / 'cachedir' / 'calls.sqlite3'}", "default")
+    assert got["--parallel"] == ("null -> 1", "default")
+    assert got["--seed"] == ("0", "default")  # a value of its own: nothing added
+    given = show(run(Factory(), "eval", "--show-config", "-t", "3", "--no-cache"))
+    assert given["--threads"] == ("3", "command line")
+    assert given["--cache"] == ("null", "default")  # --no-cache: no file is used
+
+
 def test_the_readmes_example_file_is_valid(project: Path) -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text("utf-8")
     example = readme.split("An example `localjudge.toml`:\n\n```toml\n", 1)[1].split("```")[0]
@@ -312,4 +326,5 @@ def test_cache_dir_variable_still_places_the_cache(project: Path, monkeypatch) -
     assert result.exit_code == 0, result.stderr
     assert [p.suffix for p in cache_dir.iterdir() if p.suffix == ".sqlite3"]
     shown = show(run(Factory(), "eval", "--show-config"))
-    assert shown["--cache"] == ("null", "default")  # not mistaken for --cache
+    # not mistaken for --cache's own variable: the option is unset, the run puts its file there
+    assert shown["--cache"] == (f"null -> {cache_dir / 'calls.sqlite3'}", "default")
