@@ -28,8 +28,18 @@ from localjudge.agreement import (
 )
 from localjudge.canonical import file_sha256
 from localjudge.dataset import read_records
-from localjudge.errors import ConstraintError, DataError, LocalJudgeError, ModelError, UsageError
+from localjudge.errors import (
+    CacheError,
+    ConstraintError,
+    DataError,
+    InternalError,
+    JudgeDiedError,
+    LocalJudgeError,
+    ModelError,
+    UsageError,
+)
 from localjudge.evaluation import eval_file
+from localjudge.isolation import Reporter, death_line, supervise
 from localjudge.judge import Judge
 from localjudge.memory import PeakMemory
 from localjudge.metrics import METRICS, MetricSettings
@@ -431,7 +441,7 @@ def bench_file(
                 overwrite=overwrite,
                 ray=ray,
             )
-            runs[spec.name] = _dispatch(job, open_judge)
+            runs[spec.name] = _dispatch(job, open_judge, list(runs))
             rows_by_judge[spec.name] = list(read_results(job.out_dir / RESULTS.name))
         comparison = compare(labelled, rows_by_judge, metrics)
         report: BenchReport = {
@@ -474,35 +484,67 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).name)[:60]
 
 
-def _dispatch(job: _Job, open_judge: JudgeFactory | None) -> dict[str, Any]:
+def _dispatch(
+    job: _Job, open_judge: JudgeFactory | None, finished: Sequence[str] = ()
+) -> dict[str, Any]:
     """``job`` on its Ray cluster, with the given factory here, or else in a fresh process."""
     if job.ray is not None:
         factory: JudgeFactory = job.ray.open
         return _judge_job(job, factory)
-    return _run_job(job) if open_judge is None else _judge_job(job, open_judge)
+    return _run_job(job, finished) if open_judge is None else _judge_job(job, open_judge)
 
 
-def _run_job(job: _Job) -> dict[str, Any]:
-    """``job`` in a fresh (spawned) process; a library error there is raised here."""
-    import multiprocessing  # noqa: PLC0415
-
-    ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(1) as pool:
-        result: dict[str, Any] = pool.apply(_worker, (job,))
+def _run_job(job: _Job, finished: Sequence[str]) -> dict[str, Any]:
+    """``job`` in a supervised child process (:mod:`localjudge.isolation`); a library error
+    there is raised here, a death by a signal is a :class:`JudgeDiedError` naming the judge,
+    and an interrupt is a ``KeyboardInterrupt`` (the child keeps what it finished)."""
+    ended = supervise(_worker, job)
+    if ended.signal is not None:
+        kept = f"the runs of {', '.join(finished)}, " if finished else ""
+        partial = job.out_dir / f"{RESULTS.name}.partial"
+        raise JudgeDiedError(
+            death_line(
+                ended,
+                f"{kept}{partial} and the judge-call cache",
+                who=f"the process of judge {job.judge.name}",
+            ),
+            exit_code=ended.code,
+        )
+    if ended.interrupted or ended.code == 130:
+        raise KeyboardInterrupt
+    result: dict[str, Any] | None = ended.value
+    if result is None:
+        raise InternalError(
+            f"judge {job.judge.name}: its process ended with exit code {ended.code} and no result",
+            hint="see the lines above; run again with LOCALJUDGE_DEBUG=1 for a traceback",
+        )
     if "error" in result:
-        exc_type = {c.__name__: c for c in (ModelError, ConstraintError, DataError, UsageError)}
+        exc_type = {
+            c.__name__: c
+            for c in (ModelError, ConstraintError, DataError, UsageError, CacheError, InternalError)
+        }
         raise exc_type.get(result["error"]["type"], LocalJudgeError)(
             f"judge {job.judge.name}: {result['error']['message']}", hint=result["error"]["hint"]
         )
     return result
 
 
-def _worker(job: _Job) -> dict[str, Any]:
-    """Runs in the worker process: the job, with library errors returned rather than raised."""
+def _worker(job: _Job, reporter: Reporter) -> dict[str, Any]:
+    """Runs in the judge's child process: the job, with errors returned rather than raised."""
     try:
-        return _judge_job(job, open_judge)
+        return _judge_job(job, open_judge, reporter)
     except LocalJudgeError as exc:
         return {"error": {"type": type(exc).__name__, "message": exc.message, "hint": exc.hint}}
+    except Exception as exc:  # noqa: BLE001 (reported by the parent as one line)
+        detail = " ".join(str(exc).split())
+        return {
+            "error": {
+                "type": "InternalError",
+                "message": f"internal error: {type(exc).__name__}{': ' + detail if detail else ''}",
+                "hint": "run again with LOCALJUDGE_DEBUG=1 and LOCALJUDGE_IN_PROCESS=1 to see "
+                "the traceback, and report it if it repeats",
+            }
+        }
 
 
 @contextmanager
@@ -529,10 +571,20 @@ def _bar(job: _Job) -> Iterator[Callable[[Any], None] | None]:
         yield lambda _result: bar.update(step)
 
 
-def _judge_job(job: _Job, factory: JudgeFactory) -> dict[str, Any]:
+def _judge_job(
+    job: _Job, factory: JudgeFactory, reporter: Reporter | None = None
+) -> dict[str, Any]:
     """Load the judge, run the eval, report load time, wall time and peak memory (see
-    :mod:`localjudge.memory` for what is measured)."""
-    with PeakMemory() as memory, _bar(job) as on_result:
+    :mod:`localjudge.memory` for what is measured). ``reporter``: the supervised child's
+    record of the items in flight, for the crash line."""
+    with PeakMemory() as memory, _bar(job) as on_bar:
+
+        def on_result(res: Any) -> None:
+            if on_bar is not None:
+                on_bar(res)
+            if reporter is not None:
+                reporter.done(res.index, res.metric)
+
         start = time.perf_counter()
         judge = factory(job.judge)
         load_seconds = time.perf_counter() - start
@@ -546,6 +598,7 @@ def _judge_job(job: _Job, factory: JudgeFactory) -> dict[str, Any]:
             truncate=job.truncate,
             settings=job.judge.recorded(),
             on_result=on_result,
+            on_judging=reporter.judging if reporter is not None else None,
             overwrite=job.overwrite,
             **({"chunk_size": job.ray.chunk_size} if job.ray is not None else {}),
         )

@@ -718,6 +718,7 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
 ) -> None:
     """Benchmark judges against the human labels in DATA (labelled JSONL, see README)."""
     from localjudge.bench import bench_file, bench_table  # noqa: PLC0415
+    from localjudge.isolation import terminate_as_interrupt  # noqa: PLC0415
     from localjudge.metrics import MetricSettings  # noqa: PLC0415
 
     progress = not quiet and _on_terminal()
@@ -727,20 +728,23 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
         if not quiet and not progress:  # a bar names its judge
             click.echo(f"judging with {name} ...", err=True)
 
-    outcome = bench_file(
-        data,
-        out_dir,
-        judges=[_judge_settings(m, **judge_options) for m in (models or (None,))],
-        metrics=list(metric_names) or None,
-        metric_settings=MetricSettings(scale=scale, reasons=not no_reasons),
-        limit=limit,
-        truncate=truncate,
-        open_judge=_factory(ctx),
-        ray=ray,
-        on_judge=announce,
-        progress=progress,
-        overwrite=overwrite,
-    )
+    # SIGTERM (timeout, systemd, CI runners) stops a bench as Ctrl-C does, between judges too;
+    # while a judge runs, its supervised child gets the signal and keeps what it finished
+    with terminate_as_interrupt():
+        outcome = bench_file(
+            data,
+            out_dir,
+            judges=[_judge_settings(m, **judge_options) for m in (models or (None,))],
+            metrics=list(metric_names) or None,
+            metric_settings=MetricSettings(scale=scale, reasons=not no_reasons),
+            limit=limit,
+            truncate=truncate,
+            open_judge=_factory(ctx),
+            ray=ray,
+            on_judge=announce,
+            progress=progress,
+            overwrite=overwrite,
+        )
     click.echo(bench_table(outcome.report, terminal=sys.stdout.isatty()))
     report = _write_html(out_dir, None) if html else None
     if not quiet:

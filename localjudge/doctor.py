@@ -1,18 +1,15 @@
 """``localjudge doctor``: can this machine judge, and if not, why not?
 
 Each check is one line: what was found and, for a problem, what to do about it. The last check is
-one real constrained judge call. It runs in a child process, so a native crash of llama.cpp is
+one real constrained judge call. It runs in a supervised child process
+(:mod:`localjudge.isolation`, as ``eval`` and ``bench`` judge), so a native crash of llama.cpp is
 reported as a failed check with the signal's name instead of ending the doctor.
 """
 
 from __future__ import annotations
 
-import json
 import platform
-import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -145,39 +142,37 @@ def _cache() -> Check:
     return Check("cache", "ok", f"{detail}, {CACHE_FILENAME}: {calls} calls, integrity ok")
 
 
-def _probe(model: str | None) -> Check:
-    """One real constrained judge call, in a child process."""
-    code = "from localjudge.doctor import probe_main; probe_main()"
-    argv = [sys.executable, "-c", code, *([model] if model else [])]
+def _probe(model: str | None, target: Callable[[Any, Any], Any] | None = None) -> Check:
+    """One real constrained judge call, in a supervised child process (``target``: what the
+    child runs, :func:`probe_child` unless a test says otherwise)."""
+    from localjudge.isolation import supervise  # noqa: PLC0415
+
     start = time.perf_counter()
-    try:
-        proc = subprocess.run(
-            argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False
-        )
-    except subprocess.TimeoutExpired:
+    ended = supervise(target or probe_child, model, timeout=PROBE_TIMEOUT_S)
+    wall = time.perf_counter() - start
+    if ended.interrupted:
+        raise KeyboardInterrupt
+    if ended.timed_out:
         return Check(
             "judge call",
             "fail",
             f"no answer within {PROBE_TIMEOUT_S:.0f} s",
             "the machine may be overloaded; try again",
         )
-    wall = time.perf_counter() - start
-    if proc.returncode < 0:
-        name = signal.Signals(-proc.returncode).name
+    if ended.signal is not None:
         return Check(
             "judge call",
             "fail",
-            f"llama.cpp died with {name} (exit {128 - proc.returncode})",
+            f"llama.cpp died with {ended.signal} (exit {ended.code})",
             "a native crash; if LOCALJUDGE_AMX=1 is set, unset it; otherwise report it with "
             "this doctor's output",
         )
-    lines = proc.stdout.strip().splitlines()
-    try:
-        result: dict[str, Any] = json.loads(lines[-1]) if lines else {}
-    except ValueError:
-        result = {}
-    if proc.returncode != 0 or "error" in result or not result:
-        message = result.get("error") or (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    result: dict[str, Any] = ended.value or {}
+    if ended.code != 0 or "error" in result or not result:
+        message = result.get("error") or (
+            f"the judge process ended with exit code {ended.code} and no answer (its output is "
+            "above)"
+        )
         return Check("judge call", "fail", str(message), str(result.get("hint", "")))
     return Check(
         "judge call",
@@ -196,33 +191,28 @@ PROBE_ITEM: dict[str, Any] = {
 }
 
 
-def probe_main() -> None:
-    """The child process of the judge-call check: load the judge, make one call, print JSON."""
+def probe_child(model: str | None, reporter: Any) -> dict[str, Any]:
+    """The child process of the judge-call check: load the judge, make one call, return what
+    the check shows (a library error as ``error`` and ``hint``)."""
     from localjudge.evaluation import score  # noqa: PLC0415
     from localjudge.llama import load_judge  # noqa: PLC0415
     from localjudge.metrics import ContextPosition  # noqa: PLC0415
 
-    model = sys.argv[1] if len(sys.argv) > 1 else None
     try:
         start = time.perf_counter()
         judge = load_judge(model, cache=False)
         load_seconds = time.perf_counter() - start
         result = score(ContextPosition(), judge, **PROBE_ITEM)
     except LocalJudgeError as exc:
-        print(json.dumps({"error": exc.message, "hint": exc.hint}))
-        sys.exit(1)
+        return {"error": exc.message, "hint": exc.hint}
     assert result.stats is not None
-    print(
-        json.dumps(
-            {
-                "metric": result.metric,
-                "verdicts": [bool(v["relevant"]) for v in result.verdicts],
-                "load_seconds": load_seconds,
-                "seconds": result.stats.seconds,
-                "completion_tokens": result.stats.completion_tokens,
-            }
-        )
-    )
+    return {
+        "metric": result.metric,
+        "verdicts": [bool(v["relevant"]) for v in result.verdicts],
+        "load_seconds": load_seconds,
+        "seconds": result.stats.seconds,
+        "completion_tokens": result.stats.completion_tokens,
+    }
 
 
 def report(checks: Iterator[Check], echo: Callable[[str], None]) -> bool:

@@ -132,6 +132,15 @@ class CacheError(LocalJudgeError):
     exit_code = 7
 
 
+class JudgeDiedError(LocalJudgeError):
+    """A judge's process died by a signal (a native crash, the out-of-memory killer): the CLI
+    exits ``128 + N`` for signal N, as a shell would (139 for SIGSEGV, 137 for SIGKILL)."""
+
+    def __init__(self, message: str, *, exit_code: int, hint: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.exit_code = exit_code
+
+
 class InternalError(LocalJudgeError):
     """Something went wrong that localjudge did not expect (a bug, or an environment problem it
     does not classify): the CLI prints one line and exits 8."""

@@ -4,39 +4,58 @@ signal, prints nothing useful, or reports a library error (no model runs here)."
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from localjudge import doctor
 
+# what the doctor's supervised child runs instead of the real probe (importable by name: the
+# child is a fresh interpreter)
 
-def _fake_python(tmp_path: Path, body: str) -> str:
-    script = tmp_path / "python"
-    script.write_text(f"#!/bin/sh\n{body}\n", "utf-8")
-    script.chmod(0o755)
-    return str(script)
+
+def _segfault(model, reporter):
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def _library_error(model, reporter):
+    return {"error": "model file x is empty", "hint": "reinstall it"}
+
+
+def _no_answer(model, reporter):
+    print("boom", file=sys.stderr)
+    sys.exit(3)
+
+
+def _hangs(model, reporter):
+    time.sleep(60)
+
+
+def _answers(model, reporter):
+    return {
+        "metric": "position",
+        "verdicts": [False, True],
+        "load_seconds": 0.5,
+        "seconds": 0.25,
+        "completion_tokens": 12,
+        "model": model,
+    }
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-def test_a_native_crash_is_a_failed_check_naming_the_signal(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(sys, "executable", _fake_python(tmp_path, "kill -SEGV $$"))
-    check = doctor._probe(None)
+def test_a_native_crash_is_a_failed_check_naming_the_signal() -> None:
+    check = doctor._probe(None, _segfault)
     assert check.status == "fail"
     assert "SIGSEGV" in check.detail
     assert "exit 139" in check.detail
     assert "LOCALJUDGE_AMX" in check.hint
 
 
-def test_a_library_error_in_the_child_keeps_its_message_and_hint(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    body = """echo '{"error": "model file x is empty", "hint": "reinstall it"}'; exit 1"""
-    monkeypatch.setattr(sys, "executable", _fake_python(tmp_path, body))
-    check = doctor._probe(None)
+def test_a_library_error_in_the_child_keeps_its_message_and_hint() -> None:
+    check = doctor._probe(None, _library_error)
     assert (check.status, check.detail, check.hint) == (
         "fail",
         "model file x is empty",
@@ -44,13 +63,27 @@ def test_a_library_error_in_the_child_keeps_its_message_and_hint(
     )
 
 
-def test_a_child_without_an_answer_fails_with_its_last_stderr_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(sys, "executable", _fake_python(tmp_path, "echo boom >&2; exit 3"))
-    check = doctor._probe(None)
+def test_a_child_without_an_answer_fails_with_its_exit_code() -> None:
+    check = doctor._probe(None, _no_answer)
     assert check.status == "fail"
-    assert check.detail == "boom"
+    assert "exit code 3" in check.detail
+
+
+def test_a_child_that_does_not_answer_in_time_is_killed_and_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(doctor, "PROBE_TIMEOUT_S", 1.0)
+    start = time.monotonic()
+    check = doctor._probe(None, _hangs)
+    assert time.monotonic() - start < 30
+    assert (check.status, check.detail) == ("fail", "no answer within 1 s")
+
+
+def test_the_childs_answer_comes_back_to_the_check() -> None:
+    check = doctor._probe("some-model", _answers)
+    assert check.status == "ok"
+    assert check.detail.startswith("position on a 2-piece item: verdicts [False, True], ")
+    assert "(12 tokens)" in check.detail
 
 
 def test_report_prints_hints_and_says_whether_all_passed() -> None:
