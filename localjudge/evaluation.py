@@ -27,6 +27,7 @@ from pydantic import BaseModel
 from localjudge.canonical import file_sha256
 from localjudge.dataset import LIST_FIELDS, Record, read_records
 from localjudge.errors import ContextOverflowError, InvalidItemError, ItemError, UsageError
+from localjudge.isolation import InterruptLatch
 from localjudge.items import ALIASES, FIELDS, Item, make_item
 from localjudge.judge import CallOrigin, Judge, JudgeRequest, generate_many
 from localjudge.metrics import METRICS, Metric, MetricResult
@@ -587,13 +588,16 @@ def eval_file(
         for name, pairs in labelled.items() if calibrate else ():
             if (calibrated := pairs.calibration()) is not None:
                 calibrations[name] = calibrated
-        with ResultsWriter(
-            out_dir / RESULTS.name,
-            judge.identity,
-            settings_by_metric,
-            calibrations,
-            raw_output=raw_output,
-        ) as writer:
+        with (
+            InterruptLatch() as interrupted,
+            ResultsWriter(
+                out_dir / RESULTS.name,
+                judge.identity,
+                settings_by_metric,
+                calibrations,
+                raw_output=raw_output,
+            ) as writer,
+        ):
             for res in evaluate(
                 islice(records, limit),
                 metrics,
@@ -606,6 +610,8 @@ def eval_file(
                 keep=False,
             ):
                 writer.write(res)
+                interrupted.check()  # a Ctrl-C some library swallowed stops the run here
+            interrupted.check()  # never a finished run after an interrupt
         summary = build_summary(
             writer,
             data=data,
