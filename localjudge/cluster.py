@@ -22,7 +22,9 @@ import functools
 import json
 import logging
 import math
+import signal
 import socket
+import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -413,6 +415,10 @@ def connect(address: str | None) -> None:
 
     if ray.is_initialized():
         return
+    # ray.init makes SIGTERM a SystemExit(15) in the driver: keep this process's own handler
+    # (the CLI's stops a run as Ctrl-C does: finished work kept, exit 130)
+    main = threading.current_thread() is threading.main_thread()
+    on_term = signal.getsignal(signal.SIGTERM) if main else None
     try:
         ray.init(address=address or None, log_to_driver=False, configure_logging=False)
     except (ConnectionError, ValueError, RuntimeError) as exc:
@@ -420,6 +426,9 @@ def connect(address: str | None) -> None:
             f"cannot connect to the Ray cluster at {address or 'RAY_ADDRESS/local'}: {exc}",
             hint="start it with `ray start --head` (workers: `ray start --address HEAD:6379`)",
         ) from exc
+    finally:
+        if main and on_term is not None:
+            signal.signal(signal.SIGTERM, on_term)
 
 
 def _ray_missing() -> UsageError:
