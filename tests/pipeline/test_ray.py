@@ -194,15 +194,27 @@ def test_a_killed_actor_loses_nothing(cluster, tmp_path, data):
     assert local_judge.calls <= len(logged(log)) < local_judge.calls + 4
 
 
-class SlowJudge(RecordingJudge):
-    """A recording judge that takes ``delay`` seconds a call (time to interrupt the run)."""
+class BlockingJudge(RecordingJudge):
+    """A recording judge whose ``block_at``-th call (on one actor, once per ``reached`` marker)
+    creates ``reached`` and then waits, up to a minute, for ``release``: the run cannot end
+    before the test has interrupted it, however loaded the machine is."""
 
-    def __init__(self, log, delay=0.3):
+    def __init__(self, log, reached, release, block_at=3):
         super().__init__(log)
-        self.delay = delay
+        self.reached = Path(reached)
+        self.release = Path(release)
+        self.block_at = block_at
 
     def generate(self, prompt, schema):
-        time.sleep(self.delay)
+        if len(self.calls) + 1 == self.block_at:
+            try:
+                self.reached.touch(exist_ok=False)
+            except FileExistsError:
+                pass
+            else:
+                deadline = time.monotonic() + 60
+                while not self.release.exists() and time.monotonic() < deadline:
+                    time.sleep(0.05)
         return super().generate(prompt, schema)
 
 
@@ -213,45 +225,52 @@ import ray
 sys.path[:0] = [{here!r}]
 import test_ray as t
 ray.init(address={address!r}, log_to_driver=False, configure_logging=False)
-log, data, out, cache = (Path(p) for p in sys.argv[1:5])
-t.ray_run(data, out, cache, functools.partial(t.SlowJudge, log))
+log, data, out, cache, reached, release = (Path(p) for p in sys.argv[1:7])
+t.ray_run(data, out, cache, functools.partial(t.BlockingJudge, log, reached, release))
 """
 
 
 def test_ctrl_c_on_the_driver_stops_and_leaves_a_resumable_run(cluster, tmp_path, data):
+    """Ctrl-C while an actor is inside a call: the driver stops with KeyboardInterrupt, never
+    exit 0 and never a finished results.jsonl (the trigger is the blocked call, not a race
+    with the end of the run), and the rerun sends out only what was missing."""
     local, local_judge = local_run(data, tmp_path / "local", tmp_path / "a.sqlite")
     log, out, cache = tmp_path / "calls.log", tmp_path / "ray", tmp_path / "b.sqlite"
+    reached, release = tmp_path / "reached", tmp_path / "release"
     address = ray.get_runtime_context().gcs_address
     script = DRIVER.format(here=str(HERE), address=address)
+    args = [str(p) for p in (log, data, out, cache, reached, release)]
     driver = subprocess.Popen(
-        [sys.executable, "-c", script, str(log), str(data), str(out), str(cache)],
+        [sys.executable, "-c", script, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
-    deadline = time.monotonic() + 120
-    # batches of 4 on 2 actors: by 12 calls at least one batch is back on the driver
-    while len(logged(log)) < 12 and time.monotonic() < deadline and driver.poll() is None:
-        time.sleep(0.1)
-    assert driver.poll() is None, driver.communicate()[0]
-    driver.send_signal(signal.SIGINT)
     try:
-        output, _ = driver.communicate(timeout=60)  # stops, not only when its batch is done
-    except subprocess.TimeoutExpired:
-        driver.kill()
-        raise
-    assert driver.returncode != 0
+        deadline = time.monotonic() + 180
+        while not reached.exists() and time.monotonic() < deadline and driver.poll() is None:
+            time.sleep(0.05)
+        assert reached.exists(), driver.communicate(timeout=60)[0] if driver.poll() else "late"
+        assert driver.poll() is None, driver.communicate()[0]
+        driver.send_signal(signal.SIGINT)
+        output, _ = driver.communicate(timeout=60)  # stops while its actor is still blocked
+    finally:
+        release.touch()
+        if driver.poll() is None:
+            driver.kill()
+            driver.communicate()
+    assert driver.returncode != 0, output
     assert "KeyboardInterrupt" in output
     assert not (out / "results.jsonl").exists()  # nothing passed off as a finished run
     with open_cache(cache) as stored:
         kept = len(stored)
-    assert 0 < kept < local_judge.calls  # what finished before Ctrl-C is cached
+    assert kept < local_judge.calls  # the blocked call, at least, was never made
     time.sleep(1)  # the stopped job's actors exit; their calls are not counted below
     before = len(logged(log))
 
     resumed, judge = ray_run(data, out, cache, functools.partial(RecordingJudge, log))
-    assert judge.hits >= kept
-    assert judge.calls == local_judge.calls - judge.hits  # only what was missing went out
+    assert judge.hits == kept
+    assert judge.calls == local_judge.calls - kept  # only what was missing went out
     assert len(logged(log)) - before == judge.calls
     assert untimed(resumed.results_path) == untimed(local.results_path)
 
