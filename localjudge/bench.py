@@ -359,11 +359,13 @@ class _Job:
     limit: int | None
     truncate: bool
     #: items to judge, for a progress bar on stderr (None: no bar)
-    progress_total: int | None = None
+    progress_total: float | None = None
     #: replace a finished run of other data or settings in ``out_dir``
     overwrite: bool = False
     #: judge on this Ray cluster (a localjudge.cluster.RayConfig; None: here)
     ray: Any = None
+    #: per metric, the input indices whose labels cover it (the only items judged for it)
+    only: Mapping[str, tuple[int, ...]] | None = None
 
 
 def bench_file(
@@ -415,6 +417,11 @@ def bench_file(
         )
     if metrics is None:
         metrics = [m for m in METRICS if any(applicable(m, labels) for labels in labelled.values())]
+    # a metric judges only the items whose labels it can be compared with: a claim-only item
+    # (recall labels) costs no position or relevance call
+    covered = {
+        m: tuple(i for i, labels in labelled.items() if applicable(m, labels)) for m in metrics
+    }
     names = [spec.name for spec in judges]
     if len(set(names)) != len(names):
         raise UsageError(f"judges repeated: {names}")
@@ -437,9 +444,10 @@ def bench_file(
                 metric_settings=metric_settings or MetricSettings(),
                 limit=limit,
                 truncate=truncate,
-                progress_total=n_records if progress else None,
+                progress_total=sum(map(len, covered.values())) / len(metrics) if progress else None,
                 overwrite=overwrite,
                 ray=ray,
+                only=covered,
             )
             runs[spec.name] = _dispatch(job, open_judge, list(runs))
             rows_by_judge[spec.name] = list(read_results(job.out_dir / RESULTS.name))
@@ -600,6 +608,7 @@ def _judge_job(
             on_result=on_result,
             on_judging=reporter.judging if reporter is not None else None,
             overwrite=job.overwrite,
+            only=job.only,
             **({"chunk_size": job.ray.chunk_size} if job.ray is not None else {}),
         )
         wall_seconds = time.perf_counter() - start

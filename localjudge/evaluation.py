@@ -16,7 +16,7 @@ so an interrupted run, started again with the same command, re-judges nothing it
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from localjudge.canonical import file_sha256
+from localjudge.canonical import canonical_json, file_sha256, sha256_text
 from localjudge.dataset import LIST_FIELDS, Record, read_records
 from localjudge.errors import ContextOverflowError, InvalidItemError, ItemError, UsageError
 from localjudge.isolation import InterruptLatch
@@ -103,6 +103,7 @@ def evaluate(
     on_result: Callable[[ItemResult], None] | None = None,
     on_judging: OnJudging | None = None,
     keep: bool = True,
+    only: Mapping[str, Collection[int]] | None = None,
 ) -> Evaluation:
     """Score every record with every metric; the :class:`~localjudge.outcome.Evaluation`
     yields results as chunks finish, in input order, and has ``summary()``, ``rows()``,
@@ -115,6 +116,10 @@ def evaluate(
     progress display), before its chunk is yielded; ``on_judging`` with the (index, id, metric)
     of every item handed to the judge, before the judge starts on them (what a crash report
     names).
+
+    ``only`` maps metric names to the input indices that metric scores (a metric it does not
+    name scores none): the others get no row for it. ``bench`` judges a metric only on the
+    items whose labels cover it.
 
     ``keep=False`` makes it a pure stream whose memory does not grow with the data (what
     ``eval_file`` uses); the methods then see only results not yet iterated.
@@ -134,12 +139,23 @@ def evaluate(
 
     def stream() -> Iterator[ItemResult]:
         while chunk := list(islice(entries, chunk_size)):
-            by_metric = [
-                _score_chunk(metric, chunk, judge, truncate, on_result, on_judging=on_judging)
-                for metric in resolved
-            ]
-            for row in zip(*by_metric, strict=True):
-                yield from row
+            by_metric: list[dict[int, ItemResult]] = []
+            for metric in resolved:
+                wanted = only.get(metric.name, ()) if only is not None else None
+                positions = [p for p, e in enumerate(chunk) if wanted is None or e.index in wanted]
+                results = _score_chunk(
+                    metric,
+                    [chunk[p] for p in positions],
+                    judge,
+                    truncate,
+                    on_result,
+                    on_judging=on_judging,
+                )
+                by_metric.append(dict(zip(positions, results, strict=True)))
+            for position in range(len(chunk)):
+                for results_at in by_metric:
+                    if position in results_at:
+                        yield results_at[position]
 
     return Evaluation(
         stream(),
@@ -148,6 +164,11 @@ def evaluate(
         settings_by_metric={m.name: {"truncate": truncate, **m.settings()} for m in resolved},
         keep=keep,
     )
+
+
+def _selection_sha256(only: Mapping[str, Collection[int]]) -> str:
+    """What identifies a per-metric selection of items in a run's settings."""
+    return sha256_text(canonical_json({m: sorted(set(ix)) for m, ix in only.items()}))
 
 
 def _records_of(records: Any) -> Iterable[Any]:
@@ -510,6 +531,7 @@ def eval_file(
     raw_output: bool = False,
     overwrite: bool = False,
     chunk_size: int = CHUNK_SIZE,
+    only: Mapping[str, Collection[int]] | None = None,
 ) -> RunOutcome:
     """Score ``data`` with ``metrics`` and write ``results.jsonl`` and ``summary.json`` to
     ``out_dir``. ``fail_under`` maps metric names to thresholds for their mean;
@@ -523,7 +545,8 @@ def eval_file(
     judge score mapped to the human scale by an isotonic fit on the labelled items.
     ``raw_output`` adds each row's raw judge output text (``raw_output``). ``chunk_size``:
     items handed to the judge together per metric (rows do not depend on it; a Ray judge wants
-    large chunks, :data:`localjudge.cluster.RAY_CHUNK_SIZE`).
+    large chunks, :data:`localjudge.cluster.RAY_CHUNK_SIZE`). ``only``: per metric, the input
+    indices it scores (see :func:`evaluate`); recorded in the run's settings by its sha256.
 
     A finished run already in ``out_dir`` is replaced only when this run is the same run again
     (same data sha256, judge identity and settings: a rerun writes the same rows), or with
@@ -550,6 +573,7 @@ def eval_file(
             "limit": limit,
             "map": mapping,
             "format": fmt,
+            **({"only_sha256": _selection_sha256(only)} if only is not None else {}),
             **(
                 {
                     "labels": str(labels),
@@ -608,6 +632,7 @@ def eval_file(
                 on_judging=on_judging,
                 chunk_size=chunk_size,
                 keep=False,
+                only=only,
             ):
                 writer.write(res)
                 interrupted.check()  # a Ctrl-C some library swallowed stops the run here

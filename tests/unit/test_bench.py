@@ -34,6 +34,7 @@ from localjudge.bootstrap import interval as bootstrap
 from localjudge.errors import LocalJudgeError
 from localjudge.metrics import METRICS
 from localjudge.metrics.relevance import LEVELS
+from localjudge.results import read_results
 from localjudge.settings import JudgeSettings
 from localjudge.testing import ScriptedJudge, prompt_data
 
@@ -759,8 +760,8 @@ def test_bench_file_writes_report_and_items(tmp_path, fake_judges):
         assert judge["identity"]["model"] == name
         assert judge["load_seconds"] >= 0.0
         assert judge["peak_rss_mb"] > 0.0
-        # every item x metric (no cache) but relevance on the unlabelled one: it has no response
-        assert judge["judge_calls"] == 3 * 3 - 1
+        # every labelled item x metric (no cache); the unlabelled record is never judged
+        assert judge["judge_calls"] == 2 * 3
         for metric in report["metrics"]:
             m = judge["metrics"][metric]
             assert (m["n_common"], m["n_failed"]) == (2, 0)
@@ -786,6 +787,27 @@ def test_bench_file_limit_and_metric_choice(tmp_path, fake_judges):
     assert outcome.report["n_labelled"] == 1
     assert outcome.report["metrics"] == ["recall"]
     assert outcome.report["judges"]["one"]["metrics"]["recall"]["n_common"] == 1
+
+
+def test_a_metric_judges_only_the_items_whose_labels_cover_it(tmp_path, fake_judges):
+    """A claim-only item (recall labels alone) costs no position call, and an item with
+    position labels alone no recall call; the judge's run has rows only where labels are."""
+    claim_only = {**LABELLED[0], "id": "claim", "labels": {"recall": 1.0}}
+    ranked_only = {**LABELLED[1], "id": "ranked", "labels": {"relevant": [False, True]}}
+    data = _write_jsonl(tmp_path / "labelled.jsonl", [claim_only, ranked_only, LABELLED[2]])
+    outcome = bench_file(
+        data,
+        tmp_path / "out",
+        judges=[JudgeSettings(model="one")],
+        metrics=["recall", "position"],
+        open_judge=fake_judges,
+    )
+    judge = outcome.report["judges"]["one"]
+    assert judge["judge_calls"] == 2
+    rows = read_results(tmp_path / "out" / "judges" / "0-one" / "results.jsonl")
+    assert [(r["id"], r["metric"]) for r in rows] == [("claim", "recall"), ("ranked", "position")]
+    assert judge["metrics"]["recall"]["n_items"] == 1
+    assert judge["metrics"]["position"]["n_items"] == 1
 
 
 def test_bench_file_rejects_unlabelled_data_and_repeated_judges(tmp_path, fake_judges):
