@@ -686,6 +686,12 @@ class _progress:  # noqa: N801 (used as a context manager, reads like a function
     help="Judge to compare: GGUF path or alias (repeat; default: the embedded default).",
 )
 @click.option(
+    "--all-judges",
+    is_flag=True,
+    help="Compare every registered judge installed here (`localjudge models list`), side by "
+    "side.",
+)
+@click.option(
     "-o",
     "--out",
     "out_dir",
@@ -705,6 +711,7 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
     /,
     data: Path,
     models: tuple[str, ...],
+    all_judges: bool,
     out_dir: Path,
     metric_names: tuple[str, ...],
     limit: int | None,
@@ -723,6 +730,8 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
 
     progress = not quiet and _on_terminal()
     ray = _ray_config(judge_options, ctx.find_root().obj)
+    if all_judges:
+        models = _installed_judges(models)
 
     def announce(name: str) -> None:
         if not quiet and not progress:  # a bar names its judge
@@ -751,6 +760,18 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
         click.echo(f"bench: {outcome.bench_path}\nitems: {outcome.items_path}")
         if report is not None:
             click.echo(f"report: {report}")
+
+
+def _installed_judges(named: Sequence[str]) -> tuple[str, ...]:
+    """The aliases of every registered judge whose file (or chunk packages) is installed."""
+    from localjudge.registry import list_models  # noqa: PLC0415
+
+    if named:
+        raise UsageError("give -m/--model or --all-judges, not both")
+    found = tuple(status.judge.alias for status in list_models() if status.present)
+    if not found:
+        raise UsageError("no registered judge is installed", hint="see `localjudge models list`")
+    return found
 
 
 @main.command("report")

@@ -413,3 +413,44 @@ def test_bench_in_one_process_with_every_judge_option(tmp_path: Path) -> None:
     assert all(r["settings"]["truncate"] for r in judge_rows)
     assert (out / "report.html").is_file()
     assert "judge" in result.stdout  # the table
+
+
+def test_bench_all_judges_compares_every_installed_registered_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from localjudge.registry import list_models  # noqa: PLC0415
+
+    path = tmp_path / "labelled.jsonl"
+    labelled = [{**r, "labels": {"relevant": [True, False]}} for r in RECORDS]
+    path.write_text("".join(json.dumps(r) + "\n" for r in labelled), "utf-8")
+    # a user registry with one judge whose file is here and one whose file is gone
+    gguf = tmp_path / "here.gguf"
+    gguf.write_bytes(b"GGUF")
+    registry = tmp_path / "models.json"
+    registry.write_text(
+        json.dumps(
+            {
+                "format": 1,
+                "judges": [
+                    {"alias": "here", "path": str(gguf)},
+                    {"alias": "gone", "path": str(tmp_path / "gone.gguf")},
+                ],
+            }
+        ),
+        "utf-8",
+    )
+    monkeypatch.setenv("LOCALJUDGE_MODELS", str(registry))
+    installed = [s.judge.alias for s in list_models() if s.present]
+    assert "here" in installed
+    assert "gone" not in installed
+    factory = Factory()
+    out = tmp_path / "bench"
+    result = invoke(factory, "bench", str(path), "--all-judges", "-o", str(out), "-q",
+                    "--no-cache")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert [s.model for s in factory.settings] == installed
+    report = json.loads((out / "bench.json").read_text("utf-8"))
+    assert list(report["judges"]) == installed
+    both = invoke(factory, "bench", str(path), "--all-judges", "-m", "here", "-q")
+    assert both.exit_code == 2
+    assert "not both" in error_line(both)
