@@ -688,8 +688,7 @@ class _progress:  # noqa: N801 (used as a context manager, reads like a function
 @click.option(
     "--all-judges",
     is_flag=True,
-    help="Compare every registered judge installed here (`localjudge models list`), side by "
-    "side.",
+    help="Compare every registered judge installed here (`localjudge models list`), side by side.",
 )
 @click.option(
     "-o",
