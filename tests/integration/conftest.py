@@ -31,6 +31,8 @@ EXAMPLES = ROOT / "examples" / "rag.jsonl"
 N_THREADS = 2
 #: the CLI's own banner for errors
 CLI_ERROR = "localjudge: error:"
+#: the judge of the machinery tests: the smallest bundled one (a focused set runs the default)
+SMOLLM2 = "smollm2-135m"
 
 
 @pytest.fixture(scope="session")
@@ -56,10 +58,10 @@ def isolated_env(cache_root: Path) -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def judge(cache_root: Path) -> Any:
-    """The default judge (SmolLM2-135M-Instruct), loaded once per session."""
+    """SmolLM2-135M-Instruct, loaded once per session."""
     with pytest.MonkeyPatch.context() as mp:
         _isolate(mp, cache_root)
-        return load_judge(n_threads=N_THREADS, cache=False)
+        return load_judge(SMOLLM2, n_threads=N_THREADS, cache=False)
 
 
 @dataclass(frozen=True)

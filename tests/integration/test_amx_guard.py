@@ -22,7 +22,7 @@ pytestmark = pytest.mark.model
 JUDGE_CALL = """
 import json
 from localjudge import ContextPosition, load_judge, score
-judge = load_judge(n_threads=2, cache=False)
+judge = load_judge("smollm2-135m", n_threads=2, cache=False)
 r = score(ContextPosition(), judge, user_input="Where is the Eiffel Tower?",
     retrieved_contexts=["Paris is in France.", "The Eiffel Tower is in Paris."])
 print(json.dumps({"settings": dict(judge.identity.settings), "n": len(r.verdicts)}))

@@ -25,6 +25,10 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
 
 
+#: the judge of these machinery tests (the default has a focused test of its own)
+SMOLLM2 = "smollm2-135m"
+
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cli")
@@ -35,7 +39,17 @@ def first_run(workdir: Path, cli: Any, isolated_env: Path) -> tuple[Any, Path, P
     """The full example set, judged once (the slow part of this module)."""
     cache = workdir / "calls.sqlite3"
     out = workdir / "run1"
-    eval_args = ("eval", "examples/rag.jsonl", "--cache", str(cache), "-t", "2", "-q")
+    eval_args = (
+        "eval",
+        "examples/rag.jsonl",
+        "-m",
+        SMOLLM2,
+        "--cache",
+        str(cache),
+        "-t",
+        "2",
+        "-q",
+    )
     proc = cli(*eval_args, "-o", str(out), timeout=400)
     return proc, out, cache
 
@@ -83,7 +97,17 @@ def test_second_run_is_served_from_the_cache_byte_identically(
     _, out1, cache = first_run
     out2 = workdir / "run2"
     proc = cli(
-        "eval", "examples/rag.jsonl", "--cache", str(cache), "-t", "2", "-q", "-o", str(out2)
+        "eval",
+        "examples/rag.jsonl",
+        "-m",
+        SMOLLM2,
+        "--cache",
+        str(cache),
+        "-t",
+        "2",
+        "-q",
+        "-o",
+        str(out2),
     )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((out2 / "summary.json").read_text("utf-8"))
@@ -98,6 +122,8 @@ def test_fail_under_exits_1(first_run: Any, workdir: Path, cli: Any) -> None:
     proc = cli(
         "eval",
         "examples/rag.jsonl",
+        "-m",
+        SMOLLM2,
         "--cache",
         str(cache),
         "-t",
@@ -128,8 +154,8 @@ def test_a_small_window_gives_overflow_rows_and_exit_0(tmp_path: Path, cli: Any)
     )
     out = tmp_path / "out"
     proc = cli(
-        "eval", str(data), "--metric", "position", "-c", "1024", "-t", "1", "-q", "--no-cache",
-        "-o", str(out),
+        "eval", str(data), "-m", SMOLLM2, "--metric", "position", "-c", "1024", "-t", "1",
+        "-q", "--no-cache", "-o", str(out),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     rows = _rows(out / "results.jsonl")

@@ -38,7 +38,7 @@ def requests(*metrics: Any) -> list[JudgeRequest]:
 @pytest.fixture(scope="module")
 def batched(judge: Any, isolated_env: Path) -> Any:
     """The default judge with three requests decoded together (loaded after the default one)."""
-    return load_judge(n_threads=2, parallel=3, cache=False)
+    return load_judge("smollm2-135m", n_threads=2, parallel=3, cache=False)
 
 
 def test_outputs_do_not_depend_on_parallel(judge: Any, batched: Any) -> None:

@@ -161,7 +161,7 @@ def test_score_helper_matches_generate(judge: Any) -> None:
 def small_judge(judge: Any, isolated_env: Path) -> Any:
     """A second instance with a 1,024-token window (loaded after the default one: never two
     llama.cpp computations at once, they run in this one process)."""
-    return load_judge(n_ctx=1024, n_threads=2, cache=False)
+    return load_judge("smollm2-135m", n_ctx=1024, n_threads=2, cache=False)
 
 
 OVERFLOWING = {
@@ -423,7 +423,7 @@ REPRO_SCRIPT = textwrap.dedent(
     """
     import json, sys
     from localjudge import ContextRecall, ContextRelevance, load_judge, score
-    judge = load_judge(n_threads=1, cache=False)
+    judge = load_judge("smollm2-135m", n_threads=1, cache=False)
     items = json.loads(sys.argv[1])
     raws = [score(m(), judge, **it).raw for it in items for m in (ContextRecall, ContextRelevance)]
     print(json.dumps(raws))
@@ -617,7 +617,7 @@ def test_load_judge_caches_by_default_like_the_cli(tmp_path: Path, isolated_env:
     """``load_judge()`` answers a call it made before from the cache (in
     ``$LOCALJUDGE_CACHE_DIR``), ``cache=PATH`` uses that file, ``cache=False`` is the bare
     judge; the caching judge still shows the wrapped judge's attributes."""
-    cached = load_judge(n_threads=2, n_ctx=1024)
+    cached = load_judge("smollm2-135m", n_threads=2, n_ctx=1024)
     assert isinstance(cached, CachingJudge)
     assert cached.cache.path == isolated_env / "calls.sqlite3"
     assert cached.n_ctx == 1024  # the wrapped judge's attribute
@@ -626,20 +626,20 @@ def test_load_judge_caches_by_default_like_the_cli(tmp_path: Path, isolated_env:
     assert (first.cached, again.cached) in ((False, True), (True, True))
     assert again.raw == first.raw
     assert cached.hits >= 1
-    at_path = load_judge(n_threads=2, n_ctx=1024, cache=tmp_path / "mine.sqlite3")
+    at_path = load_judge("smollm2-135m", n_threads=2, n_ctx=1024, cache=tmp_path / "mine.sqlite3")
     assert at_path.cache.path == tmp_path / "mine.sqlite3"
     assert score(ContextRecall(), at_path, **SHORT).cached is False
     assert score(ContextRecall(), at_path, **SHORT).cached is True
-    assert isinstance(load_judge(n_threads=2, n_ctx=1024, cache=False), LlamaJudge)
+    assert isinstance(load_judge("smollm2-135m", n_threads=2, n_ctx=1024, cache=False), LlamaJudge)
 
 
 def test_n_ctx_0_is_the_models_trained_context(isolated_env: Path) -> None:
     """-c 0 (``n_ctx=0``): the window the GGUF metadata gives (8192 for SmolLM2-135M)."""
-    judge = load_judge(n_threads=2, n_ctx=0, cache=False)
+    judge = load_judge("smollm2-135m", n_threads=2, n_ctx=0, cache=False)
     assert judge.n_ctx == int(judge._model.n_ctx_train()) == 8192
     assert judge.engine.max_ctx == 8192
     with pytest.raises(ModelError, match="n_ctx must be 0"):
-        load_judge(n_threads=2, n_ctx=-5, cache=False)
+        load_judge("smollm2-135m", n_threads=2, n_ctx=-5, cache=False)
 
 
 def test_gpu_layers_auto_follows_the_build_and_offload_on_a_cpu_build_is_refused(
@@ -651,8 +651,8 @@ def test_gpu_layers_auto_follows_the_build_and_offload_on_a_cpu_build_is_refused
     import llama_cpp  # noqa: PLC0415
 
     gpu = bool(llama_cpp.llama_supports_gpu_offload())
-    judge = load_judge(n_threads=2, n_ctx=1024, cache=False)
+    judge = load_judge("smollm2-135m", n_threads=2, n_ctx=1024, cache=False)
     assert judge.identity.settings["n_gpu_layers"] == (-1 if gpu else 0)
     if not gpu:
         with pytest.raises(ModelError, match="cannot offload"):
-            load_judge(n_threads=2, n_ctx=1024, n_gpu_layers=10, cache=False)
+            load_judge("smollm2-135m", n_threads=2, n_ctx=1024, n_gpu_layers=10, cache=False)

@@ -130,7 +130,7 @@ MISSING_SCRIPT = textwrap.dedent(
         sys.modules[name] = None  # `import name` now raises ImportError
     from localjudge import LocalJudgeError, load_judge
     try:
-        load_judge(n_threads=1, cache=False)
+        load_judge("smollm2-135m", n_threads=1, cache=False)
     except LocalJudgeError as exc:
         print(json.dumps({"type": type(exc).__name__, "message": exc.message, "hint": exc.hint}))
     else:
@@ -167,6 +167,8 @@ def test_missing_llguidance_on_the_cli_exits_5(
     proc = cli(
         "eval",
         "examples/rag.jsonl",
+        "-m",
+        "smollm2-135m",
         "-o",
         str(tmp_path / "out"),
         "-t",

@@ -27,7 +27,9 @@ def comparable(path):
 
 def test_smollm2_on_ray_matches_a_local_run(tmp_path):
     metrics = [ContextPosition(), ContextRecall()]
-    local_judge = open_judge(JudgeSettings(n_threads=1, cache=tmp_path / "a.sqlite"))
+    local_judge = open_judge(
+        JudgeSettings(model="smollm2-135m", n_threads=1, cache=tmp_path / "a.sqlite")
+    )
     local = eval_file(EXAMPLES, tmp_path / "local", judge=local_judge, metrics=metrics, limit=4)
     del local_judge  # one llama.cpp at a time on this machine
 
@@ -40,7 +42,9 @@ def test_smollm2_on_ray_matches_a_local_run(tmp_path):
     )
     try:
         judge = open_ray_judge(
-            JudgeSettings(n_threads=1, cache=tmp_path / "b.sqlite"), actors=2, batch_size=2
+            JudgeSettings(model="smollm2-135m", n_threads=1, cache=tmp_path / "b.sqlite"),
+            actors=2,
+            batch_size=2,
         )
         remote = eval_file(
             EXAMPLES,

@@ -1,6 +1,6 @@
 """Helpers of the reliability tests that run real ``localjudge eval`` processes.
 
-Every subprocess runs the default judge (SmolLM2-135M) with one thread (``-t 1``), a private
+Every subprocess runs SmolLM2-135M (``-m smollm2-135m``) with one thread (``-t 1``), a private
 ``--cache`` file and ``-o`` directory; ``LOCALJUDGE_CACHE_DIR`` points at one temporary directory
 for the whole session, where the llguidance token table is built once and reused.
 """
@@ -74,6 +74,8 @@ def eval_args(lj: Env, out: Path, cache: Path, data: Path | None = None, *extra:
         lj.exe,
         "eval",
         str(data or lj.data),
+        "-m",
+        "smollm2-135m",
         *metrics,
         "-t",
         "1",
