@@ -29,6 +29,12 @@ def _rows(path: Path) -> list[dict[str, Any]]:
 SMOLLM2 = "smollm2-135m"
 
 
+def example_run(cache: Path, out: Path, *extra: str) -> tuple[str, ...]:
+    """The arguments of ``eval`` on the bundled examples with SmolLM2 and two threads."""
+    return ("eval", "examples/rag.jsonl", "-m", SMOLLM2, "--cache", str(cache), "-t", "2",
+            "-q", "-o", str(out), *extra)  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cli")
@@ -39,18 +45,7 @@ def first_run(workdir: Path, cli: Any, isolated_env: Path) -> tuple[Any, Path, P
     """The full example set, judged once (the slow part of this module)."""
     cache = workdir / "calls.sqlite3"
     out = workdir / "run1"
-    eval_args = (
-        "eval",
-        "examples/rag.jsonl",
-        "-m",
-        SMOLLM2,
-        "--cache",
-        str(cache),
-        "-t",
-        "2",
-        "-q",
-    )
-    proc = cli(*eval_args, "-o", str(out), timeout=400)
+    proc = cli(*example_run(cache, out), timeout=400)
     return proc, out, cache
 
 
@@ -96,19 +91,7 @@ def test_second_run_is_served_from_the_cache_byte_identically(
 ) -> None:
     _, out1, cache = first_run
     out2 = workdir / "run2"
-    proc = cli(
-        "eval",
-        "examples/rag.jsonl",
-        "-m",
-        SMOLLM2,
-        "--cache",
-        str(cache),
-        "-t",
-        "2",
-        "-q",
-        "-o",
-        str(out2),
-    )
+    proc = cli(*example_run(cache, out2))
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((out2 / "summary.json").read_text("utf-8"))
     assert summary["run"]["judge_calls"] == 0
@@ -119,21 +102,7 @@ def test_second_run_is_served_from_the_cache_byte_identically(
 def test_fail_under_exits_1(first_run: Any, workdir: Path, cli: Any) -> None:
     _, _, cache = first_run
     out3 = workdir / "run3"
-    proc = cli(
-        "eval",
-        "examples/rag.jsonl",
-        "-m",
-        SMOLLM2,
-        "--cache",
-        str(cache),
-        "-t",
-        "2",
-        "-q",
-        "-o",
-        str(out3),
-        "--fail-under",
-        "recall=1.01",
-    )
+    proc = cli(*example_run(cache, out3, "--fail-under", "recall=1.01"))
     assert proc.returncode == 1, proc.stderr
     assert "localjudge: below threshold: recall mean" in proc.stderr
     assert "< 1.01" in proc.stderr

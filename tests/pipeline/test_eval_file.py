@@ -410,50 +410,6 @@ class CrashOnCall:
         return self.inner.generate(prompt, schema)
 
 
-class _SendsCtrlCFromAFinalizer:
-    """Sends this process SIGINT from its ``__del__``: the KeyboardInterrupt that the handler
-    raises there is dropped by Python ("Exception ignored in"), as happens when Ctrl-C lands in
-    one of Ray Data's finalizers on a driver."""
-
-    def __del__(self):
-        signal.raise_signal(signal.SIGINT)
-
-
-class SwallowsCtrlCOnCall:
-    """A judge whose ``k``-th call receives a Ctrl-C that something else swallows."""
-
-    def __init__(self, inner, k):
-        self.inner = inner
-        self.k = k
-        self.n = 0
-
-    @property
-    def identity(self):
-        return self.inner.identity
-
-    def generate(self, prompt, schema):
-        self.n += 1
-        if self.n == self.k:
-            doomed = _SendsCtrlCFromAFinalizer()
-            del doomed  # the interrupt is raised and lost inside __del__
-        return self.inner.generate(prompt, schema)
-
-
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-@pytest.mark.parametrize("k", [1, TOTAL_CALLS])
-def test_a_ctrl_c_that_a_library_swallowed_still_stops_the_run(tmp_path, data, k):
-    """Never a finished run after an interrupt: eval_file remembers the signal and stops at its
-    next row (after the last call too), leaving the partial file to resume from."""
-    out = tmp_path / "out"
-    judge = SwallowsCtrlCOnCall(ScriptedJudge(rule_reply), k)
-    with pytest.raises(KeyboardInterrupt):
-        run(data, out, judge)
-    assert (out / "results.jsonl.partial").exists()
-    assert not (out / "results.jsonl").exists()
-    assert not (out / "summary.json").exists()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
-
-
 @pytest.mark.parametrize("k", [1, 5, TOTAL_CALLS])
 def test_resume_after_an_interrupted_run(tmp_path, data, k):
     uninterrupted = run(data, tmp_path / "ref", ScriptedJudge(rule_reply))
@@ -484,6 +440,41 @@ def test_resume_after_an_interrupted_run(tmp_path, data, k):
         read_rows(uninterrupted.results_path)
     )
     assert resumed.summary["metrics"] == uninterrupted.summary["metrics"]
+
+
+class _SendsCtrlCFromAFinalizer:
+    """Sends this process SIGINT from its ``__del__``: the KeyboardInterrupt that the handler
+    raises there is dropped by Python ("Exception ignored in"), as happens when Ctrl-C lands in
+    one of Ray Data's finalizers on a driver."""
+
+    def __del__(self):
+        signal.raise_signal(signal.SIGINT)
+
+
+class SwallowsCtrlCOnCall(CrashOnCall):
+    """A judge whose ``k``-th call receives a Ctrl-C that something else swallows."""
+
+    def generate(self, prompt, schema):
+        self.n += 1
+        if self.n == self.k:
+            doomed = _SendsCtrlCFromAFinalizer()
+            del doomed  # the interrupt is raised and lost inside __del__
+        return self.inner.generate(prompt, schema)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("k", [1, TOTAL_CALLS])
+def test_a_ctrl_c_that_a_library_swallowed_still_stops_the_run(tmp_path, data, k):
+    """Never a finished run after an interrupt: eval_file remembers the signal and stops at its
+    next row (after the last call too), leaving the partial file to resume from."""
+    out = tmp_path / "out"
+    judge = SwallowsCtrlCOnCall(ScriptedJudge(rule_reply), k)
+    with pytest.raises(KeyboardInterrupt):
+        run(data, out, judge)
+    assert (out / "results.jsonl.partial").exists()
+    assert not (out / "results.jsonl").exists()
+    assert not (out / "summary.json").exists()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
 
 
 # ---------------------------------------------------------------- detect_metrics

@@ -186,3 +186,45 @@ class Reference:
     rows: list[dict[str, Any]]
     summary: dict[str, Any]
     seconds: float
+
+
+def judge_child(proc: subprocess.Popen[str]) -> int:
+    """The pid of the judge's (spawned) child process under the ``localjudge`` process
+    ``proc``: the first one, or the next once the one before has ended."""
+    for _ in range(1000):
+        if children := judge_children(proc.pid):
+            return children[0]
+        time.sleep(0.01)
+    pytest.fail("no judge child process appeared")
+
+
+def judge_children(pid: int) -> list[int]:
+    """The spawned judge processes among ``pid``'s children (Linux's /proc)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    return [int(child) for child in children if b"spawn_main" in _cmdline(child)]
+
+
+def _cmdline(pid: str) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""  # it ended meanwhile
+
+
+def alive(pid: int) -> bool:
+    """Running, as opposed to gone or a zombie (dead, waiting to be reaped)."""
+    try:
+        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
+def gone_within(pid: int, seconds: float) -> bool:
+    """Whether process ``pid`` has ended within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not alive(pid)

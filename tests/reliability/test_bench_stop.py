@@ -16,13 +16,23 @@ import os
 import re
 import signal
 import sqlite3
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from reliability_procs import ROOT, Env, cache_rows, finish, rows_of, start, untimed, wait_for
+from reliability_procs import (
+    ROOT,
+    Env,
+    cache_rows,
+    finish,
+    gone_within,
+    judge_child,
+    rows_of,
+    start,
+    untimed,
+    wait_for,
+)
 
 pytestmark = pytest.mark.model
 
@@ -73,37 +83,6 @@ def uninterrupted(lj: Env, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     }
 
 
-def judge_children(pid: int) -> list[int]:
-    """The spawned judge processes among ``pid``'s children."""
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return []
-    return [int(child) for child in children if b"spawn_main" in _cmdline(child)]
-
-
-def _cmdline(pid: str) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""  # it ended meanwhile
-
-
-def the_judge_child(proc: subprocess.Popen[str]) -> int:
-    for _ in range(1000):
-        if children := judge_children(proc.pid):
-            return children[0]
-        time.sleep(0.01)
-    pytest.fail("no judge child process appeared")
-
-
-def alive(pid: int) -> bool:
-    try:
-        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-
-
 def slowest_call(cache: Path) -> float:
     conn = sqlite3.connect(cache)
     try:
@@ -134,7 +113,7 @@ def test_a_judge_that_dies_by_a_signal_ends_the_bench_with_one_line_and_128_plus
         proc, lambda: (first / "results.jsonl").exists() and cache_rows(cache) >= started
     )
     assert ready, finish(proc)
-    child = the_judge_child(proc)
+    child = judge_child(proc)
     os.kill(child, sig)
     killed = time.monotonic()
     rc, _, err = finish(proc, timeout=60)
@@ -163,7 +142,7 @@ def test_a_stopped_bench_exits_130_leaves_no_process_and_resumes(
     cache, out = tmp_path / "calls.sqlite3", tmp_path / "out"
     args = bench_args(lj, out, cache)
     proc = start(lj, args)
-    child = the_judge_child(proc)
+    child = judge_child(proc)
     assert wait_for(proc, lambda: cache_rows(cache) >= 2), finish(proc)
     sent = time.monotonic()
     proc.send_signal(sig)
@@ -172,10 +151,7 @@ def test_a_stopped_bench_exits_130_leaves_no_process_and_resumes(
     assert rc == 130, err
     # promptly: within 5 s, or within the time of the call in flight on a loaded machine
     assert took < max(5.0, 1.5 * slowest_call(cache)), f"took {took:.1f} s"
-    deadline = time.monotonic() + 10
-    while alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(child), "the judge process outlived the stopped bench"
+    assert gone_within(child, 10), "the judge process outlived the stopped bench"
     assert "Traceback" not in err
     assert any(line.startswith("localjudge:") and "resume" in line for line in err.splitlines())
     assert not (out / "bench.json").exists()
@@ -186,11 +162,8 @@ def test_a_bench_killed_outright_takes_its_judge_process_with_it(lj: Env, tmp_pa
     """SIGKILL to the command itself (nothing can be passed on): the judge must not live on."""
     cache, out = tmp_path / "calls.sqlite3", tmp_path / "out"
     proc = start(lj, bench_args(lj, out, cache))
-    child = the_judge_child(proc)
+    child = judge_child(proc)
     assert wait_for(proc, lambda: cache_rows(cache) >= 1), finish(proc)
     proc.kill()
     finish(proc)
-    deadline = time.monotonic() + 10
-    while alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(child), "the judge process outlived its bench"
+    assert gone_within(child, 10), "the judge process outlived its bench"

@@ -22,7 +22,6 @@ import random
 import re
 import signal
 import sqlite3
-import subprocess
 import time
 from pathlib import Path
 
@@ -36,6 +35,8 @@ from reliability_procs import (
     check_complete,
     eval_args,
     finish,
+    gone_within,
+    judge_child,
     kill,
     rows_of,
     run_to_end,
@@ -163,25 +164,6 @@ def test_sigint_stops_promptly_with_130_and_the_rerun_resumes(
     check_resumes(lj, args, out, check_cache_intact(cache, 2), reference)
 
 
-def judge_child(proc: subprocess.Popen[str]) -> int:
-    """The pid of the judge's child process under the ``localjudge eval`` process ``proc``."""
-    for _ in range(500):
-        for pid in _children(proc.pid):
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            if b"spawn_main" in cmdline:
-                return pid
-        time.sleep(0.01)
-    pytest.fail("no judge child process appeared")
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(p) for p in text.split()]
-
-
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux's /proc")
 @pytest.mark.parametrize("sig", [signal.SIGSEGV, signal.SIGKILL])
 def test_a_judge_that_dies_by_a_signal_is_one_line_and_the_rerun_completes(
@@ -219,16 +201,4 @@ def test_killing_the_cli_process_takes_its_judge_child_with_it(lj: Env, tmp_path
     assert wait_for(proc, lambda: cache_rows(cache) >= 1), finish(proc)
     kill(proc)
     finish(proc)
-    deadline = time.monotonic() + 10
-    while _alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(child), "the judge child outlived its parent"
-
-
-def _alive(pid: int) -> bool:
-    """Running, as opposed to gone or a zombie (dead, waiting to be reaped)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    return "State:\tZ" not in status
+    assert gone_within(child, 10), "the judge child outlived its parent"
