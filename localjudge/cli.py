@@ -371,7 +371,10 @@ def main() -> None:
 @main.command("eval", cls=ConfiguredCommand)
 @click.argument("data", type=click.Path(path_type=Path))
 @click.option(
-    "-m", "--model", default=None, help="GGUF path or registered alias (default: smollm2-135m)."
+    "-m",
+    "--model",
+    default=None,
+    help="GGUF path or registered alias (default: qwen2.5-coder-1.5b).",
 )
 @click.option(
     "-o",
@@ -683,7 +686,7 @@ class _progress:  # noqa: N801 (used as a context manager, reads like a function
     "--model",
     "models",
     multiple=True,
-    help="Judge to compare: GGUF path or alias (repeat; default: the embedded default).",
+    help="Judge to compare: GGUF path or alias (repeat; default: the default judge).",
 )
 @click.option(
     "--all-judges",
@@ -805,7 +808,10 @@ def _write_html(out_dir: Path, data: Path | None) -> Path:
 
 @main.command("doctor")
 @click.option(
-    "-m", "--model", default=None, help="GGUF path or registered alias (default: smollm2-135m)."
+    "-m",
+    "--model",
+    default=None,
+    help="GGUF path or registered alias (default: qwen2.5-coder-1.5b).",
 )
 @click.option("--no-call", is_flag=True, help="Skip the real judge call (the slowest check).")
 def doctor_command(model: str | None, no_call: bool) -> None:

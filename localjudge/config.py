@@ -257,7 +257,7 @@ def _threads() -> str:
 def _model() -> str:
     from localjudge.registry import DEFAULT_ALIAS  # noqa: PLC0415
 
-    return f"{DEFAULT_ALIAS} (the embedded default)"
+    return f"{DEFAULT_ALIAS} (the default judge)"
 
 
 def _cache() -> str:

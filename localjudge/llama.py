@@ -515,7 +515,7 @@ def load_judge(
     chat_template_kwargs: Mapping[str, Any] | None = None,
     cache: bool | str | os.PathLike[str] = True,
 ) -> LlamaJudge | CachingJudge:
-    """Load a judge: ``model`` is a GGUF path, a registered alias, or None for the embedded default.
+    """Load a judge: ``model`` is a GGUF path, a registered alias, or None for the default judge.
 
     ``cache`` (on by default, as in the CLI): the judge answers a call it has made before from
     the SQLite cache (:class:`~localjudge.cache.CachingJudge`; the file in the user cache

