@@ -155,6 +155,8 @@ def supervise(
         receive.close()
     code = proc.exitcode
     assert code is not None
+    if len(forwarded) > 1 and code == -signal.SIGKILL:
+        code = 130  # killed by the second Ctrl-C: an interrupt, not a crash
     return ChildExit(
         code=128 - code if code < 0 else code,
         signal=_signal_name(-code) if code < 0 else None,

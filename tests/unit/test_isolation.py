@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 from localjudge.isolation import Flight
 
 
@@ -26,3 +32,43 @@ def test_a_retry_batch_replaces_what_was_pending_and_results_outside_it_are_igno
     assert flight.pending == [(1, "b", "position")]
     assert flight.describe().startswith("while judging item #1 (id 'b'), metric position")
     assert "more" not in flight.describe()
+
+
+def _stubborn(marker: str, reporter: object) -> None:
+    """A judge child that ignores Ctrl-C and SIGTERM (stuck in native code, say)."""
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    Path(marker).touch()
+    time.sleep(60)
+
+
+SUPERVISOR = """
+import sys
+sys.path.insert(0, {here!r})
+import test_isolation as t
+from localjudge.isolation import supervise
+ended = supervise(t._stubborn, {marker!r})
+print(ended.code, ended.signal, ended.interrupted)
+"""
+
+
+def test_a_second_ctrl_c_kills_a_child_that_ignores_the_first_and_is_an_interrupt(
+    tmp_path,
+) -> None:
+    marker = tmp_path / "started"
+    script = SUPERVISOR.format(here=str(Path(__file__).parent), marker=str(marker))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), proc.communicate(timeout=5)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    assert proc.poll() is None  # the first is passed on, and ignored
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert out.split() == ["130", "None", "True"]
