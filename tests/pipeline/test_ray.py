@@ -196,8 +196,8 @@ def test_a_killed_actor_loses_nothing(cluster, tmp_path, data):
 
 class BlockingJudge(RecordingJudge):
     """A recording judge whose ``block_at``-th call (on one actor, once per ``reached`` marker)
-    creates ``reached`` and then waits, up to a minute, for ``release``: the run cannot end
-    before the test has interrupted it, however loaded the machine is."""
+    creates ``reached`` and then waits, up to a minute, for ``release``, and ends its process:
+    the run cannot end before the test has interrupted it, however loaded the machine is."""
 
     def __init__(self, log, reached, release, block_at=3):
         super().__init__(log)
@@ -215,6 +215,9 @@ class BlockingJudge(RecordingJudge):
                 deadline = time.monotonic() + 60
                 while not self.release.exists() and time.monotonic() < deadline:
                     time.sleep(0.05)
+                # the blocked call never completes: a late line in the log (an actor of the
+                # stopped job outliving its driver) would be counted as the rerun's call
+                os._exit(1)
         return super().generate(prompt, schema)
 
 
