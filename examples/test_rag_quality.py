@@ -1,4 +1,4 @@
-"""Gate your RAG pipeline's retrieval in your own test suite, with the embedded judge.
+"""Gate your RAG pipeline's retrieval in your own test suite, with the default judge.
 
     pytest examples/test_rag_quality.py
 
@@ -28,4 +28,6 @@ def judge() -> Any:
 def test_retrieval_finds_what_the_answer_needs(judge: Any) -> None:
     records = [json.loads(line) for line in DATA.read_text("utf-8").splitlines()]
     results = evaluate(records, ["recall", "position"], judge)
-    assert_scores(results, recall=0.6, position=0.6)
+    # your thresholds; the default judge is strict on "relevant" (it marks fewer passages
+    # relevant than people do), so its position scores run low: calibrate on your own labels
+    assert_scores(results, recall=0.6, position=0.4)

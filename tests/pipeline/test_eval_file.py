@@ -469,13 +469,19 @@ def test_a_ctrl_c_that_a_library_swallowed_still_stops_the_run(tmp_path, data, k
     next row (after the last call too), leaving the partial file to resume from."""
     out = tmp_path / "out"
     judge = SwallowsCtrlCOnCall(ScriptedJudge(rule_reply), k)
-    before = signal.getsignal(signal.SIGINT)  # the engine's, once a real judge has loaded here
-    with pytest.raises(KeyboardInterrupt):
-        run(data, out, judge)
+    # a test run started in the background (`make check &`) inherits an ignored SIGINT
+    default = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        before = signal.getsignal(signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt):
+            run(data, out, judge)
+        after = signal.getsignal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, default)
     assert (out / "results.jsonl.partial").exists()
     assert not (out / "results.jsonl").exists()
     assert not (out / "summary.json").exists()
-    assert signal.getsignal(signal.SIGINT) is before  # put back
+    assert after is before  # put back
 
 
 # ---------------------------------------------------------------- detect_metrics

@@ -34,6 +34,7 @@ from localjudge.bootstrap import interval as bootstrap
 from localjudge.errors import LocalJudgeError
 from localjudge.metrics import METRICS
 from localjudge.metrics.relevance import LEVELS
+from localjudge.registry import DEFAULT_ALIAS
 from localjudge.results import read_results
 from localjudge.settings import JudgeSettings
 from localjudge.testing import ScriptedJudge, prompt_data
@@ -822,7 +823,7 @@ def test_bench_file_rejects_unlabelled_data_and_repeated_judges(tmp_path, fake_j
         bench_file(
             labelled,
             tmp_path / "out",
-            judges=[JudgeSettings(model=None), JudgeSettings(model="smollm2-135m")],
+            judges=[JudgeSettings(model=None), JudgeSettings(model=DEFAULT_ALIAS)],
             open_judge=fake_judges,
         )
     assert info.value.exit_code == 2
