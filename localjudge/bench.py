@@ -37,6 +37,7 @@ from localjudge.errors import (
     LocalJudgeError,
     ModelError,
     UsageError,
+    internal_error,
 )
 from localjudge.evaluation import eval_file
 from localjudge.isolation import Reporter, death_line, supervise
@@ -544,15 +545,8 @@ def _worker(job: _Job, reporter: Reporter) -> dict[str, Any]:
     except LocalJudgeError as exc:
         return {"error": {"type": type(exc).__name__, "message": exc.message, "hint": exc.hint}}
     except Exception as exc:  # noqa: BLE001 (reported by the parent as one line)
-        detail = " ".join(str(exc).split())
-        return {
-            "error": {
-                "type": "InternalError",
-                "message": f"internal error: {type(exc).__name__}{': ' + detail if detail else ''}",
-                "hint": "run again with LOCALJUDGE_DEBUG=1 and LOCALJUDGE_IN_PROCESS=1 to see "
-                "the traceback, and report it if it repeats",
-            }
-        }
+        error = internal_error(exc)
+        return {"error": {"type": "InternalError", "message": error.message, "hint": error.hint}}
 
 
 @contextmanager

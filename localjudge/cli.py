@@ -24,11 +24,13 @@ from localjudge.cli_models import models_group
 from localjudge.config import ConfiguredCommand
 from localjudge.diff_cli import diff_command
 from localjudge.errors import (
+    DEBUG_ENV,
     CacheError,
     DiskFullError,
     InternalError,
     LocalJudgeError,
     UsageError,
+    internal_error,
     is_disk_full,
 )
 from localjudge.metrics import METRICS
@@ -44,7 +46,6 @@ EXIT_INTERRUPTED = 130
 #: stdout was closed under us: 128 + SIGPIPE, as a shell reports it
 EXIT_PIPE = 141
 #: set to show tracebacks instead of one error line
-DEBUG_ENV = "LOCALJUDGE_DEBUG"
 #: the smallest context window -c accepts (0 aside)
 MIN_CTX = 256
 
@@ -56,16 +57,6 @@ def _fail(exc: LocalJudgeError) -> NoReturn:
     if exc.hint:
         click.echo(f"localjudge: hint: {exc.hint}", err=True)
     sys.exit(exc.exit_code)
-
-
-def internal_error(exc: BaseException) -> InternalError:
-    """An exception localjudge did not expect, as one line (the traceback needs
-    ``LOCALJUDGE_DEBUG=1``)."""
-    detail = " ".join(str(exc).split())
-    return InternalError(
-        f"internal error: {type(exc).__name__}{': ' + detail if detail else ''}",
-        hint=f"run again with {DEBUG_ENV}=1 to see the traceback, and report it if it repeats",
-    )
 
 
 @contextlib.contextmanager

@@ -148,6 +148,20 @@ class InternalError(LocalJudgeError):
     exit_code = 8
 
 
+#: set to 1 to see a traceback instead of the one-line error
+DEBUG_ENV = "LOCALJUDGE_DEBUG"
+
+
+def internal_error(exc: BaseException) -> InternalError:
+    """An exception localjudge did not expect, as one line (the traceback needs
+    ``LOCALJUDGE_DEBUG=1``)."""
+    detail = " ".join(str(exc).split())
+    return InternalError(
+        f"internal error: {type(exc).__name__}{': ' + detail if detail else ''}",
+        hint=f"run again with {DEBUG_ENV}=1 to see the traceback, and report it if it repeats",
+    )
+
+
 def is_disk_full(exc: BaseException) -> bool:
     """An OSError that says the file system, or the user's quota on it, is full."""
     codes = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
