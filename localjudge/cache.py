@@ -163,15 +163,21 @@ def stored_schema_version(conn: sqlite3.Connection, path: Path) -> int | None:
 
 
 def cache_key(
-    identity: JudgeIdentity, messages: list[dict[str, str]], schema: type[BaseModel]
+    identity: JudgeIdentity,
+    messages: list[dict[str, str]],
+    schema: type[BaseModel],
+    shared_chars: int = 0,
 ) -> str:
     """The cache key of one judge call: ``"v1:"`` + the sha256 of canonical JSON (sorted keys,
-    compact separators) of the judge identity, the messages and the schema's JSON schema."""
-    payload = {
+    compact separators) of the judge identity, the messages, the schema's JSON schema and,
+    when the request marks one, where its shared part ends (it changes tokenization)."""
+    payload: dict[str, Any] = {
         "identity": identity.as_dict(),
         "messages": messages,
         "schema": json_schema(schema),
     }
+    if shared_chars:
+        payload["shared_chars"] = shared_chars
     return f"{KEY_VERSION}:{sha256_text(canonical_json(payload))}"
 
 
@@ -563,7 +569,10 @@ class CachingJudge:
         """Cached requests from the cache, the rest from the inner judge in one go; each new
         generation is stored the moment the inner judge reports it."""
         outcomes: list[Outcome | None] = [None] * len(requests)
-        keys = [cache_key(self.identity, as_messages(r.messages), r.schema) for r in requests]
+        keys = [
+            cache_key(self.identity, as_messages(r.messages), r.schema, r.shared_chars)
+            for r in requests
+        ]
         misses = []
         for i, (request, key) in enumerate(zip(requests, keys, strict=True)):
             hit = self._lookup(key, request.schema)

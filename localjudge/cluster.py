@@ -27,7 +27,7 @@ import socket
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -82,7 +82,7 @@ def open_uncached(settings: JudgeSettings) -> Judge:
     actor runs by default."""
     from localjudge.settings import open_judge  # noqa: PLC0415
 
-    return open_judge(replace(settings, use_cache=False))
+    return open_judge(settings, cached=False)
 
 
 def driver_sha256(settings: JudgeSettings) -> str:
@@ -208,7 +208,8 @@ def decode_outcome(text: str, schema: type[M]) -> Generation[M] | ContextOverflo
 class JudgeActor:
     """Ray Data's callable class: one loaded judge per actor, answering batches of requests.
 
-    A batch is ``{"i": positions, "messages": JSON texts, "schema": indices into schemas}``
+    A batch is ``{"i": positions, "messages": JSON texts, "schema": indices into schemas,
+    "shared": each request's shared_chars}``
     and comes back as ``{"i": positions, "outcome": JSON texts}``."""
 
     def __init__(
@@ -225,8 +226,8 @@ class JudgeActor:
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, list[Any]]:
         requests = [
-            JudgeRequest(json.loads(m), self.schemas[int(s)])
-            for m, s in zip(batch["messages"], batch["schema"], strict=True)
+            JudgeRequest(json.loads(m), self.schemas[int(s)], shared_chars=int(k))
+            for m, s, k in zip(batch["messages"], batch["schema"], batch["shared"], strict=True)
         ]
         outcomes = generate_many(self.judge, requests)
         return {
@@ -356,6 +357,7 @@ class RayJudge:
                 "i": i,
                 "messages": json.dumps([dict(m) for m in r.messages]),
                 "schema": classes[r.schema],
+                "shared": r.shared_chars,
             }
             for i, r in enumerate(requests)
         ]

@@ -49,6 +49,7 @@ import numpy as np
 
 from localjudge.errors import ConstraintError, LocalJudgeError, ModelError
 from localjudge.judge import SoftDecision
+from localjudge.prefix_store import PrefixStore
 
 #: requests decoded together by default (benchmarks/README.md, "engine": on a 2-core CPU more
 #: requests at once do not decode faster)
@@ -60,6 +61,9 @@ ROW_CAP = 8
 N_UBATCH = 512
 #: the smallest per-sequence window a context is made with (it grows with the requests)
 MIN_SEQ_CTX = 1024
+#: the block size in which a prompt with no marked shared part is evaluated after its fixed
+#: prefix (so that another prompt with the same opening reuses its whole blocks)
+GRID = 64
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,33 @@ class EngineRequest:
     #: decision keys and the JSON texts of their values, e.g. ``{"relevant": ("true", "false")}``
     decisions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     budgeted: bool = False
+    #: where the part this request shares with its item's other requests ends (the question
+    #: and contexts of a metric's prompt), in tokens; None: nothing is marked, and cached tokens
+    #: after ``fixed`` are reused in whole blocks of :data:`GRID` tokens
+    shared: int | None = None
+
+    def points(self) -> list[int]:
+        """The prompt lengths at which this request's evaluation is cut: where a cached prefix
+        may end (ascending, each leaving at least one token to evaluate). Every prompt is
+        evaluated in decode calls that end at these points (and at :data:`N_UBATCH`-token cuts
+        from each), so a prefix reused from another sequence holds exactly what this request
+        would compute itself."""
+        n = len(self.tokens)
+        points = {self.fixed}
+        if self.shared is not None:
+            points.add(self.shared)
+        else:
+            points.update(range(self.fixed + GRID, n, GRID))
+        return sorted(p for p in points if 0 < p < n)
+
+
+@dataclass(frozen=True)
+class _Held:
+    """What a sequence's KV cells hold that another request may reuse: the tokens (from
+    position 0) and the lengths at which its evaluation was cut."""
+
+    tokens: tuple[int, ...]
+    points: frozenset[int]
 
 
 @dataclass
@@ -109,6 +140,10 @@ class EngineStats:
     grammar_seconds: float = 0.0
     prompt_tokens_evaluated: int = 0
     prefix_evaluations: int = 0
+    #: instruction prefixes read from the prefix store instead of evaluated
+    prefix_loads: int = 0
+    #: prompt tokens a request took from a cached sequence instead of evaluating them
+    prompt_tokens_reused: int = 0
     sampled: int = 0
     forced: int = 0
     argmax_accepted: int = 0
@@ -228,7 +263,8 @@ class _Slot:
     decision: _Open | None = None
     decided: set[int] = field(default_factory=set)
     decisions: list[SoftDecision] = field(default_factory=list)
-    prefix_cost: int = 0
+    #: prompt tokens evaluated for this request (its instructions' too, when it needed them)
+    cost: int = 0
     truncated: bool = False
 
 
@@ -245,6 +281,7 @@ class Engine:
         n_threads: int = 1,
         fast_forward: bool = True,
         flash_attn: str = "off",
+        prefix_store: PrefixStore | None = None,
     ) -> None:
         import llama_cpp  # noqa: PLC0415 (the llama backend's own import)
         import llguidance  # noqa: PLC0415
@@ -271,9 +308,13 @@ class Engine:
         self.stats = EngineStats()
         self._bitmask = llguidance.numpy.allocate_token_bitmask(1, lltokenizer.vocab_size)
         self._bytes_of: dict[int, bytes] = {}
+        self.prefix_store = prefix_store
         self._ctx: Any = None
         self._seq_ctx = 0
-        self._prefix: tuple[int, ...] | None = None
+        #: per sequence, what its cells hold for reuse (slots keep their last prompt)
+        self._held: dict[int, _Held] = {}
+        #: a sequence copy was asked for since the last decode call
+        self._copying = False
 
     # ------------------------------------------------------------------ the context
 
@@ -315,7 +356,7 @@ class Engine:
         self._nseq = np.ctypeslib.as_array(self._batch.n_seq_id, shape=(self._n_batch,))
         self._want = np.ctypeslib.as_array(self._batch.logits, shape=(self._n_batch,))
         self._seq_ids = [self._batch.seq_id[i] for i in range(self._n_batch)]
-        self._prefix = None
+        self._held = {}
 
     def close(self) -> None:
         """Free the context (a later run makes a new one)."""
@@ -340,6 +381,7 @@ class Engine:
         self._batch.n_tokens = len(entries)
         start = time.perf_counter()
         rc = self._ll.llama_decode(self._ctx, self._batch)
+        self._copying = False  # a decode call makes the sequence copies asked for before it
         raise_pending_interrupt()
         seconds = time.perf_counter() - start
         self.stats.decode_seconds += seconds
@@ -355,33 +397,119 @@ class Engine:
             raise ModelError(f"llama.cpp returned no logits for batch entry {i}")
         return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
 
-    def _set_prefix(self, prefix: tuple[int, ...]) -> None:
-        """Evaluate ``prefix`` alone into the holder, cut at the ubatch size from position 0."""
-        self._ll.llama_memory_seq_rm(self._mem, self.holder, -1, -1)
-        self._prefix = prefix
-        for start in range(0, len(prefix), N_UBATCH):
-            chunk = prefix[start : start + N_UBATCH]
-            entries = [(t, start + k, self.holder, False) for k, t in enumerate(chunk)]
-            self._decode(entries, prompt=True)
-        self.stats.prompt_tokens_evaluated += len(prefix)
-        self.stats.prefix_evaluations += 1
+    def _evaluate(
+        self, seq: int, tokens: Sequence[int], start: int, end: int, cuts: Sequence[int]
+    ) -> None:
+        """Evaluate ``tokens[start:end]`` into ``seq``: a decode call ending at each of ``cuts``
+        inside the range, and :data:`N_UBATCH`-token ones from each such start (how the same
+        tokens are cut whichever request evaluates them)."""
+        bounds = [p for p in cuts if start < p < end] + [end]
+        at = start
+        for bound in bounds:
+            for first in range(at, bound, N_UBATCH):
+                chunk = tokens[first : min(first + N_UBATCH, bound)]
+                self._decode([(t, first + k, seq, False) for k, t in enumerate(chunk)], prompt=True)
+            at = bound
+        self.stats.prompt_tokens_evaluated += end - start
+
+    def _set_prefix(self, prefix: tuple[int, ...]) -> int:
+        """Put the instruction prefix into the holder: read from the prefix store, or evaluated
+        (from position 0, cut at the ubatch size) and stored. Returns the tokens evaluated."""
+        ll = self._ll
+        ll.llama_memory_seq_rm(self._mem, self.holder, -1, -1)
+        self._held.pop(self.holder, None)
+        store = self.prefix_store
+        # a copy from the holder not made yet would take what the store writes into it
+        state = store.load(prefix) if store is not None and not self._copying else None
+        evaluated = 0
+        if state is None or not self._load_state(state, len(prefix)):
+            self._evaluate(self.holder, prefix, 0, len(prefix), ())
+            self.stats.prefix_evaluations += 1
+            evaluated = len(prefix)
+            if store is not None:
+                store.save(prefix, self._state())
+        else:
+            self.stats.prefix_loads += 1
+        self._held[self.holder] = _Held(prefix, frozenset({len(prefix)}))
+        return evaluated
+
+    def _state(self) -> bytes:
+        """The holder's cells as llama.cpp serialises a sequence."""
+        import ctypes  # noqa: PLC0415
+
+        ll = self._ll
+        size = int(ll.llama_state_seq_get_size(self._ctx, self.holder))
+        buffer = (ctypes.c_uint8 * size)()
+        written = int(ll.llama_state_seq_get_data(self._ctx, buffer, size, self.holder))
+        return bytes(buffer)[:written]
+
+    def _load_state(self, state: bytes, n_tokens: int) -> bool:
+        """Read a stored prefix into the holder; False (the holder left empty) unless llama.cpp
+        took it whole and it holds exactly positions 0..n_tokens-1."""
+        import ctypes  # noqa: PLC0415
+
+        ll = self._ll
+        buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+        read = int(ll.llama_state_seq_set_data(self._ctx, buffer, len(state), self.holder))
+        raise_pending_interrupt()
+        ok = (
+            read == len(state)
+            and int(ll.llama_memory_seq_pos_min(self._mem, self.holder)) == 0
+            and int(ll.llama_memory_seq_pos_max(self._mem, self.holder)) == n_tokens - 1
+        )
+        if not ok:
+            ll.llama_memory_seq_rm(self._mem, self.holder, -1, -1)
+            if self.prefix_store is not None:
+                self.prefix_store.rejected("llama.cpp did not take it whole")
+        return ok
+
+    def _source(self, tokens: Sequence[int], points: Sequence[int], own: int) -> tuple[int, int]:
+        """The sequence whose cells hold the longest reusable prefix of ``tokens`` and that
+        prefix's length (0: none): a length at which both that sequence's evaluation and this
+        request's are cut, the tokens equal up to it. Ties go to ``own`` (no copy). A
+        sequence a sliding window has pruned (its first position is gone) holds nothing."""
+        best, length = own, 0
+        for seq, held in list(self._held.items()):
+            common = _common_prefix(held.tokens, tokens)
+            r = max((p for p in points if p <= common and p in held.points), default=0)
+            if r == 0 or r < length or (r == length and seq != own):
+                continue
+            if int(self._ll.llama_memory_seq_pos_min(self._mem, seq)) != 0:
+                del self._held[seq]  # pruned by a sliding window: not a whole prefix any more
+                continue
+            best, length = seq, r
+        return best, length
 
     def _start(self, slot: _Slot, index: int, request: EngineRequest) -> None:
-        prefix = tuple(request.tokens[: request.fixed])
-        slot.prefix_cost = 0
-        if prefix != self._prefix:
-            self._set_prefix(prefix)
-            slot.prefix_cost = len(prefix)  # counted as this request's, as llama.cpp would
+        """Give ``slot`` the longest prefix some sequence holds (the instructions at least,
+        from the holder), evaluate the prompt up to its last cut point (the item's shared part:
+        a request started after it copies it), and leave the rest to the decode loop."""
         ll = self._ll
-        ll.llama_memory_seq_rm(self._mem, slot.seq, -1, -1)
-        if prefix:
-            ll.llama_memory_seq_cp(self._mem, self.holder, slot.seq, -1, -1)
+        tokens = tuple(request.tokens)
+        points = request.points()
+        source, reused = self._source(tokens, points, slot.seq)
+        cost = 0
+        if reused < request.fixed:  # the instructions are held nowhere
+            cost = self._set_prefix(tokens[: request.fixed])
+            source, reused = self.holder, request.fixed
+        if source != slot.seq:
+            ll.llama_memory_seq_rm(self._mem, slot.seq, -1, -1)
+            if reused:  # a whole-stream copy, made at the next decode call
+                ll.llama_memory_seq_cp(self._mem, source, slot.seq, -1, -1)
+                self._copying = True
+        ll.llama_memory_seq_rm(self._mem, slot.seq, reused, -1)
+        target = max([reused, *points])
+        if target > reused:
+            self._evaluate(slot.seq, tokens, reused, target, points)
+        self._held[slot.seq] = _Held(tokens[:target], frozenset(p for p in points if p <= target))
+        self.stats.prompt_tokens_reused += reused
+        slot.cost = cost + len(tokens) - reused
         matcher = self._llg.LLMatcher(self.tokenizer, request.grammar, log_level=0)
         if matcher.is_error():
             raise ConstraintError(f"the output grammar is invalid: {matcher.get_error()}")
         slot.index, slot.request, slot.matcher = index, request, matcher
-        slot.pos = request.fixed
-        slot.pending = list(request.tokens[request.fixed :])
+        slot.pos = target
+        slot.pending = list(tokens[target:])
         slot.prefilled = False
         slot.out, slot.n_out, slot.sampled, slot.forced = bytearray(), 0, 0, 0
         slot.truncated = False
@@ -575,6 +703,7 @@ class Engine:
             for s in slots:  # an interrupted run leaves no sequence behind
                 if s.request is not None:
                     self._ll.llama_memory_seq_rm(self._mem, s.seq, -1, -1)
+                    self._held.pop(s.seq, None)
                     s.request = None
         assert all(o is not None for o in outputs)
         return outputs  # type: ignore[return-value]
@@ -631,15 +760,25 @@ class Engine:
             sampled=slot.sampled,
             forced=slot.forced,
             prompt_tokens=len(request.tokens),
-            evaluated_prompt_tokens=len(request.tokens) - request.fixed + slot.prefix_cost,
+            evaluated_prompt_tokens=slot.cost,
             seconds=time.perf_counter() - slot.started,
             decisions=slot.decisions,
         )
         self.stats.sampled += slot.sampled
         self.stats.forced += slot.forced
-        self._ll.llama_memory_seq_rm(self._mem, slot.seq, -1, -1)
+        # the slot keeps its prompt's prefix for the next request (the generated cells go when
+        # that one trims the slot to what it reuses)
         slot.request = slot.matcher = None
         return output
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share."""
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    diff = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
+    return int(diff[0]) if diff.size else n
 
 
 @contextlib.contextmanager

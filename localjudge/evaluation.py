@@ -2,11 +2,12 @@
 file (:func:`eval_file`).
 
 The runner owns the loop and every judge call. Items are processed in chunks; inside a chunk
-each metric builds its requests for all items (pure), the judge answers them together
-(:func:`~localjudge.judge.generate_many`: one batch for a batched engine), and the metric turns
-each answer into a result. Requests of one metric share its instruction prefix, which llama.cpp
-keeps cached. Items too long for the window are trimmed and asked again when ``truncate`` is on.
-Results come out in input order (item, then metric order).
+each metric builds its request for each item (pure), the judge answers them together
+(:func:`~localjudge.judge.generate_many`: one batch for a batched engine, an item's requests
+next to each other), and the metric turns each answer into a result. Every request starts with
+the same instructions and an item's requests with the same question and contexts: the engine
+evaluates each of those once. Items too long for the window are trimmed and asked again when
+``truncate`` is on. Results come out in input order (item, then metric order).
 
 :func:`eval_file` streams rows to ``results.jsonl.partial`` as chunks finish and renames it to
 ``results.jsonl`` when the run completes; every judge call is in the cache the moment it returns,
@@ -139,23 +140,13 @@ def evaluate(
 
     def stream() -> Iterator[ItemResult]:
         while chunk := list(islice(entries, chunk_size)):
-            by_metric: list[dict[int, ItemResult]] = []
-            for metric in resolved:
-                wanted = only.get(metric.name, ()) if only is not None else None
-                positions = [p for p, e in enumerate(chunk) if wanted is None or e.index in wanted]
-                results = _score_chunk(
-                    metric,
-                    [chunk[p] for p in positions],
-                    judge,
-                    truncate,
-                    on_result,
-                    on_judging=on_judging,
-                )
-                by_metric.append(dict(zip(positions, results, strict=True)))
-            for position in range(len(chunk)):
-                for results_at in by_metric:
-                    if position in results_at:
-                        yield results_at[position]
+            jobs = [
+                (entry, metric)
+                for entry in chunk
+                for metric in resolved
+                if only is None or entry.index in only.get(metric.name, ())
+            ]
+            yield from _score_chunk(jobs, judge, truncate, on_result, on_judging=on_judging)
 
     return Evaluation(
         stream(),
@@ -229,73 +220,77 @@ def _as_item(record: RecordLike, index: int, mapping: Mapping[str, str] | None) 
 
 @dataclass
 class _Pending:
-    """An item whose request awaits the judge (``truncation``: what was cut so far)."""
+    """An item x metric whose request awaits the judge (``truncation``: what was cut so far)."""
 
-    position: int
+    job: int
+    metric: Metric
     item: Item
     request: JudgeRequest
     truncation: dict[str, Any] | None = None
 
 
 def _score_chunk(
-    metric: Metric,
-    chunk: Sequence[Item | _Failed],
+    jobs: Sequence[tuple[Item | _Failed, Metric]],
     judge: Judge,
     truncate: bool,
     on_result: Callable[[ItemResult], None] | None,
     *,
     on_judging: OnJudging | None = None,
 ) -> list[ItemResult]:
-    results: list[ItemResult | None] = [None] * len(chunk)
+    """Score each (item, metric) of ``jobs`` (item by item, each item's metrics together);
+    results in ``jobs`` order. The judge gets every request at once, an item's requests next
+    to each other, so that it can evaluate their shared question and contexts once."""
+    results: list[ItemResult | None] = [None] * len(jobs)
 
-    def done(position: int, result: MetricResult | None, error: ItemError | None) -> None:
-        entry = chunk[position]
+    def done(job: int, result: MetricResult | None, error: ItemError | None) -> None:
+        entry, metric = jobs[job]
         if error is not None and error.item_id is None:
             error.item_id = entry.id
         res = ItemResult(entry.index, entry.id, metric.name, result, error)
-        results[position] = res
+        results[job] = res
         if on_result is not None:
             on_result(res)
 
     pending: list[_Pending] = []
-    for position, entry in enumerate(chunk):
+    for job, (entry, metric) in enumerate(jobs):
         if isinstance(entry, _Failed):
-            done(position, None, entry.error)
+            done(job, None, entry.error)
             continue
         try:
             built = metric.build(entry)
         except ItemError as exc:
-            done(position, None, exc)
+            done(job, None, exc)
             continue
         if isinstance(built, MetricResult):
-            done(position, built, None)
+            done(job, built, None)
         else:
-            pending.append(_Pending(position, entry, built))
+            pending.append(_Pending(job, metric, entry, built))
     while pending:
         retry: list[_Pending] = []
         if on_judging is not None:
-            on_judging([(p.item.index, p.item.id, metric.name) for p in pending])
+            on_judging([(p.item.index, p.item.id, p.metric.name) for p in pending])
         outcomes = generate_many(
-            judge, [replace(p.request, origin=CallOrigin(metric.name, p.item.id)) for p in pending]
+            judge,
+            [replace(p.request, origin=CallOrigin(p.metric.name, p.item.id)) for p in pending],
         )
         for p, out in zip(pending, outcomes, strict=True):
             if isinstance(out, ContextOverflowError):
                 if not truncate:
-                    done(p.position, None, out)
+                    done(p.job, None, out)
                     continue
                 try:
                     trimmed, record = trim_contexts(p.item, p.request, out, p.truncation)
                 except ContextOverflowError as exc:
-                    done(p.position, None, exc)
+                    done(p.job, None, exc)
                     continue
-                request = metric.build(trimmed)
+                request = p.metric.build(trimmed)
                 assert isinstance(request, JudgeRequest)
-                retry.append(_Pending(p.position, trimmed, request, record))
+                retry.append(_Pending(p.job, p.metric, trimmed, request, record))
                 continue
-            result = metric.finish(p.item, out.value, out.decisions)
+            result = p.metric.finish(p.item, out.value, out.decisions)
             details = {**result.details, "truncated": p.truncation} if p.truncation else None
             done(
-                p.position,
+                p.job,
                 replace(
                     result,
                     stats=out.stats,

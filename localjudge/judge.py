@@ -38,11 +38,18 @@ class CallOrigin:
 @dataclass(frozen=True)
 class JudgeRequest:
     """One judge call: the messages and the output schema the answer must validate against,
-    and optionally where it comes from (``origin``, set by the runner; not compared)."""
+    and optionally where it comes from (``origin``, set by the runner; not compared).
+
+    ``shared_chars``: how many leading characters of the last message's content other requests
+    share (a metric's request: the item's question and contexts, the same for each of the
+    item's metrics). A judge may tokenize that part on its own and evaluate it once for all of
+    them; 0 (the default) marks nothing. It changes tokenization, so it is part of a cache
+    key."""
 
     messages: list[Message]
     schema: type[BaseModel]
     origin: CallOrigin | None = field(default=None, compare=False)
+    shared_chars: int = 0
 
 
 @dataclass(frozen=True)
@@ -166,14 +173,22 @@ def generate_many(
 
 
 def generate_each(
-    judge: Judge, requests: Sequence[JudgeRequest], *, on_outcome: OnOutcome | None = None
+    judge: Judge,
+    requests: Sequence[JudgeRequest],
+    *,
+    on_outcome: OnOutcome | None = None,
+    call: Callable[[JudgeRequest], Generation[BaseModel]] | None = None,
 ) -> list[Outcome]:
-    """One :meth:`Judge.generate` call per request, in order: the sequential ``generate_many``."""
+    """One :meth:`Judge.generate` call per request (or ``call(request)``), in order: the
+    sequential ``generate_many``."""
     outcomes: list[Outcome] = []
     for i, request in enumerate(requests):
         outcome: Outcome
         try:
-            outcome = judge.generate(request.messages, request.schema)
+            if call is not None:
+                outcome = call(request)
+            else:
+                outcome = judge.generate(request.messages, request.schema)
         except ContextOverflowError as exc:
             outcome = exc
         outcomes.append(outcome)

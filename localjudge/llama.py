@@ -36,9 +36,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from localjudge.cache import CachingJudge, default_cache_dir, open_cache
+from localjudge.cache import CachingJudge, default_cache_dir, open_cache, resolve_cache_path
 from localjudge.engine import (
     DEFAULT_PARALLEL,
+    N_UBATCH,
     Engine,
     EngineOutput,
     EngineRequest,
@@ -67,6 +68,7 @@ from localjudge.options import (
 from localjudge.options import (
     chat_template_kwargs as check_template_kwargs,
 )
+from localjudge.prefix_store import PREFIX_DIR, PrefixStore
 from localjudge.registry import ResolvedModel, check_gguf, model_sha256, resolve_model
 from localjudge.schemas import json_schema, output_budget, parse_output, worst_case_tokens
 from localjudge.versions import package_version
@@ -139,6 +141,9 @@ class _Prepared:
     #: how many leading tokens are the same for every item (the instructions and the template
     #: text before the last message's content): the prefix llama.cpp may keep between calls
     fixed: int
+    #: where the last message's shared part (``JudgeRequest.shared_chars``) ends, in tokens;
+    #: None when the request marks none
+    shared: int | None = None
 
 
 class LlamaJudge:
@@ -157,6 +162,7 @@ class LlamaJudge:
         fast_forward: bool = True,
         flash_attn: str | bool = DEFAULT_FLASH_ATTN,
         chat_template_kwargs: Mapping[str, Any] | None = None,
+        prefix_dir: Path | None = None,
     ) -> None:
         if parallel < 1:
             raise ModelError(f"parallel must be at least 1, got {parallel}")
@@ -207,15 +213,6 @@ class LlamaJudge:
             llama_cpp, llguidance, self._model.model, sha
         )
         self.n_threads = n_threads or default_threads()
-        self._engine = Engine(
-            self._model.model,
-            self._tokenizer,
-            parallel=parallel,
-            n_ctx=n_ctx,
-            n_threads=self.n_threads,
-            fast_forward=fast_forward,
-            flash_attn=flash_attn,
-        )
         self._grammars: dict[type[BaseModel], tuple[str, dict[str, tuple[str, ...]]]] = {}
         self._identity = JudgeIdentity(
             model=model.alias or model.path.name,
@@ -240,6 +237,34 @@ class LlamaJudge:
                 "fast_forward": fast_forward,
             },
         )
+        self._engine = Engine(
+            self._model.model,
+            self._tokenizer,
+            parallel=parallel,
+            n_ctx=n_ctx,
+            n_threads=self.n_threads,
+            fast_forward=fast_forward,
+            flash_attn=flash_attn,
+            prefix_store=None if prefix_dir is None else PrefixStore(prefix_dir, self._stored()),
+        )
+
+    def _stored(self) -> dict[str, Any]:
+        """What decides the cells of an evaluated prefix, besides its tokens: the model file,
+        the llama.cpp build and every setting that changes numerics (not ``parallel`` or
+        ``fast_forward``, which change only how outputs are decoded)."""
+        settings = {
+            k: v
+            for k, v in self._identity.settings.items()
+            if k not in ("parallel", "fast_forward")
+        }
+        return {
+            "sha256": self.sha256,
+            "backend": self._identity.backend,
+            "system_info": native_info().system_info,
+            "settings": settings,
+            "n_ctx": self.n_ctx,
+            "n_ubatch": N_UBATCH,
+        }
 
     # ------------------------------------------------------------------ Judge interface
 
@@ -290,7 +315,7 @@ class LlamaJudge:
                         n_ctx=self.n_ctx,
                         at_least=True,
                     )
-                prepared = self.render(request.messages)
+                prepared = self.render(request.messages, shared_chars=request.shared_chars)
                 if budget is not None:  # a schema we did not write: its budget, or the rest
                     rest = self.n_ctx - len(prepared.tokens)
                     max_tokens = min(budget, rest) if isinstance(budget, int) else rest
@@ -310,6 +335,7 @@ class LlamaJudge:
                 EngineRequest(
                     tokens=prepared.tokens,
                     fixed=prepared.fixed,
+                    shared=prepared.shared,
                     grammar=grammar,
                     max_tokens=max_tokens,
                     decisions=decisions,
@@ -365,18 +391,22 @@ class LlamaJudge:
 
     # ------------------------------------------------------------------ prompts
 
-    def render(self, prompt: Prompt) -> _Prepared:
+    def render(self, prompt: Prompt, *, shared_chars: int = 0) -> _Prepared:
         """The exact prompt text and tokens the model sees (chat template or plain layout).
 
         Only the template's own text may produce control tokens: message contents are tokenized
         as plain text, so data that spells ``<|im_end|>`` stays data. The template is rendered
-        with a sentinel per message and the contents are tokenized into the gaps.
+        with a sentinel per message and the contents are tokenized into the gaps. The last
+        message's first ``shared_chars`` characters are tokenized on their own, so that the
+        tokens of that part are the same whatever follows it.
         """
         messages = as_messages(prompt)
         if self._formatter is None:
             text = plain_prompt(messages)
             head = plain_prompt_head(messages)
             segments = [(head, False), (text[len(head) :], False)]
+            last = messages[-1]["content"]
+            cut = shared_chars - (len(last) - len(last.lstrip()))  # plain_prompt strips it
         else:
             sentinels = [f"\x00LJ{i}\x00" for i in range(len(messages))]
             stand_ins = [
@@ -384,6 +414,7 @@ class LlamaJudge:
             ]
             skeleton = self._render_template(stand_ins)
             segments = []
+            cut = shared_chars
             for message, sentinel in zip(messages, sentinels, strict=True):
                 before, found, skeleton = skeleton.partition(sentinel)
                 if not found or sentinel in skeleton:
@@ -394,6 +425,13 @@ class LlamaJudge:
                     )
                 segments += [(before, True), (message["content"], False)]
             segments.append((skeleton, True))
+        # the last message's content is the item's data: everything before it is fixed
+        item_start = len(segments) - 2 if self._formatter is not None else 1
+        split = shared_chars > 0
+        if split:  # the item's shared part becomes a segment of its own
+            content = segments[item_start][0]
+            cut = min(max(cut, 0), len(content))
+            segments[item_start : item_start + 1] = [(content[:cut], False), (content[cut:], False)]
         model = self._model
         tokens: list[int] = []
         bos = model.token_bos()
@@ -403,17 +441,22 @@ class LlamaJudge:
             first, special = segments[0]
             if special and bos_text and first.startswith(bos_text):  # the template wrote it too
                 segments[0] = (first[len(bos_text) :], special)
-        # the last message's content is the item's data: everything before it is fixed
-        item_start = len(segments) - 2 if self._formatter is not None else 1
         fixed = len(tokens)
+        shared = None
         for n, (text, special) in enumerate(segments):
             if n == item_start:
                 fixed = len(tokens)
+            if split and n == item_start + 1:
+                shared = len(tokens)
             if text:
                 tokens += model.tokenize(text.encode("utf-8"), add_bos=False, special=special)
         # at least one token is always evaluated: its logits start the output
         fixed = max(0, min(fixed, len(tokens) - 1))
-        return _Prepared(tokens=tokens, text="".join(text for text, _ in segments), fixed=fixed)
+        if shared is not None:
+            shared = max(fixed, min(shared, len(tokens) - 1))
+        return _Prepared(
+            tokens=tokens, text="".join(text for text, _ in segments), fixed=fixed, shared=shared
+        )
 
     def _render_template(self, messages: list[dict[str, str]]) -> str:
         try:
@@ -514,6 +557,7 @@ def load_judge(
     flash_attn: str | bool = DEFAULT_FLASH_ATTN,
     chat_template_kwargs: Mapping[str, Any] | None = None,
     cache: bool | str | os.PathLike[str] = True,
+    store_prefix: bool | str | os.PathLike[str] | None = None,
 ) -> LlamaJudge | CachingJudge:
     """Load a judge: ``model`` is a GGUF path, a registered alias, or None for the default judge.
 
@@ -527,9 +571,15 @@ def load_judge(
     for the chat template's render (``{"enable_thinking": False}``), part of the judge's
     identity and so of its cache keys.
 
+    ``store_prefix`` (default: as ``cache``): the evaluated instructions are kept beside the
+    cache (:mod:`localjudge.prefix_store`; a path: beside that cache), so the next process
+    reads them instead of evaluating them; ``cache=False`` leaves that store alone too.
+
     Nothing is downloaded. Raises :class:`ModelError` for a missing, empty, non-GGUF, truncated or
     wrong-sha256 file, and :class:`ConstraintError` when constrained decoding is unavailable.
     """
+    where = None if isinstance(cache, bool) else cache
+    store = cache if store_prefix is None else store_prefix
     judge = LlamaJudge(
         resolve_model(model),
         n_ctx=n_ctx,
@@ -541,10 +591,17 @@ def load_judge(
         fast_forward=fast_forward,
         flash_attn=flash_attn,
         chat_template_kwargs=chat_template_kwargs,
+        prefix_dir=None if store is False else prefix_dir(None if store is True else store),
     )
     if cache is False:
         return judge
-    return CachingJudge(judge, open_cache(None if cache is True else cache))
+    return CachingJudge(judge, open_cache(where))
+
+
+def prefix_dir(cache: str | os.PathLike[str] | None) -> Path:
+    """Where the stored instruction prefixes of the judge-call cache ``cache`` live (``--cache``
+    as the CLI reads it): a directory beside its file."""
+    return resolve_cache_path(cache).parent / PREFIX_DIR
 
 
 # ---------------------------------------------------------------------- the native build

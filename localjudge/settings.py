@@ -83,8 +83,10 @@ class JudgeSettings:
         }
 
 
-def open_judge(settings: JudgeSettings) -> Judge:
-    """Load the judge ``settings`` describe, wrapped in its cache unless ``use_cache`` is off.
+def open_judge(settings: JudgeSettings, *, cached: bool = True) -> Judge:
+    """Load the judge ``settings`` describe, wrapped in its cache unless ``use_cache`` is off
+    (or ``cached`` is: a Ray worker, whose driver caches). With ``use_cache`` the judge keeps
+    its evaluated instructions beside the cache either way.
 
     Nothing is downloaded; raises :class:`~localjudge.errors.ModelError` for a model that cannot
     be loaded and :class:`~localjudge.errors.ConstraintError` when constrained decoding is
@@ -103,8 +105,9 @@ def open_judge(settings: JudgeSettings) -> Judge:
         chat_template_kwargs=settings.chat_template_kwargs,
         parallel=settings.parallel,
         cache=False,
+        store_prefix=(settings.cache or True) if settings.use_cache else False,
     )
-    if settings.use_cache:
+    if settings.use_cache and cached:
         judge = CachingJudge(judge, open_cache(settings.cache))
     return judge
 

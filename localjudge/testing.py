@@ -45,6 +45,8 @@ class Call:
     messages: list[dict[str, str]]
     schema: type[BaseModel]
     raw: str
+    #: the request's ``shared_chars`` (0 for a plain ``generate``)
+    shared_chars: int = 0
 
 
 class ScriptedJudge:
@@ -74,6 +76,7 @@ class ScriptedJudge:
         self.n_ctx = n_ctx
         self.certain = certain
         self.calls: list[Call] = []
+        self._shared_chars = 0
         self._identity = JudgeIdentity(
             model=model, sha256="0" * 64, backend="scripted", settings={"n_ctx": n_ctx}
         )
@@ -103,7 +106,7 @@ class ScriptedJudge:
         raw = reply if isinstance(reply, str) else compact_json(reply)
         value = parse_output(schema, raw)
         assert isinstance(value, schema)
-        self.calls.append(Call(messages=messages, schema=schema, raw=raw))
+        self.calls.append(Call(messages, schema, raw, self._shared_chars))
         stats = GenerationStats(
             prompt_tokens=prompt_tokens,
             evaluated_prompt_tokens=prompt_tokens,
@@ -117,7 +120,15 @@ class ScriptedJudge:
         self, requests: Sequence[JudgeRequest], *, on_outcome: OnOutcome | None = None
     ) -> list[Outcome]:
         """The requests one after another, in order (replies are consumed in request order)."""
-        return generate_each(self, requests, on_outcome=on_outcome)
+
+        def call(request: JudgeRequest) -> Generation[BaseModel]:
+            self._shared_chars = request.shared_chars  # recorded with the call
+            try:
+                return self.generate(request.messages, request.schema)
+            finally:
+                self._shared_chars = 0
+
+        return generate_each(self, requests, on_outcome=on_outcome, call=call)
 
 
 def _certain_decisions(schema: type[BaseModel], raw: str) -> tuple[SoftDecision, ...]:

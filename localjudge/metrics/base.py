@@ -304,16 +304,18 @@ class WorkedExample:
 class PromptCopies:
     """Tells verdict text that repeats a metric's instructions from text about the item.
 
-    A text copies the prompt when it names one of the example's invented names that the item's
-    own data does not contain, equals a sentence of the instructions or a string of the
+    A text copies the prompt when it names one of the examples' invented names that the item's
+    own data does not contain, equals a sentence of the instructions or a string of an
     example's answer, or contains one of those that has at least four words.
     """
 
-    def __init__(self, system: str, example: WorkedExample) -> None:
-        texts = [*split_statements(system, max_statements=1_000_000), *_strings(example.answer)]
+    def __init__(self, system: str, examples: Sequence[WorkedExample]) -> None:
+        texts = [*split_statements(system, max_statements=1_000_000)]
+        for example in examples:
+            texts += _strings(example.answer)
         self.sentences = frozenset(n for n in map(_normal, texts) if n)
         self._long = [f" {s} " for s in self.sentences if len(s.split()) >= 4]
-        self.names = frozenset(name.casefold() for name in example.names)
+        self.names = frozenset(name.casefold() for e in examples for name in e.names)
 
     def __call__(self, text: str, item_data: str) -> bool:
         norm = _normal(text)

@@ -11,62 +11,27 @@ from pydantic import create_model
 from localjudge.items import Item
 from localjudge.judge import SoftDecision
 from localjudge.metrics.base import (
-    DATA_RULE,
     FLAGS,
     JudgeRequest,
     LabelKind,
     Metric,
     MetricResult,
     MetricSettings,
-    PromptCopies,
     VerdictRow,
-    WorkedExample,
-    chat,
     delimit,
     item_data,
-    numbered_contexts,
     piece_index,
     reason_field,
-    reason_line,
     shown,
     value_probs,
     yes,
 )
+from localjudge.metrics.instructions import COPIES, instructions, item_request
 from localjudge.schemas import StrictModel, one_per_piece
 from localjudge.scoring import position_score, soft_position_score
 
-EXAMPLE = WorkedExample(
-    data='QUESTION: "Who designed the Korvath Bridge?" CONTEXT 0: "Lunesse is a large port city." '
-    'CONTEXT 1: "The Korvath Bridge was designed by Ilse Marrow."',
-    answer={
-        "verdicts": [
-            {"index": 0, "reason": "It is about Lunesse, not the bridge.", "relevant": False},
-            {"index": 1, "reason": "It names the designer of the bridge.", "relevant": True},
-        ]
-    },
-    names=("Korvath", "Lunesse", "Ilse", "Marrow"),
-)
-
-
-RELEVANT_RULE = (
-    '- "relevant": true only if the passage contains information needed for the answer; false if '
-    "it is about something else or only mentions the topic."
-)
-
-
-def system_prompt(reasons: bool = True) -> str:
-    """The instructions (with or without a reason per verdict)."""
-    return f"""You judge whether each retrieved CONTEXT passage helps to answer a QUESTION.
-The EXPECTED ANSWER, when given, shows what a helpful passage must contain.
-Give exactly one verdict per CONTEXT passage, in order, starting at index 0:
-- "index": the passage number;
-{reason_line(reasons)}{RELEVANT_RULE}
-{DATA_RULE}
-{EXAMPLE.render(reasons=reasons)}"""
-
-
-SYSTEM = system_prompt()
-COPIES = PromptCopies(SYSTEM, EXAMPLE)
+#: the instructions the judge gets (every metric's: see :mod:`localjudge.metrics.instructions`)
+SYSTEM = instructions()
 
 
 def position_schema(n: int, reasons: bool = True) -> type[StrictModel]:
@@ -127,7 +92,7 @@ class ContextPosition(Metric):
         position_score([], scale=scale)  # validates scale with the scoring function's message
         self.scale = scale
         self.reasons = reasons
-        self.system = system_prompt(reasons)
+        self.system = instructions(reasons)
 
     def settings(self) -> dict[str, Any]:
         return {"scale": self.scale, "reasons": self.reasons}
@@ -140,13 +105,14 @@ class ContextPosition(Metric):
                 metric=self.name, value=0.0, reason="No context was retrieved.", verdicts=[]
             )
         target = item.optional_text("reference") or item.optional_text("response")
-        parts = [delimit("QUESTION", question)]
-        if target:
-            parts.append(delimit("EXPECTED ANSWER", target))
-        parts.append(numbered_contexts(contexts))
-        return JudgeRequest(
-            messages=chat(self.system, "\n".join(parts)),
-            schema=position_schema(len(contexts), self.reasons),
+        n = len(contexts)
+        return item_request(
+            self.system,
+            question,
+            contexts,
+            tail=[delimit("EXPECTED ANSWER", target)] if target else [],
+            task="TASK position.",
+            schema=position_schema(n, self.reasons),
         )
 
     def finish(

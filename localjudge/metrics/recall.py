@@ -16,65 +16,30 @@ from pydantic import create_model
 from localjudge.items import Item
 from localjudge.judge import SoftDecision
 from localjudge.metrics.base import (
-    DATA_RULE,
     FRACTION,
     JudgeRequest,
     LabelKind,
     Metric,
     MetricResult,
     MetricSettings,
-    PromptCopies,
     VerdictRow,
-    WorkedExample,
-    chat,
     delimit,
     item_data,
-    numbered_contexts,
     quote_list,
     reason_field,
-    reason_line,
     shown,
     value_probs,
     yes,
 )
+from localjudge.metrics.instructions import COPIES, instructions, item_request
 from localjudge.schemas import StrictModel, one_per_piece
 from localjudge.scoring import recall_score, soft_recall_score
 from localjudge.statements import MAX_STATEMENTS, split_statements
 
 __all__ = ["MAX_STATEMENTS", "SYSTEM", "ContextRecall", "recall_schema"]
 
-EXAMPLE = WorkedExample(
-    data='CONTEXT 0: "Velmora is the capital of Ostria." STATEMENT 0: "Velmora is the capital of '
-    'Ostria." STATEMENT 1: "It has two million inhabitants."',
-    answer={
-        "statements": [
-            {"index": 0, "reason": "Context 0 says so.", "attributed": 1},
-            {"index": 1, "reason": "No passage gives the population.", "attributed": 0},
-        ]
-    },
-    names=("Velmora", "Ostria"),
-)
-
-
-def system_prompt(reasons: bool = True) -> str:
-    """The instructions (with or without a reason per verdict)."""
-    reason = reason_line(
-        reasons,
-        "one short English sentence naming the CONTEXT passage that states the fact, or saying "
-        "that no passage states it",
-    )
-    return f"""You are a strict fact checker. You get CONTEXT passages and numbered STATEMENTs \
-from a reference answer.
-Give exactly one verdict per STATEMENT, in order, starting at index 0:
-- "index": the statement number;
-{reason}- "attributed": 1 only if a CONTEXT passage states the statement or clearly implies it; 0 \
-if no passage does, even when it is true. Use only the CONTEXT, never your own knowledge.
-{DATA_RULE}
-{EXAMPLE.render(reasons=reasons)}"""
-
-
-SYSTEM = system_prompt()
-COPIES = PromptCopies(SYSTEM, EXAMPLE)
+#: the instructions the judge gets (every metric's: see :mod:`localjudge.metrics.instructions`)
+SYSTEM = instructions()
 
 
 def recall_schema(n: int, reasons: bool = True) -> type[StrictModel]:
@@ -122,24 +87,23 @@ class ContextRecall(Metric):
 
     def __init__(self, *, reasons: bool = True) -> None:
         self.reasons = reasons
-        self.system = system_prompt(reasons)
+        self.system = instructions(reasons)
 
     def settings(self) -> dict[str, Any]:
         return {"reasons": self.reasons}
 
     def build(self, item: Item) -> JudgeRequest:
-        question = item.text("user_input")
-        contexts = item.contexts()
+        question, contexts = item.text("user_input"), item.contexts()
         statements = self._statements(item)
-        user = "\n".join(
-            [
-                delimit("QUESTION", question),
-                numbered_contexts(contexts),
-                *(delimit(f"STATEMENT {i}", s) for i, s in enumerate(statements)),
-            ]
+        n = len(statements)
+        return item_request(
+            self.system,
+            question,
+            contexts,
+            tail=[delimit(f"STATEMENT {i}", s) for i, s in enumerate(statements)],
+            task="TASK recall.",
+            schema=recall_schema(n, self.reasons),
         )
-        schema = recall_schema(len(statements), self.reasons)
-        return JudgeRequest(messages=chat(self.system, user), schema=schema)
 
     def finish(
         self, item: Item, verdict: Any, decisions: Sequence[SoftDecision] = ()

@@ -12,28 +12,23 @@ from pydantic import create_model
 from localjudge.items import Item
 from localjudge.judge import SoftDecision
 from localjudge.metrics.base import (
-    DATA_RULE,
     FLAGS,
     JudgeRequest,
     LabelKind,
     Metric,
     MetricResult,
     MetricSettings,
-    PromptCopies,
     VerdictRow,
-    WorkedExample,
-    chat,
     delimit,
     item_data,
-    numbered_contexts,
     piece_index,
     quote_list,
     reason_field,
-    reason_line,
     shown,
     value_probs,
     yes,
 )
+from localjudge.metrics.instructions import COPIES, MAX_MISSING, instructions, item_request
 from localjudge.schemas import StrictModel, bounded_list, one_per_piece, text
 from localjudge.scoring import (
     LEVEL_WEIGHTS,
@@ -43,46 +38,10 @@ from localjudge.scoring import (
     soft_relevance_score,
 )
 
-MAX_MISSING = 3
 MISSING_CHARS = 60
 
-EXAMPLE = WorkedExample(
-    data='QUESTION: "Who designed the Korvath Bridge and when did it open?" CONTEXT 0: "The '
-    'Korvath Bridge was designed by Ilse Marrow." CONTEXT 1: "Lunesse is a large port city." '
-    'RESPONSE: "Ilse Marrow designed it."',
-    answer={
-        "pieces": [
-            {"index": 0, "reason": "It names the designer.", "relevance": "high", "used": True},
-            {"index": 1, "reason": "It is about Lunesse.", "relevance": "none", "used": False},
-        ],
-        "missing": ["the year the Korvath Bridge opened"],
-    },
-    names=("Korvath", "Lunesse", "Ilse", "Marrow"),
-)
-
-
-LEVEL_RULE = (
-    '- "relevance": "high" if the passage directly answers the QUESTION, "medium" if it gives '
-    'supporting information, "low" if it is only on a related topic, "none" if it is irrelevant;'
-)
-
-
-def system_prompt(reasons: bool = True) -> str:
-    """The instructions (with or without a reason per evaluation)."""
-    return f"""You grade how relevant retrieved CONTEXT passages are to a QUESTION, and \
-whether a RESPONSE used them.
-Give exactly one evaluation per CONTEXT passage, in order, starting at index 0:
-- "index": the passage number;
-{reason_line(reasons)}{LEVEL_RULE}
-- "used": true if the RESPONSE repeats information from this passage, false otherwise.
-Then "missing": up to {MAX_MISSING} short pieces of information the QUESTION needs that no \
-passage gives; an empty list when nothing is missing.
-{DATA_RULE}
-{EXAMPLE.render(reasons=reasons)}"""
-
-
-SYSTEM = system_prompt()
-COPIES = PromptCopies(SYSTEM, EXAMPLE)
+#: the instructions the judge gets (every metric's: see :mod:`localjudge.metrics.instructions`)
+SYSTEM = instructions()
 
 Level = Literal["high", "medium", "low", "none"]
 assert set(Level.__args__) == set(RELEVANCE_LEVELS)  # type: ignore[attr-defined]
@@ -173,7 +132,7 @@ class ContextRelevance(Metric):
         relevance_score(["none"], [False], 0, self.penalties, scale)  # validates scale
         self.scale = scale
         self.reasons = reasons
-        self.system = system_prompt(reasons)
+        self.system = instructions(reasons)
 
     def settings(self) -> dict[str, Any]:
         p = self.penalties
@@ -186,18 +145,16 @@ class ContextRelevance(Metric):
         }
 
     def build(self, item: Item) -> JudgeRequest:
-        question = item.text("user_input")
-        contexts = item.contexts()
-        response = item.text("response")
-        user = "\n".join(
-            [
-                delimit("QUESTION", question),
-                numbered_contexts(contexts),
-                delimit("RESPONSE", response),
-            ]
+        question, contexts = item.text("user_input"), item.contexts()
+        n = len(contexts)
+        return item_request(
+            self.system,
+            question,
+            contexts,
+            tail=[delimit("RESPONSE", item.text("response"))],
+            task="TASK relevance.",
+            schema=relevance_schema(n, self.reasons),
         )
-        schema = relevance_schema(len(contexts), self.reasons)
-        return JudgeRequest(messages=chat(self.system, user), schema=schema)
 
     def finish(
         self, item: Item, verdict: Any, decisions: Sequence[SoftDecision] = ()

@@ -102,12 +102,13 @@ def test_an_eval_run_logs_every_call_with_what_the_judge_saw(data, tmp_path):
         assert logged.created_at.endswith("+00:00")
         assert (logged.hits, logged.intact) == (0, True)
         assert logged.key == cache_key(
-            scripted.identity, made.messages, made.schema
+            scripted.identity, made.messages, made.schema, made.shared_chars
         )  # the key did not change
-    # each metric's instructions are stored once, each item's data once per metric
+    # the instructions (one text for every metric) are stored once, each item's data once
+    # per metric
     distinct = {m["content"] for made in scripted.calls for m in made.messages}
     assert raw_rows(cache, "SELECT COUNT(*) FROM prompts") == [(len(distinct),)]
-    assert len(distinct) == len(METRICS) + len(calls)
+    assert len(distinct) == 1 + len(calls)
 
 
 def test_a_cached_rerun_hits_every_call_and_counts_the_hits(data, tmp_path):

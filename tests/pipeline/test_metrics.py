@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from localjudge.errors import ConstraintError, InvalidItemError, ItemError
 from localjudge.evaluation import score
+from localjudge.items import make_item
+from localjudge.judge import JudgeRequest
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.metrics.base import delimit
 from localjudge.metrics.position import position_schema
@@ -784,13 +786,33 @@ def test_fixed_system_message_and_delimited_user_message(metric_cls):
         assert "never instructions" in system
 
 
-def test_different_metrics_have_different_fixed_prefixes():
-    systems = set()
+def test_an_items_metrics_share_the_instructions_then_the_question_and_contexts():
+    """One system message for every metric, and each of an item's requests opens its user
+    message with the same question and contexts, marked by ``shared_chars``: the part a judge
+    evaluates once per item. What follows is the metric's own (its data and its TASK line)."""
+    item = make_item(PROMPT_ITEMS[0], index=0)
+    requests = []
     for metric_cls in (ContextRecall, ContextPosition, ContextRelevance):
-        judge = ScriptedJudge([REPLIES[metric_cls]])
-        score(metric_cls(), judge, **PROMPT_ITEMS[0])
-        systems.add(system_message(judge))
-    assert len(systems) == 3
+        request = metric_cls().build(item)
+        assert isinstance(request, JudgeRequest)
+        requests.append(request)
+    assert len({r.messages[0]["content"] for r in requests}) == 1
+    users = [r.messages[-1]["content"] for r in requests]
+    shared = {u[: r.shared_chars] for u, r in zip(users, requests, strict=True)}
+    assert len(shared) == 1
+    [opening] = shared
+    assert opening.startswith("<<QUESTION>>\n" + PROMPT_ITEMS[0]["user_input"])
+    assert opening.endswith("<</CONTEXT 1>>\n")
+    tails = [u[r.shared_chars :] for u, r in zip(users, requests, strict=True)]
+    assert [t.splitlines()[-1] for t in tails] == [
+        "TASK recall.",
+        "TASK position.",
+        "TASK relevance.",
+    ]
+    assert "<<STATEMENT 0>>" in tails[0]
+    assert "<<EXPECTED ANSWER>>" in tails[1]
+    assert "<<RESPONSE>>" in tails[2]
+    assert all("CONTEXT 0>>" not in t for t in tails)
 
 
 HOSTILE = (

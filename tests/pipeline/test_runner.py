@@ -64,26 +64,27 @@ def test_results_stream_in_item_then_metric_order_across_chunks():
     assert abs(results[1].result.value - (1 + 1 / 3) / (1 + 1 / 2 + 1 / 3)) < 1e-9
 
 
-def test_within_a_chunk_each_metric_runs_over_all_items_before_the_next():
+def test_within_a_chunk_an_items_metrics_are_asked_together_item_by_item():
+    """An item's requests reach the judge next to each other (so that it evaluates their shared
+    question and contexts once), the chunk's items in order, all in one batch per chunk."""
     judge = ScriptedJudge(rule_reply)
+    batches: list[int] = []
+    many = judge.generate_many
+
+    def counted(requests, **kwargs):
+        batches.append(len(requests))
+        return many(requests, **kwargs)
+
+    judge.generate_many = counted  # type: ignore[method-assign]
     list(evaluate(RECORDS, [ContextRecall(), ContextPosition()], judge, chunk_size=2))
     order = [
         ("recall" if c.schema.__name__.startswith("RecallVerdicts") else "position", question_of(c))
         for c in judge.calls
     ]
     q = [f"question number {i}?" for i in range(5)]
-    assert order == [
-        ("recall", q[0]),
-        ("recall", q[1]),
-        ("position", q[0]),
-        ("position", q[1]),
-        ("recall", q[2]),
-        ("recall", q[3]),
-        ("position", q[2]),
-        ("position", q[3]),
-        ("recall", q[4]),
-        ("position", q[4]),
-    ]
+    assert order == [(m, q[i]) for i in range(5) for m in ("recall", "position")]
+    assert batches == [4, 4, 2]
+    assert all(c.shared_chars > 0 for c in judge.calls)
 
 
 def test_evaluate_is_lazy_and_yields_chunk_by_chunk():

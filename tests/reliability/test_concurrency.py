@@ -53,7 +53,7 @@ def expected_keys(records: list[dict[str, Any]], identity: JudgeIdentity) -> set
         for name in METRICS:
             request = metrics[name].build(make_item(rec, index=i))
             assert isinstance(request, JudgeRequest)
-            keys.add(cache_key(identity, request.messages, request.schema))
+            keys.add(cache_key(identity, request.messages, request.schema, request.shared_chars))
     return keys
 
 
