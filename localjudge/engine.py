@@ -60,7 +60,7 @@ ROW_CAP = 8
 #: ubatch size, as llama-cpp-python's ``Llama`` evaluates prompts (the same cuts)
 N_UBATCH = 512
 #: the smallest per-sequence window a context is made with (it grows with the requests)
-MIN_SEQ_CTX = 1024
+MIN_SEQ_CTX = 2048
 #: the block size in which a prompt with no marked shared part is evaluated after its fixed
 #: prefix (so that another prompt with the same opening reuses its whole blocks)
 GRID = 64
@@ -326,6 +326,8 @@ class Engine:
         while size < needed:
             size *= 2
         size = min(size, self.max_ctx)
+        held = self._held.get(self.holder) if self._ctx is not None else None
+        kept = self._state() if held is not None else None  # the instructions survive growth
         self.close()
         ll = self._ll
         p = ll.llama_context_default_params()
@@ -357,6 +359,9 @@ class Engine:
         self._want = np.ctypeslib.as_array(self._batch.logits, shape=(self._n_batch,))
         self._seq_ids = [self._batch.seq_id[i] for i in range(self._n_batch)]
         self._held = {}
+        self._copying = False
+        if held is not None and kept is not None and self._load_state(kept, len(held.tokens)):
+            self._held[self.holder] = held
 
     def close(self) -> None:
         """Free the context (a later run makes a new one)."""
@@ -422,7 +427,10 @@ class Engine:
         # a copy from the holder not made yet would take what the store writes into it
         state = store.load(prefix) if store is not None and not self._copying else None
         evaluated = 0
-        if state is None or not self._load_state(state, len(prefix)):
+        loaded = state is not None and self._load_state(state, len(prefix))
+        if state is not None and not loaded and store is not None:
+            store.rejected("was not taken whole by llama.cpp")
+        if not loaded:
             self._evaluate(self.holder, prefix, 0, len(prefix), ())
             self.stats.prefix_evaluations += 1
             evaluated = len(prefix)
@@ -459,8 +467,6 @@ class Engine:
         )
         if not ok:
             ll.llama_memory_seq_rm(self._mem, self.holder, -1, -1)
-            if self.prefix_store is not None:
-                self.prefix_store.rejected("llama.cpp did not take it whole")
         return ok
 
     def _source(self, tokens: Sequence[int], points: Sequence[int], own: int) -> tuple[int, int]:

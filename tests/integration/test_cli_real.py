@@ -111,19 +111,19 @@ def test_fail_under_exits_1(first_run: Any, workdir: Path, cli: Any) -> None:
 
 
 def test_a_small_window_gives_overflow_rows_and_exit_0(tmp_path: Path, cli: Any) -> None:
-    """With -c 1024 a long item overflows: an error row naming both numbers and -c/--n-ctx,
+    """With -c 2048 a long item overflows: an error row naming both numbers and -c/--n-ctx,
     while the short items are scored."""
     data = tmp_path / "data.jsonl"
     root = Path(__file__).resolve().parents[2]
     short = _rows(root / "examples" / "rag.jsonl")[:2]
-    long = {**short[0], "id": "long", "retrieved_contexts": ["Paris. " * 400, "Tour Eiffel."]}
+    long = {**short[0], "id": "long", "retrieved_contexts": ["Paris. " * 1200, "Tour Eiffel."]}
     data.write_text(
         "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in (short[0], long, short[1])),
         "utf-8",
     )
     out = tmp_path / "out"
     proc = cli(
-        "eval", str(data), "-m", SMOLLM2, "--metric", "position", "-c", "1024", "-t", "1",
+        "eval", str(data), "-m", SMOLLM2, "--metric", "position", "-c", "2048", "-t", "1",
         "-q", "--no-cache", "-o", str(out),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -134,7 +134,7 @@ def test_a_small_window_gives_overflow_rows_and_exit_0(tmp_path: Path, cli: Any)
     error = rows[1]["error"]
     assert rows[1]["score"] is None
     assert error["kind"] == "context_overflow"
-    assert "1024" in error["message"]
+    assert "2048" in error["message"]
     assert "-c/--n-ctx" in error["hint"]
     summary = json.loads((out / "summary.json").read_text("utf-8"))
     assert summary["run"]["judge_calls"] == 2

@@ -157,11 +157,15 @@ def test_score_helper_matches_generate(judge: Any) -> None:
 # --------------------------------------------------------------------------- overflow
 
 
+#: the small judge's window: the instructions of every metric (about 800 tokens) and a short item
+SMALL_CTX = 2048
+
+
 @pytest.fixture(scope="module")
 def small_judge(judge: Any, isolated_env: Path) -> Any:
-    """A second instance with a 1,024-token window (loaded after the default one: never two
+    """A second instance with a 2,048-token window (loaded after the default one: never two
     llama.cpp computations at once, they run in this one process)."""
-    return load_judge("smollm2-135m", n_ctx=1024, n_threads=2, cache=False)
+    return load_judge("smollm2-135m", n_ctx=SMALL_CTX, n_threads=2, cache=False)
 
 
 OVERFLOWING = {
@@ -203,10 +207,10 @@ def test_overflow_fails_before_generating_with_both_numbers_and_the_option(
     assert time.perf_counter() - start < 5.0  # tokenizing only (a few ms when the CPU is free)
     exc = info.value
     assert small_judge.engine.stats.decode_calls == before  # nothing was evaluated
-    assert exc.available == 1024
-    assert exc.needed == prompt_tokens + worst > 1024
+    assert exc.available == SMALL_CTX
+    assert exc.needed == prompt_tokens + worst > SMALL_CTX
     assert str(exc.needed) in exc.message
-    assert "1024" in exc.message
+    assert str(SMALL_CTX) in exc.message
     assert str(prompt_tokens) in exc.message
     assert str(worst) in exc.message
     assert "-c/--n-ctx" in exc.hint
@@ -217,7 +221,7 @@ def test_overflow_fails_before_generating_with_both_numbers_and_the_option(
 def test_a_prompt_too_big_for_any_tokenization_is_refused_untokenized(
     small_judge: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A context of megabytes cannot fit 1,024 tokens whatever its tokens: it is refused from
+    """A context of megabytes cannot fit 2,048 tokens whatever its tokens: it is refused from
     its byte count (no token stands for more bytes than the vocabulary's longest), without
     tokenizing it (a 100 MB context took 3 GB and 80 s to tokenize)."""
     huge = {**OVERFLOWING, "retrieved_contexts": ["The Loire flows west. " * 100_000]}
@@ -231,7 +235,7 @@ def test_a_prompt_too_big_for_any_tokenization_is_refused_untokenized(
         score(metric, small_judge, **huge)
     exc = info.value
     assert "at least" in exc.message
-    assert exc.available == 1024
+    assert exc.available == SMALL_CTX
     text_bytes = sum(
         len(m["content"].encode()) for m in metric.build(make_item(huge, index=0)).messages
     )
@@ -617,20 +621,20 @@ def test_load_judge_caches_by_default_like_the_cli(tmp_path: Path, isolated_env:
     """``load_judge()`` answers a call it made before from the cache (in
     ``$LOCALJUDGE_CACHE_DIR``), ``cache=PATH`` uses that file, ``cache=False`` is the bare
     judge; the caching judge still shows the wrapped judge's attributes."""
-    cached = load_judge("smollm2-135m", n_threads=2, n_ctx=1024)
+    cached = load_judge("smollm2-135m", n_threads=2, n_ctx=2048)
     assert isinstance(cached, CachingJudge)
     assert cached.cache.path == isolated_env / "calls.sqlite3"
-    assert cached.n_ctx == 1024  # the wrapped judge's attribute
+    assert cached.n_ctx == 2048  # the wrapped judge's attribute
     first = score(ContextRecall(), cached, **SHORT)
     again = score(ContextRecall(), cached, **SHORT)
     assert (first.cached, again.cached) in ((False, True), (True, True))
     assert again.raw == first.raw
     assert cached.hits >= 1
-    at_path = load_judge("smollm2-135m", n_threads=2, n_ctx=1024, cache=tmp_path / "mine.sqlite3")
+    at_path = load_judge("smollm2-135m", n_threads=2, n_ctx=2048, cache=tmp_path / "mine.sqlite3")
     assert at_path.cache.path == tmp_path / "mine.sqlite3"
     assert score(ContextRecall(), at_path, **SHORT).cached is False
     assert score(ContextRecall(), at_path, **SHORT).cached is True
-    assert isinstance(load_judge("smollm2-135m", n_threads=2, n_ctx=1024, cache=False), LlamaJudge)
+    assert isinstance(load_judge("smollm2-135m", n_threads=2, n_ctx=2048, cache=False), LlamaJudge)
 
 
 def test_n_ctx_0_is_the_models_trained_context(isolated_env: Path) -> None:
@@ -651,8 +655,8 @@ def test_gpu_layers_auto_follows_the_build_and_offload_on_a_cpu_build_is_refused
     import llama_cpp  # noqa: PLC0415
 
     gpu = bool(llama_cpp.llama_supports_gpu_offload())
-    judge = load_judge("smollm2-135m", n_threads=2, n_ctx=1024, cache=False)
+    judge = load_judge("smollm2-135m", n_threads=2, n_ctx=2048, cache=False)
     assert judge.identity.settings["n_gpu_layers"] == (-1 if gpu else 0)
     if not gpu:
         with pytest.raises(ModelError, match="cannot offload"):
-            load_judge("smollm2-135m", n_threads=2, n_ctx=1024, n_gpu_layers=10, cache=False)
+            load_judge("smollm2-135m", n_threads=2, n_ctx=2048, n_gpu_layers=10, cache=False)
