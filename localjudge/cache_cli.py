@@ -240,9 +240,11 @@ def prune_command(
 @_cache_option
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 def clear_command(cache_path: Path | None, yes: bool) -> None:
-    """Delete every call in the cache (asks first unless --yes)."""
+    """Delete every call in the cache, and the instructions stored beside it (asks first
+    unless --yes)."""
     from localjudge.cache import Cache  # noqa: PLC0415
     from localjudge.calllog import count_calls  # noqa: PLC0415
+    from localjudge.prefix_store import PREFIX_DIR  # noqa: PLC0415
 
     path = _path(cache_path)
     if not path.is_file():
@@ -253,7 +255,11 @@ def clear_command(cache_path: Path | None, yes: bool) -> None:
     with Cache(path) as cache:
         n = cache.clear()
         cache.vacuum()
-    click.echo(f"deleted {n} calls from {path}")
+    stored = list((path.parent / PREFIX_DIR).glob("*.kv"))
+    for prefix in stored:
+        prefix.unlink(missing_ok=True)
+    also = f" and {len(stored)} stored instruction prefixes" if stored else ""
+    click.echo(f"deleted {n} calls from {path}{also}")
 
 
 def _size(n: int) -> str:

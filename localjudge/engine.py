@@ -5,11 +5,20 @@ How it works (llama-cpp-python's low-level bindings; llama.cpp's ``examples/para
 server's slots follow the same pattern):
 
 - **One context, many sequences.** ``parallel`` slots plus a *holder* sequence that holds the
-  shared instruction prefix (the prompt's fixed part). The prefix is evaluated once, alone, into
-  the holder and copied into a slot (``llama_memory_seq_cp``) when a request starts there; a
-  finished slot is cleared and refilled with the next request (continuous batching). The holder
-  never generates, so its prefix stays whole, sliding-window caches included (the context keeps
-  a full-size SWA cache besides).
+  shared instruction prefix (the prompt's fixed part), evaluated once, alone, or read from the
+  prefix store (:mod:`localjudge.prefix_store`), where the next process finds it. A finished
+  slot keeps its prompt's cells and is refilled with the next request (continuous batching).
+- **Every prompt token read once.** A request starts from the longest prefix any sequence
+  holds (its own slot, another slot, the holder): copied (``llama_memory_seq_cp``) and trimmed
+  to the reused length. A prompt is evaluated in decode calls cut at fixed points: the end of
+  the instructions, the end of the item's shared part (its question and contexts, which the
+  item's other metrics reuse) or, for a prompt that marks none, every :data:`GRID` tokens; and
+  a prefix is reused only up to a point where both its evaluation and the request's are cut.
+  So the reused cells are exactly the ones the request would compute itself, and outputs do
+  not depend on what was reused. The item's shared part is evaluated when its first request
+  starts, so a request started next to it copies it. A sequence whose first cells a sliding
+  window dropped is never reused (the holder never generates, so its prefix stays whole; the
+  context keeps a full-size SWA cache besides).
 - **One decode per step** for the live sequences, logits only for each sequence's last token,
   read in place from llama.cpp's buffer (a numpy view, no copy).
 - **Grammar cost near zero.** One ``LLMatcher`` per sequence. The greedy argmax is tried first

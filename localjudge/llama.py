@@ -12,8 +12,8 @@ How each guarantee is kept:
   checked against the window before generating.
 - never silently unconstrained: a matcher error, a rejected token, an early end or an output
   past its bound raises :class:`ConstraintError`; no output is returned without the grammar.
-- prefix reuse: the instructions shared by a metric's prompts are evaluated once per engine
-  context and copied to each request.
+- prefix reuse: the instructions (the same for every metric) are evaluated once per machine
+  and stored beside the cache; an item's question and contexts once per item (see the engine).
 - reproducible: greedy decoding with a fixed seed; an output depends only on its own prompt and
   the settings (see the engine's notes on batches).
 - no native crash from AMX: on CPUs where llama.cpp's AMX kernels are active (they segfault,

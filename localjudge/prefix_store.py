@@ -16,6 +16,7 @@ name.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -97,7 +98,8 @@ class PrefixStore:
             tmp.replace(path)
             self._prune(keep=path)
         except OSError:
-            tmp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
 
     def _prune(self, keep: Path) -> None:
         files = sorted(

@@ -440,8 +440,15 @@ def test_clear_asks_first_unless_yes(data, tmp_path):
     with Cache(cache) as opened:  # still a sound cache of the current schema
         assert (opened.schema_version, len(opened), opened.set_aside) == (4, 0, None)
     run_eval(data, cache)
-    assert "deleted 6 calls" in cli("cache", "clear", "--yes", "--cache", str(cache)).stdout
+    stored = tmp_path / "prefixes"  # the judge's stored instructions, beside the file
+    stored.mkdir()
+    (stored / "a.kv").write_bytes(b"x")
+    (stored / "notes.txt").write_text("not ours")
+    cleared = cli("cache", "clear", "--yes", "--cache", str(cache)).stdout
+    assert "deleted 6 calls" in cleared
+    assert "and 1 stored instruction prefixes" in cleared
     assert cache_stats(cache).calls == 0
+    assert [p.name for p in stored.iterdir()] == ["notes.txt"]
 
 
 def test_clear_of_a_missing_cache_creates_nothing(tmp_path):

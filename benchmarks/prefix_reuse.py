@@ -1,0 +1,240 @@
+"""Prompt tokens read once: what an item's shared contexts and the stored instructions save, in
+one run.
+
+    python benchmarks/prefix_reuse.py [-m MODEL ...] [--before DIR] [-ngl -1] [-t THREADS]
+
+For each judge (default: the default judge and SmolLM2), on the 15 bundled examples and on
+benchmarks/engine.py's 64 synthetic items, each x 3 metrics:
+
+- **prompt tokens evaluated per item** for one metric (recall), two (recall, position) and three,
+  once the instructions are held, from the exact prompts the judge renders (the real-model tests
+  prove the engine evaluates exactly these); before this change every metric evaluated its whole
+  item part (``before``), and the ratio of two metrics to one;
+- **cold start to first verdict**: a new process loads the judge and scores one item's recall,
+  with an empty prefix store and with the instructions stored by an earlier process; the time
+  after the load, and from process start;
+- **items/s end to end**, each set in a new process without the judge-call cache, the stored
+  instructions in place (every run after a machine's first), and with ``--before DIR`` the same
+  through the localjudge checked out in DIR (a worktree of the commit before this change).
+
+Beside each time it prints the bound prompt evaluation sets: the figure if evaluating prompt
+tokens took no time at all (items/s over the time spent outside prompt evaluation). Every
+process has the machine to itself (run it on an idle machine: llama.cpp's threads spin); the
+cache directory is a temporary one that shares the real one's assembled models and token
+tables, so nothing is downloaded or assembled. On a GPU box the same command with ``-ngl -1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from engine import items  # noqa: E402 (the 64-item set of the engine benchmark)
+
+EXAMPLES = HERE.parent / "examples" / "rag.jsonl"
+
+#: scores records x 3 metrics (or the first record's recall, for a cold start) in a new process
+WORKER = r"""
+import time
+T0 = time.perf_counter()
+import inspect, json, sys
+from localjudge import evaluate, load_judge
+from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
+cfg = json.loads(sys.argv[1])
+records = json.loads(sys.stdin.read())
+kw = {}
+if "store_prefix" in inspect.signature(load_judge).parameters:
+    kw["store_prefix"] = cfg["store"]
+judge = load_judge(cfg["model"], n_threads=cfg["threads"], n_gpu_layers=cfg["ngl"],
+                   cache=False, **kw)
+loaded = time.perf_counter()
+metrics = [ContextRecall()] if cfg["first"] else [ContextRecall(), ContextPosition(),
+                                                  ContextRelevance()]
+results = list(evaluate(records[:1] if cfg["first"] else records, metrics, judge))
+end = time.perf_counter()
+s = judge.engine.stats
+print(json.dumps({
+    "from_start": end - T0, "load": loaded - T0, "wall": end - loaded,
+    "prompt_seconds": s.prompt_seconds, "prompt_tokens": s.prompt_tokens_evaluated,
+    "errors": sum(r.error is not None for r in results), "calls": len(results),
+    "loads": getattr(s, "prefix_loads", 0),
+}))
+"""
+
+#: the exact prompt tokens of every item x metric, as the judge renders them
+TOKENS = r"""
+import json, sys
+from localjudge import load_judge
+from localjudge.items import make_item
+from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
+cfg = json.loads(sys.argv[1])
+judge = load_judge(cfg["model"], n_threads=1, n_gpu_layers=0, cache=False)
+out = []
+for i, record in enumerate(json.loads(sys.stdin.read())):
+    row = {}
+    for metric in (ContextRecall(), ContextPosition(), ContextRelevance()):
+        try:
+            request = metric.build(make_item(record, index=i))
+        except Exception:
+            continue
+        p = judge.render(request.messages, shared_chars=request.shared_chars)
+        row[metric.name] = [len(p.tokens), p.fixed, p.shared]
+    out.append(row)
+print(json.dumps(out))
+"""
+
+
+def run(code: str, cfg: dict[str, Any], records: list[Any], env: dict[str, str]) -> Any:
+    proc = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(cfg)],
+        input=json.dumps(records),
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        cwd=env.get("LJ_CWD"),
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"{cfg} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def per_item(rows: list[dict[str, list[int]]]) -> dict[str, float]:
+    """Prompt tokens evaluated per item with the instructions held: for 1, 2, 3 metrics now
+    (the shared part once, each metric's tail), and before (each metric its whole item part)."""
+    full = [r for r in rows if len(r) == 3]
+    n = max(len(full), 1)
+
+    def now(names: tuple[str, ...]) -> float:
+        total = 0
+        for r in full:
+            first = r[names[0]]
+            total += first[2] - first[1]  # the shared part, once
+            total += sum(r[m][0] - r[m][2] for m in names)  # each metric's tail
+        return total / n
+
+    def before(names: tuple[str, ...]) -> float:
+        return sum(r[m][0] - r[m][1] for r in full for m in names) / n
+
+    one, two, three = ("recall",), ("recall", "position"), ("recall", "position", "relevance")
+    return {
+        "items": len(full),
+        "instructions": full[0]["recall"][1] if full else 0,
+        "one": now(one),
+        "two": now(two),
+        "three": now(three),
+        "before_one": before(one),
+        "before_two": before(two),
+        "before_three": before(three),
+    }
+
+
+def scratch_cache(real: Path) -> Path:
+    """A temporary cache directory sharing the real one's models, token tables and sha256 memo
+    (its own prefix store, its own call cache)."""
+    tmp = Path(tempfile.mkdtemp(prefix="lj-prefix-bench-"))
+    for name in ("models", "tokens", "sha256.json"):
+        if (real / name).exists():
+            (tmp / name).symlink_to(real / name)
+    return tmp
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-m", "--model", action="append", default=None)
+    parser.add_argument("--before", default=None, metavar="DIR")
+    parser.add_argument("-ngl", "--n-gpu-layers", type=int, default=0)
+    parser.add_argument("-t", "--threads", type=int, default=None)
+    parser.add_argument("--items", type=int, default=64)
+    parser.add_argument("--json", default=None, help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    from localjudge.cache import default_cache_dir
+
+    models = args.model or ["qwen2.5-coder-1.5b", "smollm2-135m"]
+    sets = {
+        "examples": [json.loads(x) for x in EXAMPLES.read_text("utf-8").splitlines() if x],
+        f"synthetic{args.items}": items(args.items),
+    }
+    real = default_cache_dir()
+    figures: dict[str, Any] = {}
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')}, -ngl {args.n_gpu_layers}, threads "
+          f"{args.threads or 'default'}, before: {args.before or '-'}")  # fmt: skip
+    for model in models:
+        cache = scratch_cache(real)
+        env = {**os.environ, "LOCALJUDGE_CACHE_DIR": str(cache)}
+        base = {"model": model, "threads": args.threads, "ngl": args.n_gpu_layers}
+        fig: dict[str, Any] = figures.setdefault(model, {})
+        print(f"\n## {model}")
+        print("\nprompt tokens evaluated per item (instructions held):")
+        print(f"{'set':<12} {'items':>5} {'instr':>5} {'1 metric':>14} {'2 metrics':>16} "
+              f"{'3 metrics':>16} {'2 vs 1':>12}")  # fmt: skip
+        for name, records in sets.items():
+            t = per_item(run(TOKENS, base, records, env))
+            fig[f"tokens_{name}"] = t
+            print(
+                f"{name:<12} {t['items']:>5} {t['instructions']:>5} "
+                f"{t['before_one']:>6.0f} -> {t['one']:>4.0f} "
+                f"{t['before_two']:>6.0f} -> {t['two']:>6.0f} "
+                f"{t['before_three']:>6.0f} -> {t['three']:>6.0f} "
+                f"{t['before_two'] / t['before_one']:>5.2f} -> {t['two'] / t['one']:.2f}"
+            )
+        # cold start: an empty store, then the store the first process left
+        first = sets["examples"][1:2]
+        cold = run(WORKER, {**base, "first": True, "store": True}, first, env)
+        warm = run(WORKER, {**base, "first": True, "store": True}, first, env)
+        fig["cold"], fig["warm"] = cold, warm
+        print("\ncold start to the first verdict (one item's recall, a new process):")
+        print(f"{'prefix':<8} {'after load s':>12} {'bound s':>8} {'from start s':>12} "
+              f"{'load s':>7} {'prompt tok':>10}")  # fmt: skip
+        for label, f in (("computed", cold), ("stored", warm)):
+            print(
+                f"{label:<8} {f['wall']:>12.2f} {f['wall'] - f['prompt_seconds']:>8.2f} "
+                f"{f['from_start']:>12.2f} {f['load']:>7.2f} {f['prompt_tokens']:>10}"
+            )
+        print(
+            f"stored / computed: {cold['wall'] / warm['wall']:.1f}x shorter after the load, "
+            f"{cold['from_start'] / warm['from_start']:.1f}x from process start"
+        )
+        print("\nend to end, x 3 metrics, a new process each, no call cache:")
+        print(f"{'set':<12} {'code':<7} {'items/s':>8} {'bound':>8} {'prompt%':>7} "
+              f"{'prompt tok':>10} {'speed-up':>8}")  # fmt: skip
+        for name, records in sets.items():
+            now = run(WORKER, {**base, "first": False, "store": True}, records, env)
+            rows = [("after", now)]
+            if args.before:
+                env_before = {
+                    **env,
+                    "PYTHONPATH": str(Path(args.before).resolve()),
+                    "LJ_CWD": str(Path(args.before).resolve()),
+                }
+                then = run(WORKER, {**base, "first": False, "store": False}, records, env_before)
+                rows.insert(0, ("before", then))
+                fig[f"before_{name}"] = then
+            fig[f"after_{name}"] = now
+            for label, f in rows:
+                n = len(records)
+                ips = n / f["wall"]
+                bound = n / max(f["wall"] - f["prompt_seconds"], 1e-9)
+                speed = (rows[0][1]["wall"] / f["wall"]) if args.before else 1.0
+                print(
+                    f"{name:<12} {label:<7} {ips:>8.3f} {bound:>8.3f} "
+                    f"{100 * f['prompt_seconds'] / f['wall']:>6.0f}% {f['prompt_tokens']:>10} "
+                    f"{speed:>7.2f}x"
+                )
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n", "utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
