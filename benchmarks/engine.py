@@ -25,11 +25,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from workers import run_worker
 
 WORKER = r"""
 import json, resource, sys, time
@@ -137,18 +138,10 @@ def run(
     worker: str = WORKER,
 ) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": code} if code else None
-    proc = subprocess.run(
-        [sys.executable, "-c", TODAY_WORKER if code else worker, json.dumps(cfg)],
-        input=json.dumps(records),
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-        cwd=code,
+    out: dict[str, Any] = run_worker(
+        TODAY_WORKER if code else worker, cfg, records, env=env, cwd=code
     )
-    if proc.returncode != 0:
-        raise SystemExit(f"configuration {cfg} failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from engine import items as synthetic_items  # noqa: E402
+from workers import run_worker  # noqa: E402
 
 WORKER = r"""
 import time
@@ -75,16 +75,7 @@ def bundled() -> list[dict[str, Any]]:
 
 
 def measure(cfg: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
-    proc = subprocess.run(
-        [sys.executable, "-c", WORKER, json.dumps(cfg)],
-        input=json.dumps(records),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"{cfg['model']} failed:\n{proc.stderr[-3000:]}")
-    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    out: dict[str, Any] = run_worker(WORKER, cfg, records)
     return out
 
 

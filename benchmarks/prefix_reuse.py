@@ -3,8 +3,10 @@ one run.
 
     python benchmarks/prefix_reuse.py [-m MODEL ...] [--before DIR] [-ngl -1] [-t THREADS]
 
-For each judge (default: the default judge and SmolLM2), on the 15 bundled examples and on
-benchmarks/engine.py's 64 synthetic items, each x 3 metrics:
+For each judge (default: the default judge and SmolLM2), on the 15 bundled examples, on
+benchmarks/engine.py's 64 synthetic items (both with contexts of a sentence or two) and on 16
+items the size of a web search's top 5 (``top5x16``: five passages of about 95 words), each x 3
+metrics:
 
 - **prompt tokens evaluated per item** for one metric (recall), two (recall, position) and three,
   once the instructions are held, from the exact prompts the judge renders (the real-model tests
@@ -29,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,7 +40,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from engine import items  # noqa: E402 (the 64-item set of the engine benchmark)
+from engine import TOPICS, items  # noqa: E402 (the 64-item set of the engine benchmark)
+from workers import run_worker  # noqa: E402
 
 EXAMPLES = HERE.parent / "examples" / "rag.jsonl"
 
@@ -94,19 +96,34 @@ print(json.dumps(out))
 """
 
 
+def long_items(n: int) -> list[dict[str, Any]]:
+    """``n`` items the size of a web search's top 5 (five passages of about 95 words each, as
+    the LLMJudge development lists have), the same on every run."""
+    out = []
+    for i in range(n):
+        name, where, fact = TOPICS[i % len(TOPICS)]
+        passages = [
+            " ".join(
+                f"Passage {k} of item {i}, sentence {j}: {name} lies in {where} and is {fact}; "
+                f"surveys in year {1900 + 7 * j + k} recorded it."
+                for j in range(4)
+            )
+            for k in range(5)
+        ]
+        out.append(
+            {
+                "id": f"long-{i}",
+                "user_input": f"Where is {name} and what is notable about it? (case {i})",
+                "retrieved_contexts": passages,
+                "reference": f"{name[0].upper()}{name[1:]} is in {where}. It is {fact}.",
+                "response": f"{name[0].upper()}{name[1:]} is in {where}; it is {fact}.",
+            }
+        )
+    return out
+
+
 def run(code: str, cfg: dict[str, Any], records: list[Any], env: dict[str, str]) -> Any:
-    proc = subprocess.run(
-        [sys.executable, "-c", code, json.dumps(cfg)],
-        input=json.dumps(records),
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-        cwd=env.get("LJ_CWD"),
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"{cfg} failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_worker(code, cfg, records, env=env, cwd=env.get("LJ_CWD"))
 
 
 def per_item(rows: list[dict[str, list[int]]]) -> dict[str, float]:
@@ -164,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     sets = {
         "examples": [json.loads(x) for x in EXAMPLES.read_text("utf-8").splitlines() if x],
         f"synthetic{args.items}": items(args.items),
+        "top5x16": long_items(16),
     }
     real = default_cache_dir()
     figures: dict[str, Any] = {}

@@ -11,6 +11,7 @@ import ray
 from localjudge.cluster import RAY_CHUNK_SIZE, open_ray_judge
 from localjudge.evaluation import eval_file
 from localjudge.metrics import ContextPosition, ContextRecall
+from localjudge.prefix_store import PREFIX_DIR
 from localjudge.settings import JudgeSettings, open_judge
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "rag.jsonl"
@@ -32,6 +33,10 @@ def test_smollm2_on_ray_matches_a_local_run(tmp_path):
     )
     local = eval_file(EXAMPLES, tmp_path / "local", judge=local_judge, metrics=metrics, limit=4)
     del local_judge  # one llama.cpp at a time on this machine
+    # the local judge stored its instructions beside its cache; the actors store theirs there
+    [stored] = (tmp_path / PREFIX_DIR).glob("*.kv")
+    cells = stored.read_bytes()
+    stored.unlink()
 
     ray.init(
         num_cpus=2,
@@ -57,5 +62,6 @@ def test_smollm2_on_ray_matches_a_local_run(tmp_path):
     finally:
         ray.shutdown()
     assert judge.calls == 8  # every call made on the workers, each cached by the driver
+    assert stored.read_bytes() == cells  # an actor's, the same cells for the same key
     assert comparable(remote.results_path) == comparable(local.results_path)
     assert '"score":null' not in remote.results_path.read_text("utf-8")
