@@ -504,6 +504,7 @@ class Engine:
         points = request.points()
         source, reused = self._source(tokens, points, slot.seq)
         cost = 0
+        self._held.pop(slot.seq, None)  # until its cells are what the record says again
         if reused < request.fixed:  # the instructions are held nowhere
             cost = self._set_prefix(tokens[: request.fixed])
             source, reused = self.holder, request.fixed

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
+from pydantic import BaseModel
+
 from localjudge.metrics.base import (
     DATA_RULE,
     JudgeRequest,
@@ -145,7 +147,7 @@ def item_request(
     *,
     tail: Sequence[str],
     task: str,
-    schema: type,
+    schema: type[BaseModel],
 ) -> JudgeRequest:
     """A metric's request for an item: the instructions, the item's QUESTION and CONTEXT
     passages (the part its metrics share), then the metric's own data blocks and its TASK
