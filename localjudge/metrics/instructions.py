@@ -87,8 +87,8 @@ RELEVANCE_EXAMPLE = WorkedExample(
 EXAMPLES = (RECALL_EXAMPLE, POSITION_EXAMPLE, RELEVANCE_EXAMPLE)
 
 RELEVANT_RULE = (
-    '- "relevant": true only if the passage contains information needed for the answer; false if '
-    "it is about something else or only mentions the topic."
+    '- "relevant": true if the passage states any part of the answer or a fact the answer needs; '
+    "false if it is about something else or only mentions the topic."
 )
 
 LEVEL_RULE = (
