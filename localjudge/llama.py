@@ -184,7 +184,9 @@ class LlamaJudge:
         self.sha256 = sha
         llama_cpp, llguidance = _import_backends()
         self._llama_cpp, self._llguidance = llama_cpp, llguidance
-        amx = amx_decision(native_info())
+        info = native_info()
+        self._system_info = info.system_info  # part of the stored prefix's key
+        amx = amx_decision(info)
         _announce(amx.notice)
         n_gpu_layers = gpu_layers(n_gpu_layers, bool(llama_cpp.llama_supports_gpu_offload()))
         params = llama_cpp.llama_model_default_params()
@@ -260,7 +262,7 @@ class LlamaJudge:
         return {
             "sha256": self.sha256,
             "backend": self._identity.backend,
-            "system_info": native_info().system_info,
+            "system_info": self._system_info,
             "settings": settings,
             "n_ctx": self.n_ctx,
             "n_ubatch": N_UBATCH,
