@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,7 @@ __all__ = [
     "roc_auc",
     "score_agreement",
     "spearman",
+    "top_pattern",
     "verdict_agreement",
     "with_ci",
 ]
@@ -225,3 +227,21 @@ def score_agreement(
             "n_items": len(binary),
         }
     return out
+
+
+def top_pattern(metric: type[Metric], pairs: Sequence[Pair]) -> dict[str, Any] | None:
+    """The most common verdict vector (each verdict's decisions, in order) and the share of items
+    that have it: a judge whose verdicts follow a pattern, not the item, has a share near 1."""
+    vectors = [
+        tuple(tuple(v.get(k) for k in metric.decisions) for v in p.row.get("verdicts") or [])
+        for p in pairs
+    ]
+    if not vectors:
+        return None
+    vector, count = Counter(vectors).most_common(1)[0]
+    return {
+        "vector": [list(v) for v in vector],
+        "count": count,
+        "n_items": len(vectors),
+        "share": count / len(vectors),
+    }

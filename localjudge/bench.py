@@ -23,6 +23,7 @@ from localjudge.agreement import (
     mae,
     score_agreement,
     spearman,
+    top_pattern,
     verdict_agreement,
     with_ci,
 )
@@ -120,6 +121,8 @@ def metric_report(metric: str, pairs: Sequence[Pair], common: set[int]) -> dict[
         "scores": score_agreement(cls, on_common),
         # the same agreement for the soft scores (the judge's probabilities), when it has them
         "soft_scores": score_agreement(cls, on_common, key="soft_score"),
+        # a verdict vector standing for a judgement shows as a share near 1
+        "top_pattern": top_pattern(cls, on_common),
         "seconds_per_item": seconds / len(timed) if timed else None,
         "tokens_per_s": tokens / seconds if seconds > 0 else None,
     }
@@ -291,14 +294,15 @@ def bench_table(report: Mapping[str, Any], *, terminal: bool = False) -> str:
                     _num(s.get("roc_auc", {}).get("value")),
                     _num(soft.get("spearman", {}).get("value")),
                     _num(soft.get("roc_auc", {}).get("value")),
+                    _num((m.get("top_pattern") or {}).get("share"), 2),
                     _num(m["seconds_per_item"], 2),
                     _num(m["tokens_per_s"], 1),
                     _num(judge["load_seconds"], 2),
                     _num(judge["peak_rss_mb"], 0),
                 ]
             )
-    numbers = ("n", "fail", "acc", "kappa", "rho", "mae", "auc", "~rho", "~auc", "s/item",
-               "tok/s", "load s", "MB")  # fmt: skip
+    numbers = ("n", "fail", "acc", "kappa", "rho", "mae", "auc", "~rho", "~auc", "top",
+               "s/item", "tok/s", "load s", "MB")  # fmt: skip
     tables = [
         TextTable([Column("judge"), Column("metric"), *(Column(h, True) for h in numbers)], rows)
     ]

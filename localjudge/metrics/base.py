@@ -192,6 +192,8 @@ class Metric(ABC):
     labels: ClassVar[Mapping[str, LabelKind]]
     #: the report's column names, in the order of :meth:`verdict_rows`' cells
     columns: ClassVar[tuple[str, ...]]
+    #: the verdict keys that hold the judge's decisions (a verdict vector is their values)
+    decisions: ClassVar[tuple[str, ...]]
 
     @staticmethod
     @abstractmethod

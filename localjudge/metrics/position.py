@@ -58,6 +58,7 @@ class ContextPosition(Metric):
     required: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts")
     labels: ClassVar[Mapping[str, LabelKind]] = {"relevant": FLAGS}
     columns: ClassVar[tuple[str, ...]] = ("piece", "relevant", "reason")
+    decisions: ClassVar[tuple[str, ...]] = ("relevant",)
 
     @staticmethod
     def human_score(labels: Mapping[str, Any]) -> float | None:

@@ -66,6 +66,7 @@ class ContextRecall(Metric):
     required: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts", "reference")
     labels: ClassVar[Mapping[str, LabelKind]] = {"recall": FRACTION}
     columns: ClassVar[tuple[str, ...]] = ("statement", "supported", "reason")
+    decisions: ClassVar[tuple[str, ...]] = ("attributed",)
 
     @staticmethod
     def human_score(labels: Mapping[str, Any]) -> float | None:

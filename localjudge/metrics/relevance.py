@@ -81,6 +81,7 @@ class ContextRelevance(Metric):
     #: binary ``relevant`` labels count the judge's high and medium pieces as relevant
     labels: ClassVar[Mapping[str, LabelKind]] = {"levels": LEVELS, "used": FLAGS, "relevant": FLAGS}
     columns: ClassVar[tuple[str, ...]] = ("piece", "relevance", "used", "reason")
+    decisions: ClassVar[tuple[str, ...]] = ("relevance", "used")
 
     @staticmethod
     def human_score(labels: Mapping[str, Any]) -> float | None:

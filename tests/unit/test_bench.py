@@ -452,6 +452,20 @@ def two_judges() -> tuple[dict[int, dict[str, Any]], dict[str, list[dict[str, An
 
 
 @pytest.mark.usefixtures("fast_bootstrap")
+def test_compare_reports_the_most_common_verdict_vector(two_judges):
+    labelled, rows = two_judges
+    out = compare(labelled, rows, ["position"])
+    # on the items both judges scored (0, 1, 3): B says [T, F] twice, A never repeats itself
+    assert out["B"]["position"]["top_pattern"] == {
+        "vector": [[True], [False]],
+        "count": 2,
+        "n_items": 3,
+        "share": 2 / 3,
+    }
+    assert out["A"]["position"]["top_pattern"]["count"] == 1
+
+
+@pytest.mark.usefixtures("fast_bootstrap")
 def test_compare_uses_only_items_every_judge_scored(two_judges):
     labelled, rows = two_judges
     out = compare(labelled, rows, ["recall", "position"])
@@ -636,7 +650,7 @@ def test_bench_table_has_a_line_per_judge_and_metric(two_judges):
     assert len(lines) == 2 + 2 * 2
     assert lines[0].split() == [
         "judge", "metric", "n", "fail", "acc", "kappa", "rho", "mae", "auc", "~rho", "~auc",
-        "s/item", "tok/s", "load", "s", "MB",
+        "top", "s/item", "tok/s", "load", "s", "MB",
     ]  # fmt: skip
     assert set(lines[1]) == {"-"}
     body = [line.split() for line in lines[2:]]
@@ -656,7 +670,10 @@ def test_bench_table_has_a_line_per_judge_and_metric(two_judges):
     assert by["B", "position"][8] == "-"
     # these rows have no soft scores: their agreement is '-'
     assert by["A", "recall"][9:11] == ["-", "-"]
-    assert by["A", "recall"][11:] == ["0.50", "20.0", "1.25", "321"]
+    # top: the share of items with the most common verdict vector (A's are all different)
+    assert by["A", "position"][11] == f"{1 / 3:.2f}"
+    assert by["B", "position"][11] == f"{2 / 3:.2f}"
+    assert by["A", "recall"][12:] == ["0.50", "20.0", "1.25", "321"]
 
 
 def test_bench_table_truncates_long_names_and_handles_missing_numbers():
@@ -672,7 +689,7 @@ def test_bench_table_truncates_long_names_and_handles_missing_numbers():
     report = {"judges": {name: {"load_seconds": None, "peak_rss_mb": None, "metrics": {"x": m}}}}
     line = bench_table(report).splitlines()[2]
     assert line.startswith("…" + name[-23:] + " ")  # a path's end names the file
-    assert line.split()[1:] == ["x", "0", "2"] + ["-"] * 11
+    assert line.split()[1:] == ["x", "0", "2"] + ["-"] * 12
 
 
 def test_every_metric_names_its_labels():
