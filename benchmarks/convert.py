@@ -83,7 +83,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from localjudge.items import make_item  # noqa: E402
+from localjudge.data.items import make_item  # noqa: E402
 
 DEFAULT_SRC = ROOT / ".." / "shared" / "data"
 DEFAULT_OUT = ROOT / "benchmarks" / "data"

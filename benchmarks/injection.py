@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from localjudge import evaluate, load_judge
-from localjudge.results import result_row
+from localjudge.run.results import result_row
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -134,7 +134,7 @@ class Unconstrained:
 
 
 def per_call_ratio(judge: object, repeats: int) -> dict[str, dict[str, float]]:
-    from localjudge.items import make_item
+    from localjudge.data.items import make_item
     from localjudge.metrics import METRICS
 
     out = {}
@@ -156,7 +156,7 @@ def per_call_ratio(judge: object, repeats: int) -> dict[str, dict[str, float]]:
 
 
 def prefix_reuse(judge: object, n_items: int) -> dict[str, float]:
-    from localjudge.items import make_item
+    from localjudge.data.items import make_item
     from localjudge.metrics.recall import ContextRecall
 
     metric = ContextRecall()
@@ -194,7 +194,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             # the assembled gemma file must not count in its cold start: assemble it first
             # in the shared cache and point the fresh cache at the same models/ folder
-            from localjudge.registry import resolve_model
+            from localjudge.judge.registry import resolve_model
 
             model_path = resolve_model(alias).path
             (Path(tmp) / "models").mkdir()

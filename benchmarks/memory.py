@@ -5,8 +5,8 @@ Generates a JSONL file of N items (default 100,000) in a temporary directory: va
 (truncated JSON, invalid UTF-8, non-objects), blank lines and items with missing fields. Then, each
 phase in a fresh process (so that the peak RSS of one phase does not hide the next):
 
-- ``read``: stream the file through ``localjudge.dataset.read_records``;
-- ``eval``: ``localjudge.evaluation.eval_file`` (the streaming ``evaluate`` plus the
+- ``read``: stream the file through ``localjudge.data.dataset.read_records``;
+- ``eval``: ``localjudge.run.evaluation.eval_file`` (the streaming ``evaluate`` plus the
   ``results.jsonl`` writer) with a :class:`~localjudge.testing.ScriptedJudge` (no model) answering
   every call from its schema;
 - ``summary``: the same run's end: the summary statistics (bootstrap CI) eval_file computes after
@@ -171,7 +171,7 @@ class Probe:
 
 
 def phase_read(path: str, checkpoints: list[int], trace: bool) -> list[dict[str, Any]]:
-    from localjudge.dataset import read_records
+    from localjudge.data.dataset import read_records
 
     probe = Probe(trace)
     rows, n, errors = [], 0, 0
@@ -190,8 +190,8 @@ def phase_read(path: str, checkpoints: list[int], trace: bool) -> list[dict[str,
 def phase_eval(
     path: str, checkpoints: list[int], trace: bool, metric_names: list[str], keep_calls: bool
 ) -> list[dict[str, Any]]:
-    from localjudge.evaluation import eval_file
     from localjudge.metrics import METRICS
+    from localjudge.run.evaluation import eval_file
     from localjudge.testing import ScriptedJudge
 
     replies: dict[type, dict[str, Any]] = {}

@@ -30,8 +30,8 @@ from typing import Any
 
 from localjudge import evaluate, load_judge
 from localjudge.metrics import METRICS
-from localjudge.settings import MetricSettings, build_metrics
-from localjudge.statements import split_statements
+from localjudge.metrics.statements import split_statements
+from localjudge.run.settings import MetricSettings, build_metrics
 
 #: the decision compared per verdict (relevance: its level)
 DECISION = {"recall": "attributed", "position": "relevant", "relevance": "relevance"}

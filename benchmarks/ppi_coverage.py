@@ -8,8 +8,9 @@ For every judge x metric x labelled size n, the items are split ``--repeats`` ti
 n "labelled" items and the rest; on each split the script computes
 
 - ``naive``: the judge's mean over the rest with the interval ``summary.json`` reports (the
-  seeded percentile bootstrap of :mod:`localjudge.bootstrap`);
-- ``ppi``: :func:`localjudge.ppi.ppi_mean` from the n labelled pairs and the rest's judge scores,
+  seeded percentile bootstrap of :mod:`localjudge.stats.bootstrap`);
+- ``ppi``: :func:`localjudge.stats.ppi.ppi_mean` from the n labelled pairs and the rest's judge
+scores,
   from the hard scores and from the soft ones: its population interval ``ci95`` and its interval
   for exactly the rest's items, ``data_ci95``;
 
@@ -28,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from localjudge.bootstrap import mean_interval
-from localjudge.ppi import ppi_mean
+from localjudge.stats.bootstrap import mean_interval
+from localjudge.stats.ppi import ppi_mean
 
 SEED = 0
 #: the intervals compared, as the table's columns name them

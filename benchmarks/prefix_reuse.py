@@ -77,7 +77,7 @@ print(json.dumps({
 TOKENS = r"""
 import json, sys
 from localjudge import load_judge
-from localjudge.items import make_item
+from localjudge.data.items import make_item
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 cfg = json.loads(sys.argv[1])
 judge = load_judge(cfg["model"], n_threads=1, n_gpu_layers=0, cache=False)
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--items", type=int, default=64)
     parser.add_argument("--json", default=None, help="also write the figures to this file")
     args = parser.parse_args(argv)
-    from localjudge.cache import default_cache_dir
+    from localjudge.judge.cache import default_cache_dir
 
     models = args.model or ["qwen2.5-coder-1.5b", "smollm2-135m"]
     sets = {

@@ -20,9 +20,9 @@ from pathlib import Path
 import ray
 
 from localjudge.cluster import RAY_CHUNK_SIZE, open_ray_judge
-from localjudge.evaluation import eval_file
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
-from localjudge.settings import JudgeSettings
+from localjudge.run.evaluation import eval_file
+from localjudge.run.settings import JudgeSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -27,10 +27,10 @@ from typing import Annotated, Any, Literal
 from pydantic import StringConstraints, create_model
 
 from localjudge import load_judge
-from localjudge.agreement import mae, roc_auc, spearman
-from localjudge.dataset import read_records
+from localjudge.data.dataset import read_records
+from localjudge.judge.schemas import StrictModel, bounded_list, text
 from localjudge.metrics.base import DATA_RULE, REASON_CHARS, chat, delimit, numbered_contexts
-from localjudge.schemas import StrictModel, bounded_list, text
+from localjudge.stats.agreement import mae, roc_auc, spearman
 
 MAX_SPANS = 8
 #: a unit is one CJK/kana/hangul character or a run of other non-space characters

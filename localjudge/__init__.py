@@ -15,9 +15,15 @@ from localjudge.errors import (
     OutputBudgetError,
     UsageError,
 )
-from localjudge.evaluation import eval_file, evaluate, score
-from localjudge.judge import Generation, GenerationStats, Judge, JudgeIdentity, JudgeRequest
-from localjudge.llama import LlamaJudge, load_judge
+from localjudge.judge.llama import LlamaJudge, load_judge
+from localjudge.judge.protocol import (
+    Generation,
+    GenerationStats,
+    Judge,
+    JudgeIdentity,
+    JudgeRequest,
+)
+from localjudge.judge.schemas import budgeted
 from localjudge.metrics import (
     ContextPosition,
     ContextRecall,
@@ -25,10 +31,10 @@ from localjudge.metrics import (
     MetricResult,
     MetricSettings,
 )
-from localjudge.results import ItemResult
-from localjudge.schemas import budgeted
+from localjudge.run.evaluation import eval_file, evaluate, score
+from localjudge.run.results import ItemResult
+from localjudge.run.settings import JudgeSettings, build_metrics, open_judge
 from localjudge.scoring import RelevancePenalties
-from localjudge.settings import JudgeSettings, build_metrics, open_judge
 from localjudge.versions import DISTRIBUTION, package_version
 
 #: the installed distribution's version (``localjudge-rag`` in the package metadata)

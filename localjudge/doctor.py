@@ -2,8 +2,8 @@
 
 Each check is one line: what was found and, for a problem, what to do about it. The last check is
 one real constrained judge call. It runs in a supervised child process
-(:mod:`localjudge.isolation`, as ``eval`` and ``bench`` judge), so a native crash of llama.cpp is
-reported as a failed check with the signal's name instead of ending the doctor.
+(:mod:`localjudge.judge.isolation`, as ``eval`` and ``bench`` judge), so a native crash of llama.cpp
+is reported as a failed check with the signal's name instead of ending the doctor.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from localjudge.cache import CACHE_FILENAME, default_cache_dir
 from localjudge.canonical import file_sha256
 from localjudge.errors import LocalJudgeError
+from localjudge.judge.cache import CACHE_FILENAME, default_cache_dir
 from localjudge.versions import DISTRIBUTION, package_version
 
 Status = Literal["ok", "warn", "fail"]
@@ -67,7 +67,7 @@ def _packages() -> Check:
 
 
 def _native() -> Check:
-    from localjudge.llama import AMX_ENV, amx_decision, native_info  # noqa: PLC0415
+    from localjudge.judge.llama import AMX_ENV, amx_decision, native_info  # noqa: PLC0415
 
     try:
         info = native_info()
@@ -94,7 +94,7 @@ def _native() -> Check:
 
 
 def _judge_file(model: str | None) -> Check:
-    from localjudge.registry import DEFAULT_ALIAS, check_gguf, resolve_model  # noqa: PLC0415
+    from localjudge.judge.registry import DEFAULT_ALIAS, check_gguf, resolve_model  # noqa: PLC0415
 
     name = model or DEFAULT_ALIAS
     try:
@@ -145,7 +145,7 @@ def _cache() -> Check:
 def _probe(model: str | None, target: Callable[[Any, Any], Any] | None = None) -> Check:
     """One real constrained judge call, in a supervised child process (``target``: what the
     child runs, :func:`probe_child` unless a test says otherwise)."""
-    from localjudge.isolation import supervise  # noqa: PLC0415
+    from localjudge.judge.isolation import supervise  # noqa: PLC0415
 
     start = time.perf_counter()
     ended = supervise(target or probe_child, model, timeout=PROBE_TIMEOUT_S)
@@ -194,9 +194,9 @@ PROBE_ITEM: dict[str, Any] = {
 def probe_child(model: str | None, reporter: Any) -> dict[str, Any]:
     """The child process of the judge-call check: load the judge, make one call, return what
     the check shows (a library error as ``error`` and ``hint``)."""
-    from localjudge.evaluation import score  # noqa: PLC0415
-    from localjudge.llama import load_judge  # noqa: PLC0415
+    from localjudge.judge.llama import load_judge  # noqa: PLC0415
     from localjudge.metrics import ContextPosition  # noqa: PLC0415
+    from localjudge.run.evaluation import score  # noqa: PLC0415
 
     try:
         start = time.perf_counter()

@@ -76,8 +76,8 @@ class ContextOverflowError(ItemError):
 
 
 class OutputBudgetError(ContextOverflowError):
-    """A :func:`~localjudge.schemas.budgeted` call's output reached its token budget before the
-    JSON was complete; the partial output was discarded."""
+    """A :func:`~localjudge.judge.schemas.budgeted` call's output reached its token budget before
+    the JSON was complete; the partial output was discarded."""
 
     kind = "output_budget"
 

@@ -1,8 +1,9 @@
 """A scripted fake judge for tests: public, so users can test their own pipelines offline.
 
-It implements the :class:`~localjudge.judge.Judge` interface and validates each scripted output
-exactly as the real judge validates generated text (:func:`~localjudge.schemas.parse_output`),
-so a script that the real grammar could never produce fails the same way.
+It implements the :class:`~localjudge.judge.protocol.Judge` interface and validates each scripted
+output exactly as the real judge validates generated text
+(:func:`~localjudge.judge.schemas.parse_output`), so a script that the real grammar could never
+produce fails the same way.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from localjudge.canonical import compact_json
-from localjudge.engine import decision_keys
-from localjudge.judge import (
+from localjudge.judge.engine import decision_keys
+from localjudge.judge.protocol import (
     Generation,
     GenerationStats,
     JudgeIdentity,
@@ -32,7 +33,7 @@ from localjudge.judge import (
     check_fits,
     generate_each,
 )
-from localjudge.schemas import json_schema, parse_output, worst_case_tokens
+from localjudge.judge.schemas import json_schema, parse_output, worst_case_tokens
 
 #: a scripted reply: raw JSON text, a JSON-able value, or a function of (messages, schema)
 Reply = str | Mapping[str, Any] | Callable[[list[dict[str, str]], type[BaseModel]], Any]
@@ -168,7 +169,7 @@ def assert_scores(results: Iterable[Any], **thresholds: float) -> None:
 
     ``results`` is what :func:`~localjudge.evaluate` returned, a list of its results, or rows
     read from a ``results.jsonl``."""
-    from localjudge.outcome import Evaluation, check_thresholds  # noqa: PLC0415
+    from localjudge.run.outcome import Evaluation, check_thresholds  # noqa: PLC0415
 
     if isinstance(results, Evaluation):
         rows: list[Mapping[str, Any]] = list(results.rows())

@@ -7,8 +7,8 @@
 
 Each module imports its framework (the ``[ragas]`` / ``[deepeval]`` extras), so import the one you
 use; ``import localjudge`` imports neither. Both decode every call under the grammar of the
-framework's own output model in :func:`~localjudge.schemas.budgeted` mode: valid, complete JSON
-or a typed :class:`~localjudge.errors.OutputBudgetError`, offline, deterministic, and cached
+framework's own output model in :func:`~localjudge.judge.schemas.budgeted` mode: valid, complete
+JSON or a typed :class:`~localjudge.errors.OutputBudgetError`, offline, deterministic, and cached
 (``cache=True``, as :func:`~localjudge.load_judge`).
 """
 
@@ -24,8 +24,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from localjudge.judge import Judge, Prompt
-from localjudge.schemas import budgeted
+from localjudge.judge.protocol import Judge, Prompt
+from localjudge.judge.schemas import budgeted
 
 __all__ = ["BudgetedJudge"]
 
@@ -58,7 +58,7 @@ class BudgetedJudge:
     with ``cache`` (default on) and the ``load`` options of :func:`~localjudge.load_judge`.
     ``max_tokens`` is each call's output budget (None: the rest of the window); ``max_items`` /
     ``max_chars`` / ``min_items`` / ``min_chars`` bound the open lists and strings; ``choices``
-    narrows named properties (see :func:`~localjudge.schemas.budgeted`)."""
+    narrows named properties (see :func:`~localjudge.judge.schemas.budgeted`)."""
 
     def __init__(
         self,
@@ -74,7 +74,7 @@ class BudgetedJudge:
         **load: Any,
     ) -> None:
         if judge is None or isinstance(judge, str | os.PathLike):
-            from localjudge.llama import load_judge  # noqa: PLC0415 (llama.cpp only when used)
+            from localjudge.judge.llama import load_judge  # noqa: PLC0415 (llama.cpp only when used)
 
             judge = load_judge(judge, cache=True if cache is None else cache, **load)
         elif load or cache is not None:

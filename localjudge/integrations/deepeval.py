@@ -9,8 +9,8 @@
     metric.measure(test_case)
 
 deepeval asks a custom model for ``generate(prompt, schema=...)``; this one decodes under the
-grammar of that schema (:func:`~localjudge.schemas.budgeted`) and returns an instance of it, so
-deepeval never parses free text. deepeval's telemetry is switched off unless
+grammar of that schema (:func:`~localjudge.judge.schemas.budgeted`) and returns an instance of it,
+so deepeval never parses free text. deepeval's telemetry is switched off unless
 ``DEEPEVAL_TELEMETRY_OPT_OUT`` is already set: localjudge makes no network call.
 """
 
@@ -28,7 +28,7 @@ from pydantic import BaseModel
 
 from localjudge.errors import UsageError
 from localjudge.integrations import BudgetedJudge
-from localjudge.judge import Judge
+from localjudge.judge.protocol import Judge
 
 __all__ = ["LocalJudgeModel"]
 

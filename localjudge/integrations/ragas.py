@@ -9,7 +9,7 @@
     result = await metric.ascore(user_input=..., retrieved_contexts=[...], reference=...)
 
 ragas' own LLMs parse free text and retry; this one decodes under the grammar of the metric's
-output model (:func:`~localjudge.schemas.budgeted`): every call is a validated instance, or a
+output model (:func:`~localjudge.judge.schemas.budgeted`): every call is a validated instance, or a
 typed :class:`~localjudge.errors.OutputBudgetError`, never a parse failure. ragas' binary
 verdicts (``attributed``, ``verdict``: plain ``int`` in its models, "0 or 1" in its prompts)
 are held to 0 and 1 by the grammar, so a score cannot leave [0, 1]. ragas' usage tracking is
@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from ragas.llms.base import InstructorBaseRagasLLM
 
 from localjudge.integrations import BudgetedJudge
-from localjudge.judge import Judge
+from localjudge.judge.protocol import Judge
 
 __all__ = ["RAGAS_CHOICES", "LocalJudgeLLM"]
 

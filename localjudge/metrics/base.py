@@ -1,8 +1,8 @@
 """What the three metrics share: the result type, the metric interface, data delimiting.
 
-A metric is pure. It turns an item into a :class:`~localjudge.judge.JudgeRequest` and the
+A metric is pure. It turns an item into a :class:`~localjudge.judge.protocol.JudgeRequest` and the
 judge's validated verdicts into a :class:`MetricResult`; it never holds or calls a judge. The
-runner (:mod:`localjudge.evaluation`) makes every judge call.
+runner (:mod:`localjudge.run.evaluation`) makes every judge call.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from localjudge.canonical import compact_json
-from localjudge.items import Item
-from localjudge.judge import GenerationStats, JudgeRequest, Message, SoftDecision
-from localjudge.schemas import text
+from localjudge.data.items import Item
+from localjudge.judge.protocol import GenerationStats, JudgeRequest, Message, SoftDecision
+from localjudge.judge.schemas import text
+from localjudge.metrics.statements import split_statements
 from localjudge.scoring import RelevancePenalties
-from localjudge.statements import split_statements
 
 __all__ = [
     "DATA_RULE",

@@ -8,8 +8,9 @@ from typing import Any, ClassVar
 
 from pydantic import create_model
 
-from localjudge.items import Item
-from localjudge.judge import SoftDecision
+from localjudge.data.items import Item
+from localjudge.judge.protocol import SoftDecision
+from localjudge.judge.schemas import StrictModel, one_per_piece
 from localjudge.metrics.base import (
     FLAGS,
     JudgeRequest,
@@ -27,7 +28,6 @@ from localjudge.metrics.base import (
     yes,
 )
 from localjudge.metrics.instructions import COPIES, instructions, item_request
-from localjudge.schemas import StrictModel, one_per_piece
 from localjudge.scoring import position_score, soft_position_score
 
 #: the instructions the judge gets (every metric's: see :mod:`localjudge.metrics.instructions`)

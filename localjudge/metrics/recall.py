@@ -13,8 +13,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import create_model
 
-from localjudge.items import Item
-from localjudge.judge import SoftDecision
+from localjudge.data.items import Item
+from localjudge.judge.protocol import SoftDecision
+from localjudge.judge.schemas import StrictModel, one_per_piece
 from localjudge.metrics.base import (
     FRACTION,
     JudgeRequest,
@@ -32,9 +33,8 @@ from localjudge.metrics.base import (
     yes,
 )
 from localjudge.metrics.instructions import COPIES, instructions, item_request
-from localjudge.schemas import StrictModel, one_per_piece
+from localjudge.metrics.statements import MAX_STATEMENTS, split_statements
 from localjudge.scoring import recall_score, soft_recall_score
-from localjudge.statements import MAX_STATEMENTS, split_statements
 
 __all__ = ["MAX_STATEMENTS", "SYSTEM", "ContextRecall", "recall_schema"]
 

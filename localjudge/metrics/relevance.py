@@ -9,8 +9,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import create_model
 
-from localjudge.items import Item
-from localjudge.judge import SoftDecision
+from localjudge.data.items import Item
+from localjudge.judge.protocol import SoftDecision
+from localjudge.judge.schemas import StrictModel, bounded_list, one_per_piece, text
 from localjudge.metrics.base import (
     FLAGS,
     JudgeRequest,
@@ -29,7 +30,6 @@ from localjudge.metrics.base import (
     yes,
 )
 from localjudge.metrics.instructions import COPIES, MAX_MISSING, instructions, item_request
-from localjudge.schemas import StrictModel, bounded_list, one_per_piece, text
 from localjudge.scoring import (
     LEVEL_WEIGHTS,
     RELEVANCE_LEVELS,

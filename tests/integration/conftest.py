@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from localjudge import load_judge
-from localjudge.items import make_item
-from localjudge.judge import Generation
+from localjudge.data.items import make_item
+from localjudge.judge.protocol import Generation
+from localjudge.judge.schemas import worst_case_tokens
 from localjudge.metrics import ContextPosition, ContextRelevance, Metric, MetricResult
-from localjudge.schemas import worst_case_tokens
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "rag.jsonl"

@@ -20,7 +20,7 @@ from ragas.metrics.collections import ContextRecall
 from localjudge import load_judge
 from localjudge.integrations.deepeval import LocalJudgeModel
 from localjudge.integrations.ragas import LocalJudgeLLM
-from localjudge.schemas import json_schema
+from localjudge.judge.schemas import json_schema
 
 pytestmark = pytest.mark.model
 

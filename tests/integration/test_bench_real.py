@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from localjudge.results import BENCH
+from localjudge.run.results import BENCH
 
 pytestmark = pytest.mark.model
 

@@ -12,8 +12,8 @@ import pytest
 from pydantic import BaseModel
 
 from localjudge.errors import OutputBudgetError
-from localjudge.judge import JudgeRequest, generate_many
-from localjudge.schemas import UnboundedSchemaError, budgeted, json_schema, worst_case_tokens
+from localjudge.judge.protocol import JudgeRequest, generate_many
+from localjudge.judge.schemas import UnboundedSchemaError, budgeted, json_schema, worst_case_tokens
 
 pytestmark = pytest.mark.model
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from localjudge import ContextPosition, ContextRecall, ContextRelevance, load_judge
-from localjudge.items import make_item
-from localjudge.registry import DEFAULT_ALIAS, builtin_registry, model_sha256, resolve_model
+from localjudge.data.items import make_item
+from localjudge.judge.registry import DEFAULT_ALIAS, builtin_registry, model_sha256, resolve_model
 
 pytestmark = pytest.mark.model
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from localjudge import ContextOverflowError, load_judge
-from localjudge.items import make_item
-from localjudge.judge import Generation, JudgeRequest
+from localjudge.data.items import make_item
+from localjudge.judge.protocol import Generation, JudgeRequest
+from localjudge.judge.schemas import parse_output
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
-from localjudge.schemas import parse_output
 
 pytestmark = pytest.mark.model
 

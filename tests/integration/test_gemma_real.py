@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from localjudge import ContextPosition, ContextRecall, ContextRelevance, load_judge
-from localjudge.items import make_item
-from localjudge.llama import plain_prompt
+from localjudge.data.items import make_item
+from localjudge.judge.llama import plain_prompt
 from localjudge.metrics import Metric
 
 pytestmark = pytest.mark.model

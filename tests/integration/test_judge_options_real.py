@@ -11,9 +11,9 @@ import pytest
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from localjudge import ContextPosition, load_judge
-from localjudge.cache import cache_key
-from localjudge.evaluation import score
-from localjudge.items import make_item
+from localjudge.data.items import make_item
+from localjudge.judge.cache import cache_key
+from localjudge.run.evaluation import score
 
 pytestmark = pytest.mark.model
 

@@ -33,13 +33,13 @@ from localjudge import (
     evaluate,
     load_judge,
 )
-from localjudge.cache import Cache, CachingJudge
-from localjudge.evaluation import score
-from localjudge.items import make_item
+from localjudge.data.items import make_item
+from localjudge.judge.cache import Cache, CachingJudge
+from localjudge.judge.schemas import worst_case_tokens
 from localjudge.metrics import Metric
 from localjudge.metrics.base import JudgeRequest
-from localjudge.schemas import worst_case_tokens
-from localjudge.statements import split_statements
+from localjudge.metrics.statements import split_statements
+from localjudge.run.evaluation import score
 
 pytestmark = pytest.mark.model
 

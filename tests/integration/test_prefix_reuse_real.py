@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from localjudge import evaluate, load_judge
-from localjudge.items import make_item
-from localjudge.judge import JudgeRequest
+from localjudge.data.items import make_item
+from localjudge.judge.prefix_store import PREFIX_DIR
+from localjudge.judge.protocol import JudgeRequest
+from localjudge.judge.schemas import StrictModel
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance, Metric
-from localjudge.prefix_store import PREFIX_DIR
-from localjudge.schemas import StrictModel
 
 pytestmark = pytest.mark.model
 
@@ -148,7 +148,7 @@ STORE_CODE = """
 import json, sys
 from localjudge import load_judge
 from localjudge.metrics import ContextRecall
-from localjudge.items import make_item
+from localjudge.data.items import make_item
 judge = load_judge(sys.argv[1], n_threads=1, cache=False, store_prefix=True)
 request = ContextRecall().build(make_item(json.loads(sys.argv[2]), index=0))
 gen = judge.generate_many([request])[0]

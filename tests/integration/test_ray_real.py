@@ -9,10 +9,10 @@ import pytest
 import ray
 
 from localjudge.cluster import RAY_CHUNK_SIZE, open_ray_judge
-from localjudge.evaluation import eval_file
+from localjudge.judge.prefix_store import PREFIX_DIR
 from localjudge.metrics import ContextPosition, ContextRecall
-from localjudge.prefix_store import PREFIX_DIR
-from localjudge.settings import JudgeSettings, open_judge
+from localjudge.run.evaluation import eval_file
+from localjudge.run.settings import JudgeSettings, open_judge
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "rag.jsonl"
 pytestmark = [pytest.mark.model, pytest.mark.allow_hosts(["127.0.0.1"])]

@@ -19,7 +19,7 @@ from localjudge.metrics import (
     recall,
     relevance,
 )
-from localjudge.statements import split_statements
+from localjudge.metrics.statements import split_statements
 
 pytestmark = pytest.mark.model
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from localjudge.statements import split_statements
+from localjudge.metrics.statements import split_statements
 from localjudge.testing import prompt_data
 
 

@@ -19,12 +19,12 @@ from ragas import EvaluationDataset, SingleTurnSample
 from ragas.metrics.collections import ContextRecall, Faithfulness
 
 from localjudge import evaluate
-from localjudge.cache import Cache, CachingJudge
 from localjudge.errors import ConstraintError, UsageError
 from localjudge.integrations import MAX_ITEMS, BudgetedJudge
 from localjudge.integrations.deepeval import LocalJudgeModel
 from localjudge.integrations.ragas import LocalJudgeLLM
-from localjudge.schemas import json_schema
+from localjudge.judge.cache import Cache, CachingJudge
+from localjudge.judge.schemas import json_schema
 from localjudge.testing import ScriptedJudge
 
 #: ragas' own docs example for ContextRecall

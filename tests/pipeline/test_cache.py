@@ -13,7 +13,8 @@ from pathlib import Path
 import platformdirs
 import pytest
 
-from localjudge.cache import (
+from localjudge.errors import ConstraintError, LocalJudgeError
+from localjudge.judge.cache import (
     SCHEMA_VERSION,
     Cache,
     CachedCall,
@@ -21,9 +22,14 @@ from localjudge.cache import (
     cache_key,
     default_cache_dir,
 )
-from localjudge.errors import ConstraintError, LocalJudgeError
-from localjudge.judge import GenerationStats, Judge, JudgeIdentity, SoftDecision, as_messages
-from localjudge.schemas import StrictModel, text
+from localjudge.judge.protocol import (
+    GenerationStats,
+    Judge,
+    JudgeIdentity,
+    SoftDecision,
+    as_messages,
+)
+from localjudge.judge.schemas import StrictModel, text
 from localjudge.testing import ScriptedJudge
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -439,8 +445,8 @@ WRITER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from localjudge.cache import Cache
-    from localjudge.judge import GenerationStats
+    from localjudge.judge.cache import Cache
+    from localjudge.judge.protocol import GenerationStats
 
     path, name, go = sys.argv[1], sys.argv[2], Path(sys.argv[3])
     (go.parent / f"ready-{name}").touch()

@@ -15,13 +15,13 @@ import pytest
 from click.testing import CliRunner, Result
 from pipeline_rules import rule_records, rule_reply
 
-from localjudge.cache import SCHEMA_VERSION, Cache, CachingJudge, cache_key, open_cache
-from localjudge.calllog import EXPORT_FIELDS, CallFilter, cache_stats, iter_calls
 from localjudge.canonical import compact_json, sha256_text
 from localjudge.cli import main
-from localjudge.evaluation import eval_file
-from localjudge.judge import JudgeRequest
+from localjudge.judge.cache import SCHEMA_VERSION, Cache, CachingJudge, cache_key, open_cache
+from localjudge.judge.calllog import EXPORT_FIELDS, CallFilter, cache_stats, iter_calls
+from localjudge.judge.protocol import JudgeRequest
 from localjudge.metrics import ContextPosition, ContextRecall
+from localjudge.run.evaluation import eval_file
 from localjudge.testing import ScriptedJudge
 
 RECORDS = rule_records(3)
@@ -139,7 +139,7 @@ def test_a_call_made_outside_a_run_has_no_metric_or_item(tmp_path):
 
 
 def _item() -> Any:
-    from localjudge.items import make_item  # noqa: PLC0415
+    from localjudge.data.items import make_item  # noqa: PLC0415
 
     return make_item(RECORDS[0], index=0)
 

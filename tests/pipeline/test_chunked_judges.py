@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner, Result
 
-from localjudge import registry
 from localjudge.cli import main
 from localjudge.errors import ModelError
-from localjudge.registry import list_models, locate, resolve_model
+from localjudge.judge import registry
+from localjudge.judge.registry import list_models, locate, resolve_model
 
 ROOT = Path(__file__).resolve().parents[2]
 ALIAS = "fake-chunked"
@@ -130,7 +130,7 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Fake:
 
 @pytest.fixture
 def hashes(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """The files whose sha256 :mod:`localjudge.registry` computes whole (not while copying)."""
+    """The files whose sha256 :mod:`localjudge.judge.registry` computes whole (not copying)."""
     seen: list[Path] = []
     real = registry.file_sha256
 

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner, Result
 from pipeline_rules import EXPECTED, rule_records, rule_reply
 
-from localjudge.cache import CachingJudge
 from localjudge.cli import main
 from localjudge.errors import ConstraintError, ModelError
-from localjudge.settings import JudgeSettings, open_cache
+from localjudge.judge.cache import CachingJudge
+from localjudge.run.settings import JudgeSettings, open_cache
 from localjudge.testing import ScriptedJudge
 
 RECORDS = rule_records(3)
@@ -357,7 +357,7 @@ def test_a_foreign_sqlite_cache_exits_7_and_is_left_alone(data, tmp_path) -> Non
 def test_an_output_directory_in_use_exits_2_before_the_judge_loads(data, tmp_path) -> None:
     from filelock import FileLock  # noqa: PLC0415
 
-    from localjudge.results import LOCK_NAME  # noqa: PLC0415
+    from localjudge.run.results import LOCK_NAME  # noqa: PLC0415
 
     out = tmp_path / "o"
     out.mkdir()
@@ -418,7 +418,7 @@ def test_bench_in_one_process_with_every_judge_option(tmp_path: Path) -> None:
 def test_bench_all_judges_compares_every_installed_registered_judge(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from localjudge.registry import list_models  # noqa: PLC0415
+    from localjudge.judge.registry import list_models  # noqa: PLC0415
 
     path = tmp_path / "labelled.jsonl"
     labelled = [{**r, "labels": {"relevant": [True, False]}} for r in RECORDS]

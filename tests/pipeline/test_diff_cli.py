@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner, Result
 from pipeline_rules import rule_records, rule_reply
 
-from localjudge.cli import EXIT_OK, main
+from localjudge.cli import main
+from localjudge.cli.app import EXIT_OK
 from localjudge.errors import UsageError
 from localjudge.testing import ScriptedJudge
 

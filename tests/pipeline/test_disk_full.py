@@ -20,9 +20,9 @@ import pytest
 from click.testing import CliRunner
 from pipeline_rules import rule_reply
 
-from localjudge.cache import Cache, CachingJudge
 from localjudge.cli import main
-from localjudge.settings import open_cache
+from localjudge.judge.cache import Cache, CachingJudge
+from localjudge.run.settings import open_cache
 from localjudge.testing import ScriptedJudge
 
 N_RECORDS = 120

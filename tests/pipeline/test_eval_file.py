@@ -10,11 +10,11 @@ import statistics
 import pytest
 from pipeline_rules import EXPECTED, rule_reply
 
-from localjudge.cache import Cache, CachingJudge
 from localjudge.errors import UsageError
-from localjudge.evaluation import detect_metrics, eval_file
+from localjudge.judge.cache import Cache, CachingJudge
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
-from localjudge.results import FORMAT_VERSION
+from localjudge.run.evaluation import detect_metrics, eval_file
+from localjudge.run.results import FORMAT_VERSION
 from localjudge.testing import ScriptedJudge
 from localjudge.versions import versions
 

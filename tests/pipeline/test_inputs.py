@@ -17,9 +17,9 @@ from pipeline_rules import rule_reply
 
 from localjudge import eval_file, evaluate
 from localjudge.canonical import file_sha256
-from localjudge.dataset import read_records
+from localjudge.data.dataset import read_records
 from localjudge.errors import DataError
-from localjudge.settings import build_metrics
+from localjudge.run.settings import build_metrics
 from localjudge.testing import ScriptedJudge
 
 RECORDS = [

@@ -13,8 +13,8 @@ from click.testing import CliRunner, Result
 from pipeline_rules import rule_reply
 
 from localjudge.cli import main
-from localjudge.options import default_threads
-from localjudge.settings import JudgeSettings
+from localjudge.judge.options import default_threads
+from localjudge.run.settings import JudgeSettings
 from localjudge.testing import ScriptedJudge
 
 RECORDS = [

@@ -13,9 +13,9 @@ from pipeline_rules import expected_recall, rule_reply
 
 from localjudge.cli import main
 from localjudge.errors import UsageError
-from localjudge.evaluation import eval_file
 from localjudge.metrics import ContextPosition, ContextRecall
-from localjudge.ppi import ppi_mean
+from localjudge.run.evaluation import eval_file
+from localjudge.stats.ppi import ppi_mean
 from localjudge.testing import ScriptedJudge
 
 
@@ -151,7 +151,7 @@ def test_cli_prints_both_means(tmp_path, files):
 
 
 def test_report_shows_the_corrected_mean_beside_the_raw_one(tmp_path, files):
-    from localjudge.report import render_report  # noqa: PLC0415
+    from localjudge.run.report import render_report  # noqa: PLC0415
 
     data, labels = files
     out = tmp_path / "out"

@@ -11,17 +11,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from localjudge.data.items import make_item
 from localjudge.errors import ConstraintError, InvalidItemError, ItemError
-from localjudge.evaluation import score
-from localjudge.items import make_item
-from localjudge.judge import JudgeRequest
+from localjudge.judge.protocol import JudgeRequest
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.metrics.base import delimit
 from localjudge.metrics.position import position_schema
 from localjudge.metrics.recall import recall_schema
 from localjudge.metrics.relevance import relevance_schema
+from localjudge.metrics.statements import MAX_STATEMENTS
+from localjudge.run.evaluation import score
 from localjudge.scoring import RelevancePenalties
-from localjudge.statements import MAX_STATEMENTS
 from localjudge.testing import ScriptedJudge
 
 # ---------------------------------------------------------------- reply builders

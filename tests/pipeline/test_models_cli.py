@@ -16,9 +16,9 @@ from pipeline_rules import rule_reply
 
 from localjudge.canonical import file_sha256
 from localjudge.cli import main
-from localjudge.ggufmeta import file_type_name, human_count
-from localjudge.registry import builtin_registry, resolve_model
-from localjudge.settings import JudgeSettings
+from localjudge.judge.ggufmeta import file_type_name, human_count
+from localjudge.judge.registry import builtin_registry, resolve_model
+from localjudge.run.settings import JudgeSettings
 from localjudge.testing import ScriptedJudge
 
 SMOLLM2 = next(j for j in builtin_registry() if j.alias == "smollm2-135m")

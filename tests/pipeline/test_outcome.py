@@ -12,8 +12,8 @@ import pytest
 from pipeline_rules import rule_reply
 
 from localjudge import ContextPosition, ContextRecall, evaluate
-from localjudge.evaluation import eval_file
-from localjudge.outcome import ThresholdError
+from localjudge.run.evaluation import eval_file
+from localjudge.run.outcome import ThresholdError
 from localjudge.testing import ScriptedJudge, assert_scores
 
 RECORDS = [

@@ -22,14 +22,14 @@ import ray
 from click.testing import CliRunner
 from pipeline_rules import rule_reply
 
-from localjudge.bench import bench_file
-from localjudge.cache import Cache, CachingJudge, open_cache
 from localjudge.cli import main
 from localjudge.cluster import RAY_CHUNK_SIZE, RayConfig, open_ray_judge
 from localjudge.errors import ModelError
-from localjudge.evaluation import eval_file
+from localjudge.judge.cache import Cache, CachingJudge, open_cache
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
-from localjudge.settings import JudgeSettings
+from localjudge.run.bench import bench_file
+from localjudge.run.evaluation import eval_file
+from localjudge.run.settings import JudgeSettings
 from localjudge.testing import ScriptedJudge
 
 pytestmark = pytest.mark.allow_hosts(["127.0.0.1"])

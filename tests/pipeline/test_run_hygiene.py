@@ -12,12 +12,12 @@ import pytest
 from click.testing import CliRunner, Result
 from pipeline_rules import rule_reply
 
-from localjudge import agreement
 from localjudge.cli import main
 from localjudge.errors import UsageError
-from localjudge.evaluation import eval_file
-from localjudge.results import run_differences
-from localjudge.settings import build_metrics
+from localjudge.run.evaluation import eval_file
+from localjudge.run.results import run_differences
+from localjudge.run.settings import build_metrics
+from localjudge.stats import agreement
 from localjudge.testing import ScriptedJudge
 
 RECORDS = [

@@ -9,16 +9,16 @@ from pipeline_rules import expected_position, expected_recall, rule_reply
 from pydantic import BaseModel
 
 from localjudge import ItemResult, evaluate
-from localjudge.dataset import Record
+from localjudge.data.dataset import Record
+from localjudge.data.items import make_item
 from localjudge.errors import (
     ConstraintError,
     ContextOverflowError,
     InvalidItemError,
 )
-from localjudge.items import make_item
+from localjudge.judge.schemas import worst_case_bytes
 from localjudge.metrics import ContextPosition, ContextRecall
 from localjudge.metrics.recall import recall_schema
-from localjudge.schemas import worst_case_bytes
 from localjudge.testing import ScriptedJudge, prompt_data
 
 

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from pipeline_rules import rule_reply
 
-from localjudge.cache import Cache, CachingJudge
-from localjudge.evaluation import eval_file, evaluate, score
-from localjudge.items import make_item
-from localjudge.judge import Generation, SoftDecision, generate_many
+from localjudge.data.items import make_item
+from localjudge.judge.cache import Cache, CachingJudge
+from localjudge.judge.protocol import Generation, SoftDecision, generate_many
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
+from localjudge.run.evaluation import eval_file, evaluate, score
 from localjudge.testing import ScriptedJudge
 
 RECORD = {

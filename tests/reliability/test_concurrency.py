@@ -33,9 +33,9 @@ from reliability_procs import (
     wait_for,
 )
 
-from localjudge.cache import Cache, cache_key
-from localjudge.items import make_item
-from localjudge.judge import JudgeIdentity
+from localjudge.data.items import make_item
+from localjudge.judge.cache import Cache, cache_key
+from localjudge.judge.protocol import JudgeIdentity
 from localjudge.metrics import ContextPosition, ContextRecall
 from localjudge.metrics.base import JudgeRequest
 

@@ -46,7 +46,7 @@ from reliability_procs import (
     wait_for,
 )
 
-from localjudge.cache import Cache
+from localjudge.judge.cache import Cache
 
 pytestmark = pytest.mark.model
 

@@ -27,14 +27,14 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from localjudge.cache import Cache, CachingJudge
-from localjudge.dataset import read_records
+from localjudge.data.dataset import read_records
+from localjudge.data.items import ALIASES, FIELDS
 from localjudge.errors import DataError
-from localjudge.evaluation import eval_file
-from localjudge.items import ALIASES, FIELDS
+from localjudge.judge.cache import Cache, CachingJudge
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
+from localjudge.metrics.statements import split_statements
+from localjudge.run.evaluation import eval_file
 from localjudge.scoring import position_score, recall_score, relevance_score
-from localjudge.statements import split_statements
 from localjudge.testing import ScriptedJudge, prompt_data
 
 METRIC_NAMES = ["recall", "position", "relevance"]

@@ -11,9 +11,9 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from localjudge.bootstrap import mean_interval as bootstrap_ci
-from localjudge.evaluation import eval_file
 from localjudge.metrics import ContextPosition
+from localjudge.run.evaluation import eval_file
+from localjudge.stats.bootstrap import mean_interval as bootstrap_ci
 from localjudge.testing import ScriptedJudge
 
 

@@ -1,5 +1,5 @@
-"""localjudge.agreement's statistics against hand-computed small cases, and localjudge.bench's
-joins and bench_file (with scripted judges).
+"""localjudge.stats.agreement's statistics against hand-computed small cases, and
+localjudge.run.bench's joins and bench_file (with scripted judges).
 
 Every expected number below is worked out by hand in the comments (never by calling the library
 or its dependencies), so a wrong formula, a transposed matrix or a mis-ordered label list shows.
@@ -16,8 +16,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from localjudge import agreement
-from localjudge.agreement import (
+from localjudge.errors import LocalJudgeError
+from localjudge.judge.registry import DEFAULT_ALIAS
+from localjudge.metrics import METRICS
+from localjudge.metrics.relevance import LEVELS
+from localjudge.run.bench import (
+    bench_file,
+    bench_table,
+    compare,
+    item_rows,
+    judges_agreement,
+    pair_up,
+)
+from localjudge.run.results import read_results
+from localjudge.run.settings import JudgeSettings
+from localjudge.stats import agreement
+from localjudge.stats.agreement import (
     Pair,
     accuracy,
     confusion,
@@ -29,14 +43,7 @@ from localjudge.agreement import (
     spearman,
     with_ci,
 )
-from localjudge.bench import bench_file, bench_table, compare, item_rows, judges_agreement, pair_up
-from localjudge.bootstrap import interval as bootstrap
-from localjudge.errors import LocalJudgeError
-from localjudge.metrics import METRICS
-from localjudge.metrics.relevance import LEVELS
-from localjudge.registry import DEFAULT_ALIAS
-from localjudge.results import read_results
-from localjudge.settings import JudgeSettings
+from localjudge.stats.bootstrap import interval as bootstrap
 from localjudge.testing import ScriptedJudge, prompt_data
 
 LEVEL_ORDER = LEVELS.values
@@ -64,7 +71,7 @@ def _row(
     seconds: float | None = 0.5,
     completion_tokens: int | None = 10,
 ) -> dict[str, Any]:
-    """A results.jsonl row as localjudge.results.result_row writes it."""
+    """A results.jsonl row as localjudge.run.results.result_row writes it."""
     if error:
         return {
             "format": 1,

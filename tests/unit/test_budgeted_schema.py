@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from localjudge.errors import ConstraintError
-from localjudge.schemas import budgeted, json_schema, parse_output
+from localjudge.judge.schemas import budgeted, json_schema, parse_output
 
 
 class Attribution(BaseModel):  # ragas' ContextRecallClassification

@@ -6,9 +6,9 @@ from datetime import timedelta
 
 import pytest
 
-from localjudge.cache import model_params
-from localjudge.calllog import export_format, parse_age
 from localjudge.errors import UsageError
+from localjudge.judge.cache import model_params
+from localjudge.judge.calllog import export_format, parse_age
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from localjudge.canonical import file_sha256
-from localjudge.dataset import (
+from localjudge.data.dataset import (
     Record,
     detect_format,
     parse_mapping,

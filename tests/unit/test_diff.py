@@ -1,4 +1,4 @@
-"""localjudge.diff: pairing two runs, the paired statistics, flipped verdicts, the refusal of
+"""localjudge.run.diff: pairing two runs, the paired statistics, flipped verdicts, the refusal of
 different data, and the console and HTML views."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import statistics
 
 import pytest
 
-from localjudge.bootstrap import interval
 from localjudge.console import render
-from localjudge.diff import Run, diff_runs, diff_tables, verdict_changes, wilcoxon
 from localjudge.errors import UsageError
-from localjudge.report import render_diff
+from localjudge.run.diff import Run, diff_runs, diff_tables, verdict_changes, wilcoxon
+from localjudge.run.report import render_diff
+from localjudge.stats.bootstrap import interval
 
 
 def row(index, score, *, metric="position", id=None, verdicts=None, reason="r", error=None):

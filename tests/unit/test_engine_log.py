@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from localjudge import engine
+from localjudge.judge import engine
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from localjudge.isolation import Flight
+from localjudge.judge.isolation import Flight
 
 
 def test_the_first_unfinished_item_of_the_batch_is_named() -> None:
@@ -47,7 +47,7 @@ SUPERVISOR = """
 import sys
 sys.path.insert(0, {here!r})
 import test_isolation as t
-from localjudge.isolation import supervise
+from localjudge.judge.isolation import supervise
 ended = supervise(t._stubborn, {marker!r})
 print(ended.code, ended.signal, ended.interrupted)
 """

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
+from localjudge.data.items import ALIASES, FIELDS, Item, make_item
 from localjudge.errors import InvalidItemError
-from localjudge.items import ALIASES, FIELDS, Item, make_item
 
 
 def test_fields_and_aliases():

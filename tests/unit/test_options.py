@@ -11,14 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from localjudge.errors import UsageError
-from localjudge.options import (
+from localjudge.judge.options import (
     RESERVED_TEMPLATE_VARIABLES,
     chat_template_kwargs,
     default_threads,
     flash_attn_mode,
     pick_threads,
 )
-from localjudge.settings import JudgeSettings
+from localjudge.run.settings import JudgeSettings
 
 counts = st.one_of(st.none(), st.integers(min_value=1, max_value=512))
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import t as scipy_t
 
-from localjudge.ppi import fit_calibration, ppi_mean
+from localjudge.stats.ppi import fit_calibration, ppi_mean
 
 scores = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 

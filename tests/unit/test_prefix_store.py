@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from localjudge.engine import GRID, EngineRequest
-from localjudge.prefix_store import MAGIC, MAX_FILES, PrefixStore
+from localjudge.judge.engine import GRID, EngineRequest
+from localjudge.judge.prefix_store import MAGIC, MAX_FILES, PrefixStore
 
 IDENTITY = {"sha256": "a" * 64, "backend": "llama-cpp-python 0.3.36", "settings": {"ngl": 0}}
 TOKENS = list(range(300))

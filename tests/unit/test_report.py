@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from localjudge import agreement, bench
 from localjudge.canonical import file_sha256
 from localjudge.errors import DataError
-from localjudge.evaluation import eval_file
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
-from localjudge.report import (
+from localjudge.run import bench
+from localjudge.run.evaluation import eval_file
+from localjudge.run.report import (
     CSP,
     histogram,
     render_report,
@@ -27,7 +27,8 @@ from localjudge.report import (
     verdict_table,
     write_report,
 )
-from localjudge.results import BENCH
+from localjudge.run.results import BENCH
+from localjudge.stats import agreement
 from localjudge.testing import ScriptedJudge
 
 # ---------------------------------------------------------------- an eval run, scripted

@@ -10,13 +10,10 @@ from dataclasses import replace
 
 import pytest
 
-from localjudge.bootstrap import RESAMPLES as BOOTSTRAP_RESAMPLES
-from localjudge.bootstrap import interval
-from localjudge.bootstrap import mean_interval as bootstrap_ci
 from localjudge.errors import ContextOverflowError, DataError, InvalidItemError
-from localjudge.judge import GenerationStats, JudgeIdentity
+from localjudge.judge.protocol import GenerationStats, JudgeIdentity
 from localjudge.metrics import MetricResult
-from localjudge.results import (
+from localjudge.run.results import (
     BENCH,
     BENCH_ITEMS,
     FORMAT_VERSION,
@@ -37,6 +34,9 @@ from localjudge.results import (
     write_bench,
     write_summary,
 )
+from localjudge.stats.bootstrap import RESAMPLES as BOOTSTRAP_RESAMPLES
+from localjudge.stats.bootstrap import interval
+from localjudge.stats.bootstrap import mean_interval as bootstrap_ci
 
 JUDGE = JudgeIdentity(model="tiny.gguf", sha256="ab" * 32, backend="llama.cpp", settings={"x": 1})
 STATS = GenerationStats(

@@ -11,11 +11,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field
 
 from localjudge.errors import ConstraintError
-from localjudge.metrics.base import REASON_CHARS
-from localjudge.metrics.position import position_schema
-from localjudge.metrics.recall import MAX_STATEMENTS, recall_schema
-from localjudge.metrics.relevance import MAX_MISSING, MISSING_CHARS, relevance_schema
-from localjudge.schemas import (
+from localjudge.judge.schemas import (
     GUIDANCE,
     StrictModel,
     UnboundedSchemaError,
@@ -26,6 +22,10 @@ from localjudge.schemas import (
     worst_case_bytes,
     worst_case_tokens,
 )
+from localjudge.metrics.base import REASON_CHARS
+from localjudge.metrics.position import position_schema
+from localjudge.metrics.recall import MAX_STATEMENTS, recall_schema
+from localjudge.metrics.relevance import MAX_MISSING, MISSING_CHARS, relevance_schema
 
 WIDE = "\U0001f600"  # 4 bytes in UTF-8
 ASCII_MAX = "~"  # 1 byte, allowed in ascii-only strings

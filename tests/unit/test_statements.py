@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from localjudge.statements import MAX_STATEMENTS, _pieces, split_statements, statement_spans
+from localjudge.metrics.statements import MAX_STATEMENTS, _pieces, split_statements, statement_spans
 
 
 @pytest.mark.parametrize(

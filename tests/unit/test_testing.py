@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from localjudge.errors import ConstraintError, ContextOverflowError
-from localjudge.judge import Generation, Judge, JudgeRequest, generate_many
+from localjudge.judge.protocol import Generation, Judge, JudgeRequest, generate_many
+from localjudge.judge.schemas import StrictModel, text, worst_case_tokens
 from localjudge.metrics.base import chat, delimit
-from localjudge.schemas import StrictModel, text, worst_case_tokens
 from localjudge.testing import ScriptedJudge, prompt_data
 
 

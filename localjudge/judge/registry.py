@@ -24,10 +24,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from localjudge.cache import default_cache_dir
 from localjudge.canonical import file_sha256
 from localjudge.errors import ModelError, UsageError
-from localjudge.ggufmeta import GGUFMetadata, read_gguf_metadata
+from localjudge.judge.cache import default_cache_dir
+from localjudge.judge.ggufmeta import GGUFMetadata, read_gguf_metadata
 
 #: the judge used without -m: chosen by agreement on the development data (benchmarks/README.md)
 DEFAULT_ALIAS = "qwen2.5-coder-1.5b"
@@ -126,7 +126,7 @@ def registry() -> list[RegisteredJudge]:
 
 def builtin_registry() -> list[RegisteredJudge]:
     """The judges of the package's own ``registry.json`` (read-only package data)."""
-    text = resources.files("localjudge").joinpath("registry.json").read_text("utf-8")
+    text = resources.files("localjudge.judge").joinpath("registry.json").read_text("utf-8")
     return _parse_registry(json.loads(text), "built-in registry")
 
 

@@ -19,11 +19,11 @@ The cache is derived data, so damage costs judge time, never verdicts:
 
 Each call is also an entry of an audit log (schema version 4): the messages the judge saw, the
 model's alias and sha256, the output schema's name, the metric and item that asked (from the
-request's :class:`~localjudge.judge.CallOrigin`), tokens, time and when it was stored, plus how
-often the cache answered it since. Message texts live once each in a ``prompts`` table keyed by
+request's :class:`~localjudge.judge.protocol.CallOrigin`), tokens, time and when it was stored, plus
+how often the cache answered it since. Message texts live once each in a ``prompts`` table keyed by
 their sha256 (a metric's instructions are shared by all its calls); a row lists its messages as
 ``[[role, sha256], ...]``. A row's checksum covers its key, output, messages list, log fields and
-stats; a prompt is checked against its own sha256. :mod:`localjudge.calllog` reads the log.
+stats; a prompt is checked against its own sha256. :mod:`localjudge.judge.calllog` reads the log.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from pydantic import BaseModel
 
 from localjudge.canonical import canonical_json, compact_json, sha256_text
 from localjudge.errors import CacheError, DiskFullError, LocalJudgeError
-from localjudge.judge import (
+from localjudge.judge.protocol import (
     Generation,
     GenerationStats,
     Judge,
@@ -65,7 +65,7 @@ from localjudge.judge import (
     encode_decisions,
     generate_many,
 )
-from localjudge.schemas import json_schema, parse_output
+from localjudge.judge.schemas import json_schema, parse_output
 
 #: environment variable that overrides the cache directory
 CACHE_DIR_ENV = "LOCALJUDGE_CACHE_DIR"
@@ -526,7 +526,8 @@ def open_cache(cache: str | os.PathLike[str] | None) -> Cache:
 
 
 class CachingJudge:
-    """A :class:`~localjudge.judge.Judge` that answers repeated calls from a :class:`Cache`.
+    """A :class:`~localjudge.judge.protocol.Judge` that answers repeated calls from a
+    :class:`Cache`.
 
     A hit is validated against the schema like a fresh output and returned with the stats of the
     original call and ``cached=True``; a miss calls the inner judge and stores its output. Errors

@@ -1,8 +1,9 @@
 """``localjudge cache``: browse and maintain the judge-call cache, the log of every judge call.
 
-``path``, ``stats``, ``ls`` and ``export`` only read (:mod:`localjudge.calllog`, a read-only
+``path``, ``stats``, ``ls`` and ``export`` only read (:mod:`localjudge.judge.calllog`, a read-only
 connection: they never create, migrate or write the file); ``prune`` and ``clear`` delete
-through :class:`~localjudge.cache.Cache`. Every subcommand takes eval's ``--cache`` and honours
+through :class:`~localjudge.judge.cache.Cache`. Every subcommand takes eval's ``--cache`` and
+honours
 ``$LOCALJUDGE_CACHE_DIR``, so it finds the file an eval with the same options uses.
 """
 
@@ -58,7 +59,7 @@ def _filter_options(fn: F) -> F:
 
 
 def _path(cache_path: Path | None) -> Path:
-    from localjudge.cache import resolve_cache_path  # noqa: PLC0415 (keep --help fast)
+    from localjudge.judge.cache import resolve_cache_path  # noqa: PLC0415 (keep --help fast)
 
     return resolve_cache_path(cache_path)
 
@@ -81,7 +82,7 @@ def path_command(cache_path: Path | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
 def stats_command(cache_path: Path | None, as_json: bool) -> None:
     """Calls, size on disk, and calls and cache hits per model and per metric."""
-    from localjudge.calllog import cache_stats  # noqa: PLC0415
+    from localjudge.judge.calllog import cache_stats  # noqa: PLC0415
 
     stats = cache_stats(_path(cache_path))
     if as_json:
@@ -119,7 +120,7 @@ def ls_command(
     cache_path: Path | None, model: str | None, metric: str | None, item: str | None, limit: int
 ) -> None:
     """List the most recent calls, newest first."""
-    from localjudge.calllog import CallFilter, iter_calls  # noqa: PLC0415
+    from localjudge.judge.calllog import CallFilter, iter_calls  # noqa: PLC0415
 
     where = CallFilter(model=model, metric=metric, item=item)
     calls = list(iter_calls(_path(cache_path), where, limit=limit))
@@ -128,7 +129,7 @@ def ls_command(
 
 
 def calls_table(calls: Sequence[Any]) -> str:
-    """Stored calls (:class:`~localjudge.calllog.LoggedCall`) as an aligned text table."""
+    """Stored calls (:class:`~localjudge.judge.calllog.LoggedCall`) as an aligned text table."""
     header = ("stored", "model", "metric", "item", "schema", "tokens", "seconds", "hits", "output")
     rows = [header]
     for c in calls:
@@ -177,13 +178,13 @@ def export_command(  # noqa: PLR0917 (Click passes every option as an argument)
 ) -> None:
     """Write every call (or those the filters match), oldest first, to DEST as JSONL or CSV: one
     row per call with its messages and raw output."""
-    from localjudge.calllog import (  # noqa: PLC0415
+    from localjudge.errors import UsageError  # noqa: PLC0415
+    from localjudge.judge.calllog import (  # noqa: PLC0415
         CallFilter,
         export_calls,
         iter_calls,
         write_calls,
     )
-    from localjudge.errors import UsageError  # noqa: PLC0415
 
     where = CallFilter(model=model, metric=metric, item=item)
     path = _path(cache_path)
@@ -216,9 +217,9 @@ def prune_command(
     cache_path: Path | None, older_than: str | None, model: str | None, dry_run: bool
 ) -> None:
     """Delete old calls, or one model's calls (both options: calls that match both)."""
-    from localjudge.cache import Cache  # noqa: PLC0415
-    from localjudge.calllog import CallFilter, count_calls, parse_age  # noqa: PLC0415
     from localjudge.errors import UsageError  # noqa: PLC0415
+    from localjudge.judge.cache import Cache  # noqa: PLC0415
+    from localjudge.judge.calllog import CallFilter, count_calls, parse_age  # noqa: PLC0415
 
     if older_than is None and model is None:
         raise UsageError("prune needs --older-than AGE or --model ALIAS|SHA", hint="or use clear")
@@ -242,9 +243,9 @@ def prune_command(
 def clear_command(cache_path: Path | None, yes: bool) -> None:
     """Delete every call in the cache, and the instructions stored beside it (asks first
     unless --yes)."""
-    from localjudge.cache import Cache  # noqa: PLC0415
-    from localjudge.calllog import count_calls  # noqa: PLC0415
-    from localjudge.prefix_store import PREFIX_DIR  # noqa: PLC0415
+    from localjudge.judge.cache import Cache  # noqa: PLC0415
+    from localjudge.judge.calllog import count_calls  # noqa: PLC0415
+    from localjudge.judge.prefix_store import PREFIX_DIR  # noqa: PLC0415
 
     path = _path(cache_path)
     if not path.is_file():

@@ -2,10 +2,10 @@
 
 :func:`bench_file` validates the labels, runs each judge on the data as an ordinary eval run
 (each in a fresh process, one after another, so judges never share the cores and each gets its
-own cold start and peak memory), reads the runs back through :mod:`localjudge.results` and
-compares them (:func:`compare`, :func:`item_rows`) with :mod:`localjudge.agreement`'s statistics.
-Judges are compared on the items every judge scored; the items a judge failed are counted and
-listed, never silently dropped.
+own cold start and peak memory), reads the runs back through :mod:`localjudge.run.results` and
+compares them (:func:`compare`, :func:`item_rows`) with :mod:`localjudge.stats.agreement`'s
+statistics. Judges are compared on the items every judge scored; the items a judge failed are
+counted and listed, never silently dropped.
 """
 
 from __future__ import annotations
@@ -17,18 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from localjudge.agreement import (
-    Pair,
-    krippendorff_alpha_interval,
-    mae,
-    score_agreement,
-    spearman,
-    top_pattern,
-    verdict_agreement,
-    with_ci,
-)
 from localjudge.canonical import file_sha256
-from localjudge.dataset import read_records
+from localjudge.data.dataset import read_records
 from localjudge.errors import (
     CacheError,
     ConstraintError,
@@ -40,12 +30,12 @@ from localjudge.errors import (
     UsageError,
     internal_error,
 )
-from localjudge.evaluation import eval_file
-from localjudge.isolation import Reporter, death_line, supervise
-from localjudge.judge import Judge
-from localjudge.memory import PeakMemory
+from localjudge.judge.isolation import Reporter, death_line, supervise
+from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, MetricSettings
-from localjudge.results import (
+from localjudge.run.evaluation import eval_file
+from localjudge.run.memory import PeakMemory
+from localjudge.run.results import (
     BENCH,
     RESULTS,
     BenchItemRow,
@@ -56,7 +46,17 @@ from localjudge.results import (
     refuse_replacing,
     write_bench,
 )
-from localjudge.settings import JudgeSettings, build_metrics, open_judge
+from localjudge.run.settings import JudgeSettings, build_metrics, open_judge
+from localjudge.stats.agreement import (
+    Pair,
+    krippendorff_alpha_interval,
+    mae,
+    score_agreement,
+    spearman,
+    top_pattern,
+    verdict_agreement,
+    with_ci,
+)
 from localjudge.versions import versions
 
 __all__ = [
@@ -508,7 +508,7 @@ def _dispatch(
 
 
 def _run_job(job: _Job, finished: Sequence[str]) -> dict[str, Any]:
-    """``job`` in a supervised child process (:mod:`localjudge.isolation`); a library error
+    """``job`` in a supervised child process (:mod:`localjudge.judge.isolation`); a library error
     there is raised here, a death by a signal is a :class:`JudgeDiedError` naming the judge,
     and an interrupt is a ``KeyboardInterrupt`` (the child keeps what it finished)."""
     ended = supervise(_worker, job)
@@ -581,7 +581,7 @@ def _judge_job(
     job: _Job, factory: JudgeFactory, reporter: Reporter | None = None
 ) -> dict[str, Any]:
     """Load the judge, run the eval, report load time, wall time and peak memory (see
-    :mod:`localjudge.memory` for what is measured). ``reporter``: the supervised child's
+    :mod:`localjudge.run.memory` for what is measured). ``reporter``: the supervised child's
     record of the items in flight, for the crash line."""
     with PeakMemory() as memory, _bar(job) as on_bar:
 

@@ -249,25 +249,25 @@ def _shown(value: Any) -> str:
 
 
 def _threads() -> str:
-    from localjudge.options import default_threads  # noqa: PLC0415 (only for --show-config)
+    from localjudge.judge.options import default_threads  # noqa: PLC0415 (only for --show-config)
 
     return f"{default_threads()} (the physical cores this process may use)"
 
 
 def _model() -> str:
-    from localjudge.registry import DEFAULT_ALIAS  # noqa: PLC0415
+    from localjudge.judge.registry import DEFAULT_ALIAS  # noqa: PLC0415
 
     return f"{DEFAULT_ALIAS} (the default judge)"
 
 
 def _cache() -> str:
-    from localjudge.cache import default_cache_path  # noqa: PLC0415
+    from localjudge.judge.cache import default_cache_path  # noqa: PLC0415
 
     return str(default_cache_path())
 
 
 def _parallel() -> str:
-    from localjudge.engine import DEFAULT_PARALLEL  # noqa: PLC0415
+    from localjudge.judge.engine import DEFAULT_PARALLEL  # noqa: PLC0415
 
     return str(DEFAULT_PARALLEL)
 
@@ -282,8 +282,8 @@ _RUN_DEFAULTS: dict[str, Callable[[], str]] = {
 }
 
 
-_ORIGINS = "localjudge.config.origins"
-_FILE = "localjudge.config.file"
+_ORIGINS = "localjudge.cli.config.origins"
+_FILE = "localjudge.cli.config.file"
 
 
 def _load_config(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:

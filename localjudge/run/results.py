@@ -28,12 +28,12 @@ from typing import Any, TypedDict
 import numpy as np
 from typing_extensions import NotRequired  # typing's own from Python 3.11
 
-from localjudge.bootstrap import mean_interval
-from localjudge.cache import CachingJudge
 from localjudge.canonical import compact_json
 from localjudge.errors import DataError, DiskFullError, ItemError, UsageError, is_disk_full
-from localjudge.judge import Judge, JudgeIdentity
+from localjudge.judge.cache import CachingJudge
+from localjudge.judge.protocol import Judge, JudgeIdentity
 from localjudge.metrics.base import MetricResult
+from localjudge.stats.bootstrap import mean_interval
 from localjudge.versions import versions
 
 __all__ = [
@@ -139,7 +139,7 @@ class MetricStats(TypedDict):
     std: float | None
     ci95: list[float] | None
     #: with human labels (``eval --labels``): the prediction-powered estimate of the mean the
-    #: human labels would give, from the hard and from the soft scores (localjudge.ppi)
+    #: human labels would give, from the hard and from the soft scores (localjudge.stats.ppi)
     ppi: NotRequired[dict[str, Any] | None]
     ppi_soft: NotRequired[dict[str, Any] | None]
 

@@ -4,7 +4,7 @@
 by input index when both runs scored the same data file (same sha256), and by item id when the
 caller forces a comparison of different data (``force``). Per metric it gives the mean
 difference B - A over the items both runs scored, with a paired bootstrap interval (the one
-seeded bootstrap of :mod:`localjudge.bootstrap`, over the per-item differences) and a Wilcoxon
+seeded bootstrap of :mod:`localjudge.stats.bootstrap`, over the per-item differences) and a Wilcoxon
 signed-rank test; the items whose per-piece verdicts flipped; and the items with the largest
 score changes, with both runs' reasons. :func:`load_run` reads a run directory and
 :func:`diff_tables` lays a diff out for the console.
@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from localjudge.bootstrap import RESAMPLES, SEED, mean_interval
 from localjudge.console import Column, TextTable
 from localjudge.errors import UsageError
-from localjudge.results import RESULTS, SUMMARY, detect_run, read_results, read_summary
+from localjudge.run.results import RESULTS, SUMMARY, detect_run, read_results, read_summary
+from localjudge.stats.bootstrap import RESAMPLES, SEED, mean_interval
 
 __all__ = [
     "DIFF_FORMAT",

@@ -3,14 +3,16 @@
 :class:`RayJudge` implements the judge interface's ``generate_many`` by sending its requests
 through Ray Data (``from_items(...).map_batches(JudgeActor, compute=ActorPoolStrategy(size=N))``):
 one loaded judge per actor, the batched engine inside it. Everything else stays on the driver:
-records are read with localjudge's own readers, the driver's :class:`~localjudge.cache.CachingJudge`
-wraps the RayJudge (so cache hits never leave the driver, and every finished call is stored the
-moment its batch comes back), and the driver writes ``results.jsonl`` and ``summary.json``.
+records are read with localjudge's own readers, the driver's
+:class:`~localjudge.judge.cache.CachingJudge` wraps the RayJudge (so cache hits never leave the
+driver, and every finished call is stored the moment its batch comes back), and the driver writes
+``results.jsonl`` and ``summary.json``.
 
 Generations travel as plain data (raw text, stats, soft decisions) and are validated again on
-the driver with :func:`~localjudge.schemas.parse_output`, so values are those of a local run. The
-RayJudge's identity is the workers' judge's identity, so cache keys and rows are those of a local
-run too. Each worker refuses a model file whose sha256 differs from the driver's, naming itself.
+the driver with :func:`~localjudge.judge.schemas.parse_output`, so values are those of a local run.
+The RayJudge's identity is the workers' judge's identity, so cache keys and rows are those of a
+local run too. Each worker refuses a model file whose sha256 differs from the driver's, naming
+itself.
 
 Ray is an optional extra (``pip install 'localjudge[ray]'``): this module imports it only inside
 functions, and nothing else in localjudge imports this module unless ``--ray`` is asked for.
@@ -39,7 +41,7 @@ from localjudge.errors import (
     OutputBudgetError,
     UsageError,
 )
-from localjudge.judge import (
+from localjudge.judge.protocol import (
     Generation,
     GenerationStats,
     Judge,
@@ -54,8 +56,8 @@ from localjudge.judge import (
     encode_decisions,
     generate_many,
 )
-from localjudge.schemas import parse_output
-from localjudge.settings import JudgeSettings
+from localjudge.judge.schemas import parse_output
+from localjudge.run.settings import JudgeSettings
 
 __all__ = [
     "RAY_CHUNK_SIZE",
@@ -80,14 +82,14 @@ WorkerFactory = Callable[[], Judge]
 def open_uncached(settings: JudgeSettings) -> Judge:
     """The judge ``settings`` describe, without its cache (the driver caches): what a worker
     actor runs by default."""
-    from localjudge.settings import open_judge  # noqa: PLC0415
+    from localjudge.run.settings import open_judge  # noqa: PLC0415
 
     return open_judge(settings, cached=False)
 
 
 def driver_sha256(settings: JudgeSettings) -> str:
     """The sha256 of the model file ``settings`` name, as the driver resolves it."""
-    from localjudge.registry import model_sha256, resolve_model  # noqa: PLC0415
+    from localjudge.judge.registry import model_sha256, resolve_model  # noqa: PLC0415
 
     return model_sha256(resolve_model(settings.model).path)
 
@@ -461,7 +463,7 @@ def open_ray_judge(
         import ray  # noqa: PLC0415
     except ImportError:
         raise _ray_missing() from None
-    from localjudge.cache import CachingJudge, open_cache  # noqa: PLC0415
+    from localjudge.judge.cache import CachingJudge, open_cache  # noqa: PLC0415
 
     connect(address)
     if worker is None:

@@ -1,4 +1,4 @@
-"""``localjudge diff RUN_A RUN_B``: the command around :mod:`localjudge.diff` (registered in
+"""``localjudge diff RUN_A RUN_B``: the command around :mod:`localjudge.run.diff` (registered in
 :mod:`localjudge.cli`, which maps its errors to exit codes)."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def diff_command(  # noqa: PLR0917 (Click passes every option as an argument)
     metric the mean difference B - A with a paired 95% CI and a Wilcoxon test, and the items
     that changed most, with both reasons."""
     from localjudge.console import render  # noqa: PLC0415 (keep --help fast)
-    from localjudge.diff import diff_notes, diff_runs, diff_tables, load_run  # noqa: PLC0415
+    from localjudge.run.diff import diff_notes, diff_runs, diff_tables, load_run  # noqa: PLC0415
 
     diff = diff_runs(load_run(run_a), load_run(run_b), force=force, top=top)
     click.echo(f"A: {run_a}\nB: {run_b}")
@@ -60,7 +60,7 @@ def diff_command(  # noqa: PLR0917 (Click passes every option as an argument)
         )
         click.echo(f"json: {json_path}")
     if html_path is not None:
-        from localjudge.report import render_diff  # noqa: PLC0415
+        from localjudge.run.report import render_diff  # noqa: PLC0415
 
         html_path.parent.mkdir(parents=True, exist_ok=True)
         html_path.write_text(render_diff(diff), "utf-8")

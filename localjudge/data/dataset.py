@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from localjudge.data.items import ALIASES, FIELDS, plain
 from localjudge.errors import DataError, UsageError
-from localjudge.items import ALIASES, FIELDS, plain
 
 #: file extensions and the format each one means
 EXTENSIONS: Mapping[str, str] = {

@@ -1,7 +1,7 @@
 """``localjudge models``: list, add, remove and inspect the judges localjudge can use.
 
-A client of :mod:`localjudge.registry` like the rest of the CLI (:mod:`localjudge.cli` registers
-the group). ``localjudge models`` with no subcommand lists, as ``models list`` does.
+A client of :mod:`localjudge.judge.registry` like the rest of the CLI (:mod:`localjudge.cli`
+registers the group). ``localjudge models`` with no subcommand lists, as ``models list`` does.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def models_group(ctx: click.Context) -> None:
 @models_group.command("list")
 def list_command() -> None:
     """List the judges localjudge can use and whether each is present."""
-    from localjudge.registry import DEFAULT_ALIAS, list_models, user_registry_path  # noqa: PLC0415
+    from localjudge.judge.registry import DEFAULT_ALIAS, list_models, user_registry_path  # noqa: PLC0415
 
     for status in list_models():
         j = status.judge
@@ -50,7 +50,7 @@ def add_command(path: Path, alias: str, force: bool, description: str | None) ->
 
     Nothing is copied: the alias points at the file, which must not change afterwards (a file
     whose sha256 no longer matches is refused at load)."""
-    from localjudge.registry import add_model, user_registry_path  # noqa: PLC0415
+    from localjudge.judge.registry import add_model, user_registry_path  # noqa: PLC0415
 
     info = add_model(path, alias, force=force, description=description)
     click.echo(f"added {alias} -> {info.path} to {user_registry_path()}")
@@ -61,7 +61,7 @@ def add_command(path: Path, alias: str, force: bool, description: str | None) ->
 @click.argument("name")
 def rm_command(name: str) -> None:
     """Remove the user alias NAME (built-in judges cannot be removed; the file is kept)."""
-    from localjudge.registry import remove_model, user_registry_path  # noqa: PLC0415
+    from localjudge.judge.registry import remove_model, user_registry_path  # noqa: PLC0415
 
     removed = remove_model(name)
     click.echo(f"removed {name} ({removed.path or removed.file}) from {user_registry_path()}")
@@ -72,7 +72,7 @@ def rm_command(name: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def info_command(model: str, as_json: bool) -> None:
     """Show a judge's file and GGUF metadata: MODEL is a registered alias or a GGUF path."""
-    from localjudge.registry import model_info  # noqa: PLC0415
+    from localjudge.judge.registry import model_info  # noqa: PLC0415
 
     info = model_info(model).as_dict()
     if as_json:
@@ -83,7 +83,7 @@ def info_command(model: str, as_json: bool) -> None:
 
 def info_lines(info: dict[str, Any]) -> list[str]:
     """``models info``'s text: one ``key: value`` line per fact."""
-    from localjudge.ggufmeta import human_count  # noqa: PLC0415
+    from localjudge.judge.ggufmeta import human_count  # noqa: PLC0415
 
     alias = f"{info['alias']} ({info['registry']})" if info["alias"] else "(not registered)"
     sha = info["sha256"]

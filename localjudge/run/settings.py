@@ -11,18 +11,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localjudge.cache import CachingJudge, open_cache
-from localjudge.engine import DEFAULT_PARALLEL
 from localjudge.errors import UsageError
-from localjudge.judge import Judge
-from localjudge.metrics import METRICS, Metric, MetricSettings
-from localjudge.options import (
+from localjudge.judge.cache import CachingJudge, open_cache
+from localjudge.judge.engine import DEFAULT_PARALLEL
+from localjudge.judge.options import (
     DEFAULT_FLASH_ATTN,
     chat_template_kwargs,
     default_threads,
     flash_attn_mode,
 )
-from localjudge.registry import DEFAULT_ALIAS
+from localjudge.judge.protocol import Judge
+from localjudge.judge.registry import DEFAULT_ALIAS
+from localjudge.metrics import METRICS, Metric, MetricSettings
 
 __all__ = ["JudgeSettings", "MetricSettings", "build_metrics", "open_cache", "open_judge"]
 
@@ -92,7 +92,7 @@ def open_judge(settings: JudgeSettings, *, cached: bool = True) -> Judge:
     be loaded and :class:`~localjudge.errors.ConstraintError` when constrained decoding is
     unavailable.
     """
-    from localjudge.llama import load_judge  # noqa: PLC0415 (llama_cpp loads only here)
+    from localjudge.judge.llama import load_judge  # noqa: PLC0415 (llama_cpp loads only here)
 
     judge: Judge = load_judge(
         settings.model,

@@ -3,7 +3,7 @@
 Each command parses its options, calls one library function, prints, and maps errors to exit
 codes (README, "Exit codes"). Library errors print as one line; ``LOCALJUDGE_DEBUG=1`` shows the
 traceback. Judges come from a factory in Click's context object (``obj={"open_judge": ...}``,
-default :func:`localjudge.settings.open_judge`), so every command can be driven with a scripted
+default :func:`localjudge.run.settings.open_judge`), so every command can be driven with a scripted
 judge.
 """
 
@@ -19,10 +19,10 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from localjudge.cache_cli import cache_group
-from localjudge.cli_models import models_group
-from localjudge.config import ConfiguredCommand
-from localjudge.diff_cli import diff_command
+from localjudge.cli.cache import cache_group
+from localjudge.cli.config import ConfiguredCommand
+from localjudge.cli.diff import diff_command
+from localjudge.cli.models import models_group
 from localjudge.errors import (
     DEBUG_ENV,
     CacheError,
@@ -310,7 +310,7 @@ def _gpu_layers(value: str) -> int | str:
 
 
 def _template_kwargs(value: str | None) -> dict[str, Any]:
-    from localjudge.options import chat_template_kwargs  # noqa: PLC0415
+    from localjudge.judge.options import chat_template_kwargs  # noqa: PLC0415
 
     try:
         return chat_template_kwargs(value, name="the value")
@@ -325,7 +325,7 @@ def _ctx_size(value: int) -> int:
 
 
 def _judge_settings(model: str | None, **options: Any) -> Any:
-    from localjudge.settings import JudgeSettings  # noqa: PLC0415
+    from localjudge.run.settings import JudgeSettings  # noqa: PLC0415
 
     return JudgeSettings(
         model=model,
@@ -445,7 +445,7 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
     if in_process or os.environ.get("LOCALJUDGE_IN_PROCESS") == "1":
         _eval_run(params, factory, None)
         return
-    from localjudge.isolation import run_in_child  # noqa: PLC0415
+    from localjudge.judge.isolation import run_in_child  # noqa: PLC0415
 
     partial = Path(params["out_dir"]) / "results.jsonl.partial"
     code = run_in_child(_eval_child, params, resume_hint=f"{partial} and the judge-call cache")
@@ -457,7 +457,7 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
 def junit_after_crash(path: Path, code: int) -> None:
     """The judge process died by a signal before it could write its JUnit file: write one that
     says so, so that CI never reads an older run's report as this one's."""
-    from localjudge.junit import junit_xml, write_junit  # noqa: PLC0415
+    from localjudge.run.junit import junit_xml, write_junit  # noqa: PLC0415
 
     why = f"the judge process died with exit {code} (signal {code - 128}); see the error line"
     with contextlib.suppress(OSError):  # the crash line already said what matters
@@ -465,16 +465,16 @@ def junit_after_crash(path: Path, code: int) -> None:
 
 
 def _eval_child(params: dict[str, Any], reporter: Any) -> None:
-    """``eval`` in the judge's child process (see :mod:`localjudge.isolation`)."""
+    """``eval`` in the judge's child process (see :mod:`localjudge.judge.isolation`)."""
     _guarded(_eval_run)(params, None, reporter)
 
 
 def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, reporter: Any) -> None:
-    from localjudge.dataset import parse_mapping  # noqa: PLC0415 (keep --help fast)
-    from localjudge.evaluation import eval_file, survey  # noqa: PLC0415
+    from localjudge.data.dataset import parse_mapping  # noqa: PLC0415 (keep --help fast)
     from localjudge.metrics import MetricSettings  # noqa: PLC0415
-    from localjudge.results import output_lock, summary_table  # noqa: PLC0415
-    from localjudge.settings import build_metrics, open_judge  # noqa: PLC0415
+    from localjudge.run.evaluation import eval_file, survey  # noqa: PLC0415
+    from localjudge.run.results import output_lock, summary_table  # noqa: PLC0415
+    from localjudge.run.settings import build_metrics, open_judge  # noqa: PLC0415
 
     p = dict(params)
     data: Path = p.pop("data")
@@ -573,7 +573,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
 def _junit_report(
     path: Path, judge: Any, metrics: list[str], thresholds: dict[str, float], run: dict[str, Any]
 ) -> Any:
-    from localjudge.junit import JUnitReport  # noqa: PLC0415
+    from localjudge.run.junit import JUnitReport  # noqa: PLC0415
     from localjudge.versions import versions  # noqa: PLC0415
 
     identity = judge.identity
@@ -591,7 +591,7 @@ def _junit_report(
 
 def junit_row(junit: Any, judge: Any) -> Callable[[Any], None]:
     """An ``on_result`` that hands each finished item to the JUnit report."""
-    from localjudge.results import result_row  # noqa: PLC0415
+    from localjudge.run.results import result_row  # noqa: PLC0415
 
     identity = judge.identity
     return lambda res: junit.add(result_row(res, identity, {}))
@@ -717,9 +717,9 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
     **judge_options: Any,
 ) -> None:
     """Benchmark judges against the human labels in DATA (labelled JSONL, see README)."""
-    from localjudge.bench import bench_file, bench_table  # noqa: PLC0415
-    from localjudge.isolation import terminate_as_interrupt  # noqa: PLC0415
+    from localjudge.judge.isolation import terminate_as_interrupt  # noqa: PLC0415
     from localjudge.metrics import MetricSettings  # noqa: PLC0415
+    from localjudge.run.bench import bench_file, bench_table  # noqa: PLC0415
 
     progress = not quiet and _on_terminal()
     ray = _ray_config(judge_options, ctx.find_root().obj)
@@ -757,7 +757,7 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
 
 def _installed_judges(named: Sequence[str]) -> tuple[str, ...]:
     """The aliases of every registered judge whose file (or chunk packages) is installed."""
-    from localjudge.registry import list_models  # noqa: PLC0415
+    from localjudge.judge.registry import list_models  # noqa: PLC0415
 
     if named:
         raise UsageError("give -m/--model or --all-judges, not both")
@@ -786,13 +786,13 @@ def _installed_judges(named: Sequence[str]) -> tuple[str, ...]:
 @_guarded
 def report_command(out_dir: Path, output: Path | None, data: Path | None) -> None:
     """Render an eval or bench run in OUT_DIR as one self-contained, offline HTML file."""
-    from localjudge.report import write_report  # noqa: PLC0415
+    from localjudge.run.report import write_report  # noqa: PLC0415
 
     click.echo(str(write_report(out_dir, output, data=data)))
 
 
 def _write_html(out_dir: Path, data: Path | None) -> Path:
-    from localjudge.report import write_report  # noqa: PLC0415
+    from localjudge.run.report import write_report  # noqa: PLC0415
 
     return write_report(out_dir, data=data)
 

@@ -6,7 +6,7 @@ server's slots follow the same pattern):
 
 - **One context, many sequences.** ``parallel`` slots plus a *holder* sequence that holds the
   shared instruction prefix (the prompt's fixed part), evaluated once, alone, or read from the
-  prefix store (:mod:`localjudge.prefix_store`), where the next process finds it. A finished
+  prefix store (:mod:`localjudge.judge.prefix_store`), where the next process finds it. A finished
   slot keeps its prompt's cells and is refilled with the next request (continuous batching).
 - **Every prompt token read once.** A request starts from the longest prefix any sequence
   holds (its own slot, another slot, the holder): copied (``llama_memory_seq_cp``) and trimmed
@@ -57,8 +57,8 @@ from typing import Any
 import numpy as np
 
 from localjudge.errors import ConstraintError, LocalJudgeError, ModelError
-from localjudge.judge import SoftDecision
-from localjudge.prefix_store import PrefixStore
+from localjudge.judge.prefix_store import PrefixStore
+from localjudge.judge.protocol import SoftDecision
 
 #: requests decoded together by default (benchmarks/README.md, "engine": on a 2-core CPU more
 #: requests at once do not decode faster)

@@ -3,8 +3,8 @@
 Pure functions of the labelled records and the ``results.jsonl`` rows a judge produced. Per-verdict
 agreement uses scikit-learn (accuracy, Cohen's kappa, weighted for ordinal labels, confusion
 matrices); per-item score agreement SciPy (Spearman, Kendall) and scikit-learn (ROC AUC).
-Confidence intervals come from the one seeded bootstrap (:mod:`localjudge.bootstrap`) over items:
-the verdicts of one item are resampled together.
+Confidence intervals come from the one seeded bootstrap (:mod:`localjudge.stats.bootstrap`) over
+items: the verdicts of one item are resampled together.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from localjudge.bootstrap import interval
 from localjudge.metrics import Metric
+from localjudge.stats.bootstrap import interval
 
 #: resamples of an agreement interval: each one runs scikit-learn or SciPy once per statistic,
 #: so half the summary's 2,000 (the figures in benchmarks/README.md use this count)

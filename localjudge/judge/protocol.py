@@ -1,9 +1,10 @@
 """The narrow judge interface: messages + pydantic schema -> validated value, raw text, stats.
 
-The llama.cpp backend (:mod:`localjudge.llama`), the caching wrapper (:mod:`localjudge.cache`)
-and the scripted fake (:mod:`localjudge.testing`) all implement :class:`Judge`, with its optional
-many-requests call :meth:`Judge.generate_many`; the runner (:mod:`localjudge.evaluation`) knows
-nothing else about models, and the metrics know nothing about judges at all.
+The llama.cpp backend (:mod:`localjudge.judge.llama`), the caching wrapper
+(:mod:`localjudge.judge.cache`) and the scripted fake (:mod:`localjudge.testing`) all implement
+:class:`Judge`, with its optional many-requests call :meth:`Judge.generate_many`; the runner
+(:mod:`localjudge.run.evaluation`) knows nothing else about models, and the metrics know nothing
+about judges at all.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@ file (:func:`eval_file`).
 
 The runner owns the loop and every judge call. Items are processed in chunks; inside a chunk
 each metric builds its request for each item (pure), the judge answers them together
-(:func:`~localjudge.judge.generate_many`: one batch for a batched engine, an item's requests
-next to each other), and the metric turns each answer into a result. Every request starts with
-the same instructions and an item's requests with the same question and contexts: the engine
+(:func:`~localjudge.judge.protocol.generate_many`: one batch for a batched engine, an item's
+requests next to each other), and the metric turns each answer into a result. Every request starts
+with the same instructions and an item's requests with the same question and contexts: the engine
 evaluates each of those once. Items too long for the window are trimmed and asked again when
 ``truncate`` is on. Results come out in input order (item, then metric order).
 
@@ -26,15 +26,15 @@ from typing import Any
 from pydantic import BaseModel
 
 from localjudge.canonical import canonical_json, file_sha256, sha256_text
-from localjudge.dataset import LIST_FIELDS, Record, read_records
+from localjudge.data.dataset import LIST_FIELDS, Record, read_records
+from localjudge.data.items import ALIASES, FIELDS, Item, make_item
 from localjudge.errors import ContextOverflowError, InvalidItemError, ItemError, UsageError
-from localjudge.isolation import InterruptLatch
-from localjudge.items import ALIASES, FIELDS, Item, make_item
-from localjudge.judge import CallOrigin, Judge, JudgeRequest, generate_many
+from localjudge.judge.isolation import InterruptLatch
+from localjudge.judge.protocol import CallOrigin, Judge, JudgeRequest, generate_many
+from localjudge.judge.schemas import worst_case_tokens
 from localjudge.metrics import METRICS, Metric, MetricResult
-from localjudge.outcome import Evaluation
-from localjudge.ppi import fit_calibration, ppi_mean
-from localjudge.results import (
+from localjudge.run.outcome import Evaluation
+from localjudge.run.results import (
     LABELLED,
     RESULTS,
     ItemResult,
@@ -48,7 +48,7 @@ from localjudge.results import (
     run_differences,
     write_summary,
 )
-from localjudge.schemas import worst_case_tokens
+from localjudge.stats.ppi import fit_calibration, ppi_mean
 
 __all__ = [
     "CHUNK_SIZE",
@@ -106,7 +106,7 @@ def evaluate(
     keep: bool = True,
     only: Mapping[str, Collection[int]] | None = None,
 ) -> Evaluation:
-    """Score every record with every metric; the :class:`~localjudge.outcome.Evaluation`
+    """Score every record with every metric; the :class:`~localjudge.run.outcome.Evaluation`
     yields results as chunks finish, in input order, and has ``summary()``, ``rows()``,
     ``to_jsonl()``, ``to_pandas()`` and ``assert_thresholds()``.
 
@@ -168,7 +168,7 @@ def _records_of(records: Any) -> Iterable[Any]:
     if isinstance(records, (str, Path)):
         raise TypeError(
             f"evaluate() takes records, not a path ({str(records)!r}): use eval_file(path, ...) "
-            "or localjudge.dataset.read_records(path)"
+            "or localjudge.data.dataset.read_records(path)"
         )
     if isinstance(records, Mapping):
         raise TypeError(
@@ -458,7 +458,7 @@ def judge_labelled(
     """Score the labelled file (bench's format: records with ``labels``) like the data, write
     its rows to ``out_dir/labelled.jsonl``, and pair each judge score with the metric's formula
     applied to the human labels. Items without usable labels for a metric are left out of it."""
-    from localjudge.bench import label_problem  # noqa: PLC0415 (bench imports this module)
+    from localjudge.run.bench import label_problem  # noqa: PLC0415 (bench imports this module)
 
     records = list(read(labels, fmt=None, mapping=mapping))
     human: dict[tuple[int, str], float] = {}
@@ -536,7 +536,7 @@ def eval_file(
     With ``labels`` (a small labelled file in bench's format) those items are scored first
     (``labelled.jsonl``) and the summary gains, per metric, the prediction-powered estimate of
     the human-scale mean over ``data`` with its interval (``ppi``, ``ppi_soft``; see
-    :mod:`localjudge.ppi`); ``calibrate`` also adds each row's ``calibrated_score``, the
+    :mod:`localjudge.stats.ppi`); ``calibrate`` also adds each row's ``calibrated_score``, the
     judge score mapped to the human scale by an isotonic fit on the labelled items.
     ``raw_output`` adds each row's raw judge output text (``raw_output``). ``chunk_size``:
     items handed to the judge together per metric (rows do not depend on it; a Ray judge wants
@@ -549,7 +549,7 @@ def eval_file(
     is judged. An unfinished run there (``results.jsonl.partial``) is always taken over: that is
     how a rerun resumes.
 
-    Pass a :class:`~localjudge.cache.CachingJudge` to cache and resume."""
+    Pass a :class:`~localjudge.judge.cache.CachingJudge` to cache and resume."""
     mapping = dict(mapping or {})
     unknown = set(fail_under or {}) - {m.name for m in metrics}
     if unknown:

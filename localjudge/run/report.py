@@ -25,12 +25,12 @@ import jinja2
 from markupsafe import Markup
 
 from localjudge.canonical import compact_json, file_sha256
-from localjudge.dataset import LIST_FIELDS, read_records
+from localjudge.data.dataset import LIST_FIELDS, read_records
+from localjudge.data.items import make_item
 from localjudge.errors import DataError, InvalidItemError
-from localjudge.items import make_item
 from localjudge.metrics import METRICS
 from localjudge.metrics.base import VerdictRow, shown
-from localjudge.results import (
+from localjudge.run.results import (
     BENCH,
     BENCH_ITEMS,
     RESULTS,
@@ -554,7 +554,7 @@ def _label(value: Any) -> str:
 
 
 def render_diff(diff: Mapping[str, Any]) -> str:
-    """The HTML page of a :func:`localjudge.diff.diff_runs` document (self-contained, offline)."""
+    """The HTML page of a :func:`localjudge.run.diff.diff_runs` document (offline, one file)."""
     return _render("diff.html.j2", diff_view(diff))
 
 
@@ -676,14 +676,14 @@ def _finite(value: Any) -> Any:
 
 def _asset(name: str) -> Markup:
     """A static file from ``templates/``, inlined as is (it is ours, not data)."""
-    text = (resources.files("localjudge") / "templates" / name).read_text("utf-8")
+    text = (resources.files("localjudge.run") / "templates" / name).read_text("utf-8")
     return Markup(text)  # noqa: S704 (our own asset, not data)
 
 
 @lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("localjudge", "templates"),
+        loader=jinja2.PackageLoader("localjudge.run", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

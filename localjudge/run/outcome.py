@@ -1,6 +1,6 @@
 """What :func:`localjudge.evaluate` returns: the results as they stream, and what to do with them.
 
-An :class:`Evaluation` is an iterator (each :class:`~localjudge.results.ItemResult` as its
+An :class:`Evaluation` is an iterator (each :class:`~localjudge.run.results.ItemResult` as its
 chunk finishes, in input order, as the generator it replaces gave them), and gives what a
 notebook or a CI job wants: :meth:`~Evaluation.summary` (the statistics and intervals of
 ``summary.json``), :meth:`~Evaluation.rows` and :meth:`~Evaluation.to_jsonl` (the documented
@@ -16,8 +16,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from localjudge.judge import JudgeIdentity
-from localjudge.results import (
+from localjudge.judge.protocol import JudgeIdentity
+from localjudge.run.results import (
     PARTIAL,
     ItemResult,
     MetricStats,

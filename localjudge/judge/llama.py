@@ -1,13 +1,14 @@
 """The llama.cpp judge: a GGUF model in-process, decoding under llguidance grammars.
 
-This is the only module (with :mod:`localjudge.engine`, which it drives) that imports
+This is the only module (with :mod:`localjudge.judge.engine`, which it drives) that imports
 ``llama_cpp`` and ``llguidance``, and it does so when a judge is loaded, so ``import localjudge``
 and ``localjudge --help`` stay light.
 
 How each guarantee is kept:
 
 - valid JSON: every token is chosen under the schema's llguidance grammar
-  (:mod:`localjudge.engine`); the text is then validated by the same pydantic schema (no repair).
+  (:mod:`localjudge.judge.engine`); the text is then validated by the same pydantic schema (no
+  repair).
 - never cut off: the output bound is the schema's worst case (:func:`worst_case_tokens`),
   checked against the window before generating.
 - never silently unconstrained: a matcher error, a rejected token, an early end or an output
@@ -36,8 +37,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from localjudge.cache import CachingJudge, default_cache_dir, open_cache, resolve_cache_path
-from localjudge.engine import (
+from localjudge.errors import ConstraintError, ContextOverflowError, ModelError, OutputBudgetError
+from localjudge.judge.cache import CachingJudge, default_cache_dir, open_cache, resolve_cache_path
+from localjudge.judge.engine import (
     DEFAULT_PARALLEL,
     N_UBATCH,
     Engine,
@@ -47,8 +49,16 @@ from localjudge.engine import (
     install_log,
     raise_pending_interrupt,
 )
-from localjudge.errors import ConstraintError, ContextOverflowError, ModelError, OutputBudgetError
-from localjudge.judge import (
+from localjudge.judge.options import (
+    DEFAULT_FLASH_ATTN,
+    default_threads,
+    flash_attn_mode,
+)
+from localjudge.judge.options import (
+    chat_template_kwargs as check_template_kwargs,
+)
+from localjudge.judge.prefix_store import PREFIX_DIR, PrefixStore
+from localjudge.judge.protocol import (
     Generation,
     GenerationStats,
     JudgeIdentity,
@@ -60,17 +70,8 @@ from localjudge.judge import (
     as_messages,
     check_fits,
 )
-from localjudge.options import (
-    DEFAULT_FLASH_ATTN,
-    default_threads,
-    flash_attn_mode,
-)
-from localjudge.options import (
-    chat_template_kwargs as check_template_kwargs,
-)
-from localjudge.prefix_store import PREFIX_DIR, PrefixStore
-from localjudge.registry import ResolvedModel, check_gguf, model_sha256, resolve_model
-from localjudge.schemas import json_schema, output_budget, parse_output, worst_case_tokens
+from localjudge.judge.registry import ResolvedModel, check_gguf, model_sha256, resolve_model
+from localjudge.judge.schemas import json_schema, output_budget, parse_output, worst_case_tokens
 from localjudge.versions import package_version
 
 DEFAULT_N_CTX = 8192
@@ -480,7 +481,7 @@ class LlamaJudge:
         template = self._metadata.get("tokenizer.chat_template")
         use = chat_template if chat_template is not None else bool(template)
         if self.model.alias is not None and chat_template is None:
-            from localjudge.registry import registry  # noqa: PLC0415
+            from localjudge.judge.registry import registry  # noqa: PLC0415
 
             entry = next((j for j in registry() if j.alias == self.model.alias), None)
             use = bool(template) and (entry is None or entry.instruct)
@@ -564,7 +565,7 @@ def load_judge(
     """Load a judge: ``model`` is a GGUF path, a registered alias, or None for the default judge.
 
     ``cache`` (on by default, as in the CLI): the judge answers a call it has made before from
-    the SQLite cache (:class:`~localjudge.cache.CachingJudge`; the file in the user cache
+    the SQLite cache (:class:`~localjudge.judge.cache.CachingJudge`; the file in the user cache
     directory or ``$LOCALJUDGE_CACHE_DIR``, or at the path given); ``False`` returns the bare
     :class:`LlamaJudge`. The caching judge passes every other attribute to the one it wraps.
 
@@ -574,7 +575,7 @@ def load_judge(
     identity and so of its cache keys.
 
     ``store_prefix`` (default: as ``cache``): the evaluated instructions are kept beside the
-    cache (:mod:`localjudge.prefix_store`; a path: beside that cache), so the next process
+    cache (:mod:`localjudge.judge.prefix_store`; a path: beside that cache), so the next process
     reads them instead of evaluating them; ``cache=False`` leaves that store alone too.
 
     Nothing is downloaded. Raises :class:`ModelError` for a missing, empty, non-GGUF, truncated or
