@@ -6,7 +6,7 @@ Generates a JSONL file of N items (default 100,000) in a temporary directory: va
 phase in a fresh process (so that the peak RSS of one phase does not hide the next):
 
 - ``read``: stream the file through ``localjudge.data.dataset.read_records``;
-- ``eval``: ``localjudge.run.evaluation.eval_file`` (the streaming ``evaluate`` plus the
+- ``eval``: ``localjudge.run.file_run.eval_file`` (the streaming ``evaluate`` plus the
   ``results.jsonl`` writer) with a :class:`~localjudge.testing.ScriptedJudge` (no model) answering
   every call from its schema;
 - ``summary``: the same run's end: the summary statistics (bootstrap CI) eval_file computes after
@@ -191,7 +191,7 @@ def phase_eval(
     path: str, checkpoints: list[int], trace: bool, metric_names: list[str], keep_calls: bool
 ) -> list[dict[str, Any]]:
     from localjudge.metrics import METRICS
-    from localjudge.run.evaluation import eval_file
+    from localjudge.run.file_run import eval_file
     from localjudge.testing import ScriptedJudge
 
     replies: dict[type, dict[str, Any]] = {}

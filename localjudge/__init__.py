@@ -31,7 +31,8 @@ from localjudge.metrics import (
     MetricResult,
     MetricSettings,
 )
-from localjudge.run.evaluation import eval_file, evaluate, score
+from localjudge.run.evaluation import evaluate, score
+from localjudge.run.file_run import eval_file
 from localjudge.run.results import ItemResult
 from localjudge.run.settings import JudgeSettings, build_metrics, open_judge
 from localjudge.scoring import RelevancePenalties

@@ -11,7 +11,7 @@ import ray
 from localjudge.cluster import RAY_CHUNK_SIZE, open_ray_judge
 from localjudge.judge.prefix_store import PREFIX_DIR
 from localjudge.metrics import ContextPosition, ContextRecall
-from localjudge.run.evaluation import eval_file
+from localjudge.run.file_run import eval_file
 from localjudge.run.settings import JudgeSettings, open_judge
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "rag.jsonl"

@@ -21,7 +21,7 @@ from localjudge.judge.cache import SCHEMA_VERSION, Cache, CachingJudge, cache_ke
 from localjudge.judge.calllog import EXPORT_FIELDS, CallFilter, cache_stats, iter_calls
 from localjudge.judge.protocol import JudgeRequest
 from localjudge.metrics import ContextPosition, ContextRecall
-from localjudge.run.evaluation import eval_file
+from localjudge.run.file_run import eval_file
 from localjudge.testing import ScriptedJudge
 
 RECORDS = rule_records(3)

@@ -13,7 +13,7 @@ from pipeline_rules import EXPECTED, rule_reply
 from localjudge.errors import UsageError
 from localjudge.judge.cache import Cache, CachingJudge
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
-from localjudge.run.evaluation import detect_metrics, eval_file
+from localjudge.run.file_run import detect_metrics, eval_file
 from localjudge.run.results import FORMAT_VERSION
 from localjudge.testing import ScriptedJudge
 from localjudge.versions import versions

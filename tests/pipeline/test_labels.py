@@ -14,7 +14,7 @@ from pipeline_rules import expected_recall, rule_reply
 from localjudge.cli import main
 from localjudge.errors import UsageError
 from localjudge.metrics import ContextPosition, ContextRecall
-from localjudge.run.evaluation import eval_file
+from localjudge.run.file_run import eval_file
 from localjudge.stats.ppi import ppi_mean
 from localjudge.testing import ScriptedJudge
 

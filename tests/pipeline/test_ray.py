@@ -28,7 +28,7 @@ from localjudge.errors import ModelError
 from localjudge.judge.cache import Cache, CachingJudge, open_cache
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.run.bench import bench_file
-from localjudge.run.evaluation import eval_file
+from localjudge.run.file_run import eval_file
 from localjudge.run.settings import JudgeSettings
 from localjudge.testing import ScriptedJudge
 

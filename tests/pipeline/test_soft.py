@@ -15,7 +15,8 @@ from localjudge.data.items import make_item
 from localjudge.judge.cache import Cache, CachingJudge
 from localjudge.judge.protocol import Generation, SoftDecision, generate_many
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
-from localjudge.run.evaluation import eval_file, evaluate, score
+from localjudge.run.evaluation import evaluate, score
+from localjudge.run.file_run import eval_file
 from localjudge.testing import ScriptedJudge
 
 RECORD = {

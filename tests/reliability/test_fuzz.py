@@ -33,7 +33,7 @@ from localjudge.errors import DataError
 from localjudge.judge.cache import Cache, CachingJudge
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.metrics.statements import split_statements
-from localjudge.run.evaluation import eval_file
+from localjudge.run.file_run import eval_file
 from localjudge.scoring import position_score, recall_score, relevance_score
 from localjudge.testing import ScriptedJudge, prompt_data
 

@@ -20,14 +20,8 @@ from localjudge.errors import LocalJudgeError
 from localjudge.judge.registry import DEFAULT_ALIAS
 from localjudge.metrics import METRICS
 from localjudge.metrics.relevance import LEVELS
-from localjudge.run.bench import (
-    bench_file,
-    bench_table,
-    compare,
-    item_rows,
-    judges_agreement,
-    pair_up,
-)
+from localjudge.run.bench import bench_file, bench_table
+from localjudge.run.compare import compare, item_rows, judges_agreement, pair_up
 from localjudge.run.results import read_results
 from localjudge.run.settings import JudgeSettings
 from localjudge.stats import agreement

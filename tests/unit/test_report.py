@@ -18,7 +18,7 @@ from localjudge.canonical import file_sha256
 from localjudge.errors import DataError
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.run import bench
-from localjudge.run.evaluation import eval_file
+from localjudge.run.file_run import eval_file
 from localjudge.run.report import (
     CSP,
     histogram,
