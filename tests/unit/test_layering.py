@@ -1,5 +1,7 @@
-"""Layering, checked cheaply: the package and its CLI's help stay free of the model stack, and the
-scoring core imports only the standard library and numpy."""
+"""Layering, checked cheaply: the package and its CLI's help stay free of the model stack, the
+scoring core imports only the standard library and numpy, every import between localjudge's
+modules points down the layers (:data:`LAYERS`), there is no import cycle, and one module starts
+child processes."""
 
 from __future__ import annotations
 
@@ -8,10 +10,12 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+import localjudge
 import localjudge.scoring
 
 #: the model stack, Ray (the [ray] extra: loaded only by --ray), and the frameworks the
@@ -148,3 +152,199 @@ def test_scoring_runs_without_the_rest_of_the_package():
     print("ok")
     """
     assert run_python(code).strip() == "ok"
+
+
+# --------------------------------------------------------------------------- the layers
+
+PACKAGE = Path(localjudge.__file__).resolve().parent
+
+#: the layers, lowest first: a module may import modules of its own layer and of the layers
+#: below it, never above. A layer is a top-level module or a subpackage of localjudge (its
+#: first name after ``localjudge.``); the package itself re-exports the public API, above all.
+LAYERS: list[set[str]] = [
+    # the foundation: errors, canonical JSON and hashing, versions, console tables, the pure math
+    {"errors", "canonical", "versions", "console", "scoring"},
+    # the input records and their readers
+    {"data"},
+    # the judge: protocol, schemas, engine, llama.cpp, registry, cache, the supervised child
+    {"judge"},
+    # the metrics: prompts, schemas, verdicts -> scores
+    {"metrics"},
+    # statistics of scores and labels
+    {"stats"},
+    # a run and its files: settings, runner, results, report, diff, bench
+    {"run"},
+    # the public fake judge, and the extras (imported lazily, by users or the CLI only)
+    {"testing", "integrations", "cluster"},
+    # the machine check behind ``localjudge doctor``
+    {"doctor"},
+    # the command line
+    {"cli"},
+    # ``localjudge/__init__.py``: the public API
+    {""},
+]
+RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
+
+
+def _module_files(package: Path) -> dict[str, Path]:
+    """Every module of ``package`` by dotted name (a package by its own name)."""
+    out = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = (package.name, *path.relative_to(package).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> Iterator[tuple[str, int]]:
+    """The package's modules that ``name`` imports, with the line: every import statement at
+    any depth (function-level ones too), relative ones resolved, ``from a import b`` naming
+    module ``a.b`` when there is one. Importing ``a.b`` runs ``a/__init__.py`` too; that implied
+    arrow is left out (a package's ``__init__`` may re-export its own modules)."""
+    root = name.split(".", maxsplit=1)[0]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, *([base] if base else [])])
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                for alias in node.names
+            ]
+        else:
+            continue
+        for target in targets:
+            if target.split(".")[0] == root and target in modules and target != name:
+                yield target, node.lineno
+
+
+def import_graph(package: Path) -> dict[str, dict[str, int]]:
+    """module -> {imported module: line of the first such import}, within ``package``."""
+    modules = _module_files(package)
+    graph: dict[str, dict[str, int]] = {}
+    for name, path in modules.items():
+        edges = graph.setdefault(name, {})
+        for target, line in _imports(name, path, modules):
+            edges.setdefault(target, line)
+    return graph
+
+
+def cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (each holds a cycle)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def layer(module: str) -> str:
+    """A module's layer name: its first name inside the package (``""`` for the package)."""
+    return module.split(".")[1] if "." in module else ""
+
+
+def test_every_module_has_a_layer():
+    unplaced = sorted(m for m in import_graph(PACKAGE) if layer(m) not in RANK)
+    assert unplaced == [], "add them to LAYERS"
+
+
+def test_imports_point_down_the_layers():
+    graph = import_graph(PACKAGE)
+    upward = [
+        f"{source} -> {target} (line {line})"
+        for source, edges in sorted(graph.items())
+        for target, line in sorted(edges.items())
+        if RANK.get(layer(target), -1) > RANK.get(layer(source), len(LAYERS))
+    ]
+    assert upward == []
+
+
+def test_no_import_cycle_between_modules():
+    assert cycles(import_graph(PACKAGE)) == []
+
+
+def test_the_layer_check_sees_upward_and_cyclic_function_level_imports(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "low").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("", "utf-8")
+    (pkg / "low" / "__init__.py").write_text("", "utf-8")
+    (pkg / "low" / "a.py").write_text("def f():\n    from pkg.high import b\n", "utf-8")
+    (pkg / "low" / "c.py").write_text("from . import a\nfrom .a import f\n", "utf-8")
+    (pkg / "high.py").write_text("import pkg.low.a\n\nb = 1\n", "utf-8")
+    graph = import_graph(pkg)
+    assert graph["pkg.low.a"] == {"pkg.high": 2}
+    assert graph["pkg.low.c"] == {"pkg.low.a": 1}
+    assert graph["pkg.high"] == {"pkg.low.a": 1}
+    assert cycles(graph) == [["pkg.high", "pkg.low.a"]]
+
+
+#: what starts a process: the modules, and the os functions
+SPAWNING_MODULES = {"multiprocessing", "subprocess", "concurrent.futures.process"}
+SPAWNING_OS = ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "popen", "spawn", "exec")
+
+
+def _spawns(name: str) -> bool:
+    return (
+        name.split(".", maxsplit=1)[0] in SPAWNING_MODULES
+        or name in SPAWNING_MODULES
+        or name == "concurrent.futures.ProcessPoolExecutor"
+        or (name.startswith("os.") and name[3:].startswith(SPAWNING_OS))
+    )
+
+
+def _starts_processes(path: Path) -> list[int]:
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+            if node.module == "os":
+                names += [f"os.{alias.name}" for alias in node.names]
+            if node.module == "concurrent.futures":
+                names += [f"concurrent.futures.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            names = [f"{node.value.id}.{node.attr}"]
+        else:
+            continue
+        if any(_spawns(name) for name in names):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_one_module_starts_child_processes():
+    # the supervised judge child: eval, bench and doctor all start theirs through it
+    spawning = {
+        name: lines
+        for name, path in _module_files(PACKAGE).items()
+        if (lines := _starts_processes(path))
+    }
+    assert list(spawning) == ["localjudge.judge.isolation"]
