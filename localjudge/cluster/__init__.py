@@ -1,7 +1,8 @@
 """Judging on a Ray cluster (the ``[ray]`` extra, ``eval --ray`` / ``bench --ray``).
 
 :mod:`~localjudge.cluster.driver` holds the driver side (:class:`RayJudge`, connecting, the
-``--ray`` settings). Ray itself is imported only inside functions, and only the CLI imports this
+``--ray`` settings), :mod:`~localjudge.cluster.worker` what runs in each actor and the outcomes'
+wire format. Ray itself is imported only inside functions, and only the CLI imports this
 package, when ``--ray`` is asked for.
 
 May import: judge, run (the judge settings) and the foundation modules; nothing imports it but
