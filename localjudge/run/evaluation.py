@@ -21,8 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from localjudge.data.dataset import LIST_FIELDS, Record, read_records
+from localjudge.data.dataset import LIST_FIELDS, read_records
 from localjudge.data.items import Item, make_item
+from localjudge.data.records import Record
 from localjudge.errors import ContextOverflowError, InvalidItemError, ItemError
 from localjudge.judge.protocol import CallOrigin, Judge, JudgeRequest, generate_many
 from localjudge.judge.schemas import worst_case_tokens

@@ -9,8 +9,8 @@ from pipeline_rules import expected_position, expected_recall, rule_reply
 from pydantic import BaseModel
 
 from localjudge import ItemResult, evaluate
-from localjudge.data.dataset import Record
 from localjudge.data.items import make_item
+from localjudge.data.records import Record
 from localjudge.errors import (
     ConstraintError,
     ContextOverflowError,

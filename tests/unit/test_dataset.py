@@ -14,11 +14,11 @@ import pytest
 
 from localjudge.canonical import file_sha256
 from localjudge.data.dataset import (
-    Record,
     detect_format,
     parse_mapping,
     read_records,
 )
+from localjudge.data.records import Record
 from localjudge.errors import DataError, UsageError
 
 
