@@ -50,7 +50,8 @@ def add_command(path: Path, alias: str, force: bool, description: str | None) ->
 
     Nothing is copied: the alias points at the file, which must not change afterwards (a file
     whose sha256 no longer matches is refused at load)."""
-    from localjudge.judge.registry import add_model, user_registry_path  # noqa: PLC0415
+    from localjudge.judge.registry import user_registry_path  # noqa: PLC0415
+    from localjudge.judge.registry_edit import add_model  # noqa: PLC0415
 
     info = add_model(path, alias, force=force, description=description)
     click.echo(f"added {alias} -> {info.path} to {user_registry_path()}")
@@ -61,7 +62,8 @@ def add_command(path: Path, alias: str, force: bool, description: str | None) ->
 @click.argument("name")
 def rm_command(name: str) -> None:
     """Remove the user alias NAME (built-in judges cannot be removed; the file is kept)."""
-    from localjudge.judge.registry import remove_model, user_registry_path  # noqa: PLC0415
+    from localjudge.judge.registry import user_registry_path  # noqa: PLC0415
+    from localjudge.judge.registry_edit import remove_model  # noqa: PLC0415
 
     removed = remove_model(name)
     click.echo(f"removed {name} ({removed.path or removed.file}) from {user_registry_path()}")
@@ -72,7 +74,7 @@ def rm_command(name: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def info_command(model: str, as_json: bool) -> None:
     """Show a judge's file and GGUF metadata: MODEL is a registered alias or a GGUF path."""
-    from localjudge.judge.registry import model_info  # noqa: PLC0415
+    from localjudge.judge.registry_edit import model_info  # noqa: PLC0415
 
     info = model_info(model).as_dict()
     if as_json:
