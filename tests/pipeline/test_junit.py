@@ -194,7 +194,7 @@ def test_an_undefined_score_is_a_skipped_case(tmp_path: Path) -> None:
 
 
 def test_a_crashed_judge_process_replaces_an_older_report(tmp_path: Path) -> None:
-    from localjudge.cli.app import junit_after_crash  # noqa: PLC0415
+    from localjudge.cli.eval import junit_after_crash  # noqa: PLC0415
 
     junit = tmp_path / "junit.xml"
     junit.write_text("<testsuites tests='99'/>", "utf-8")  # an older run's, all green

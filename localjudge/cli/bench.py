@@ -1,0 +1,127 @@
+"""``localjudge bench``: run judges on labelled data and print how each agrees with the labels.
+
+A client of :func:`localjudge.run.bench.bench_file` (which runs each judge in its own supervised
+process) with the options shared with ``eval`` (:mod:`localjudge.cli.common`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from localjudge.cli import common
+from localjudge.cli.common import (
+    guarded,
+    judge_factory,
+    judge_options,
+    judge_settings,
+    ray_config,
+    ray_options,
+    run_options,
+    write_html,
+)
+from localjudge.cli.config import ConfiguredCommand
+from localjudge.errors import (
+    UsageError,
+)
+
+
+@click.command("bench", cls=ConfiguredCommand)
+@click.argument("data", type=click.Path(path_type=Path))
+@click.option(
+    "-m",
+    "--model",
+    "models",
+    multiple=True,
+    help="Judge to compare: GGUF path or alias (repeat; default: the default judge).",
+)
+@click.option(
+    "--all-judges",
+    is_flag=True,
+    help="Compare every registered judge installed here (`localjudge models list`), side by side.",
+)
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    default=Path("localjudge-bench"),
+    show_default=True,
+    help="Directory for bench.json, bench_items.jsonl and each judge's run.",
+)
+@judge_options
+@ray_options
+@run_options
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars; print only the table.")
+@click.pass_context
+@guarded
+def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
+    ctx: click.Context,
+    /,
+    data: Path,
+    models: tuple[str, ...],
+    all_judges: bool,
+    out_dir: Path,
+    metric_names: tuple[str, ...],
+    limit: int | None,
+    scale: float,
+    truncate: bool,
+    no_reasons: bool,
+    html: bool,
+    overwrite: bool,
+    quiet: bool,
+    **judge_options: Any,
+) -> None:
+    """Benchmark judges against the human labels in DATA (labelled JSONL, see README)."""
+    from localjudge.judge.isolation import terminate_as_interrupt  # noqa: PLC0415
+    from localjudge.metrics import MetricSettings  # noqa: PLC0415
+    from localjudge.run.bench import bench_file, bench_table  # noqa: PLC0415
+
+    progress = not quiet and common.on_terminal()
+    ray = ray_config(judge_options, ctx.find_root().obj)
+    if all_judges:
+        models = _installed_judges(models)
+
+    def announce(name: str) -> None:
+        if not quiet and not progress:  # a bar names its judge
+            click.echo(f"judging with {name} ...", err=True)
+
+    # SIGTERM (timeout, systemd, CI runners) stops a bench as Ctrl-C does, between judges too;
+    # while a judge runs, its supervised child gets the signal and keeps what it finished
+    with terminate_as_interrupt():
+        outcome = bench_file(
+            data,
+            out_dir,
+            judges=[judge_settings(m, **judge_options) for m in (models or (None,))],
+            metrics=list(metric_names) or None,
+            metric_settings=MetricSettings(scale=scale, reasons=not no_reasons),
+            limit=limit,
+            truncate=truncate,
+            open_judge=judge_factory(ctx),
+            ray=ray,
+            on_judge=announce,
+            progress=progress,
+            overwrite=overwrite,
+        )
+    click.echo(bench_table(outcome.report, terminal=sys.stdout.isatty()))
+    report = write_html(out_dir, None) if html else None
+    if not quiet:
+        click.echo(f"bench: {outcome.bench_path}\nitems: {outcome.items_path}")
+        if report is not None:
+            click.echo(f"report: {report}")
+
+
+def _installed_judges(named: Sequence[str]) -> tuple[str, ...]:
+    """The aliases of every registered judge whose file (or chunk packages) is installed."""
+    from localjudge.judge.registry import list_models  # noqa: PLC0415
+
+    if named:
+        raise UsageError("give -m/--model or --all-judges, not both")
+    found = tuple(status.judge.alias for status in list_models() if status.present)
+    if not found:
+        raise UsageError("no registered judge is installed", hint="see `localjudge models list`")
+    return found

@@ -1,0 +1,312 @@
+"""``localjudge eval``: score a data file and write the run's files, its JUnit XML and report.
+
+The command runs the judge in a supervised child process (:mod:`localjudge.judge.isolation`;
+``LOCALJUDGE_IN_PROCESS=1`` or a judge factory in Click's context object runs it here), draws
+progress on a terminal, prints the summary table and exits with the run's code
+(:mod:`localjudge.cli.common`). The run itself is :func:`localjudge.run.file_run.eval_file`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from localjudge.cli import common
+from localjudge.cli.common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_THRESHOLD,
+    guarded,
+    judge_factory,
+    judge_options,
+    judge_settings,
+    parse_thresholds,
+    progress_bar,
+    ray_config,
+    ray_options,
+    run_options,
+    write_html,
+)
+from localjudge.cli.config import ConfiguredCommand
+from localjudge.errors import (
+    LocalJudgeError,
+    UsageError,
+    internal_error,
+)
+
+
+@click.command("eval", cls=ConfiguredCommand)
+@click.argument("data", type=click.Path(path_type=Path))
+@click.option(
+    "-m",
+    "--model",
+    default=None,
+    help="GGUF path or registered alias (default: qwen2.5-coder-1.5b).",
+)
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    default=Path("localjudge-out"),
+    show_default=True,
+    help="Directory for results.jsonl and summary.json.",
+)
+@click.option(
+    "--fail-under",
+    multiple=True,
+    metavar="METRIC=VALUE",
+    help="Exit with code 1 when the metric's mean is below VALUE (repeatable).",
+)
+@click.option(
+    "--max-failure-rate",
+    type=click.FloatRange(0.0, 1.0),
+    default=None,
+    metavar="X",
+    help="Exit with code 1 when more than this share of a metric's items failed (0 to 1).",
+)
+@click.option(
+    "--map",
+    "maps",
+    multiple=True,
+    metavar="FIELD=COLUMN",
+    help="Read FIELD from another column, e.g. --map user_input=question (repeatable).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "json", "csv", "parquet", "hf"]),
+    default=None,
+    help="Data format (default: from the file extension; a folder is a Hugging Face "
+    "save_to_disk folder, hf).",
+)
+@click.option(
+    "--labels",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="A small labelled file (bench's format), judged too: the summary adds each metric's "
+    "human-scale mean corrected by it, with an interval (prediction-powered inference).",
+)
+@click.option(
+    "--calibrate",
+    is_flag=True,
+    help="With --labels: add calibrated_score to each row (judge score mapped to the human "
+    "scale by an isotonic fit on the labelled items; score is kept).",
+)
+@click.option(
+    "--raw-output",
+    is_flag=True,
+    help="Add each row's raw judge output (the JSON text the model wrote) as raw_output.",
+)
+@click.option(
+    "--junit",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    metavar="PATH",
+    help="Also write JUnit XML for CI: a suite per metric, a case per item (failed below the "
+    "metric's --fail-under, errored when the item failed). Written on exit 1 and on Ctrl-C too.",
+)
+@judge_options
+@ray_options
+@run_options
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
+@click.pass_context
+@guarded
+def eval_command(ctx: click.Context, /, **params: Any) -> None:
+    """Score DATA (JSONL, JSON, CSV, Parquet, or a Hugging Face save_to_disk folder) and write
+    OUT/results.jsonl and OUT/summary.json."""
+    factory = judge_factory(ctx)
+    params["ray"] = ray = ray_config(params, ctx.find_root().obj)
+    in_process = factory is not None or (ray is not None and ray.worker is not None)
+    if in_process or os.environ.get("LOCALJUDGE_IN_PROCESS") == "1":
+        _eval_run(params, factory, None)
+        return
+    from localjudge.judge.isolation import run_in_child  # noqa: PLC0415
+
+    partial = Path(params["out_dir"]) / "results.jsonl.partial"
+    code = run_in_child(_eval_child, params, resume_hint=f"{partial} and the judge-call cache")
+    if code > 128 and code != EXIT_INTERRUPTED and params.get("junit") is not None:
+        junit_after_crash(params["junit"], code)
+    sys.exit(code)
+
+
+def junit_after_crash(path: Path, code: int) -> None:
+    """The judge process died by a signal before it could write its JUnit file: write one that
+    says so, so that CI never reads an older run's report as this one's."""
+    from localjudge.run.junit import junit_xml, write_junit  # noqa: PLC0415
+
+    why = f"the judge process died with exit {code} (signal {code - 128}); see the error line"
+    with contextlib.suppress(OSError):  # the crash line already said what matters
+        write_junit(path, junit_xml([], stopped=why, properties={"complete": False}))
+
+
+def _eval_child(params: dict[str, Any], reporter: Any) -> None:
+    """``eval`` in the judge's child process (see :mod:`localjudge.judge.isolation`)."""
+    guarded(_eval_run)(params, None, reporter)
+
+
+def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, reporter: Any) -> None:
+    from localjudge.data.dataset import parse_mapping  # noqa: PLC0415 (keep --help fast)
+    from localjudge.metrics import MetricSettings  # noqa: PLC0415
+    from localjudge.run.file_run import eval_file, survey  # noqa: PLC0415
+    from localjudge.run.results import output_lock, summary_table  # noqa: PLC0415
+    from localjudge.run.settings import build_metrics, open_judge  # noqa: PLC0415
+
+    p = dict(params)
+    data: Path = p.pop("data")
+    out_dir: Path = p.pop("out_dir")
+    fmt, limit, quiet = p.pop("fmt"), p.pop("limit"), p.pop("quiet")
+    metric_names: tuple[str, ...] = p.pop("metric_names")
+    mapping = parse_mapping(p.pop("maps"))
+    thresholds = parse_thresholds(p.pop("fail_under"))
+    max_failure_rate = p.pop("max_failure_rate")
+    progress = not quiet and common.on_terminal()
+    found = (
+        survey(data, fmt=fmt, mapping=mapping, limit=limit)
+        if progress or not metric_names
+        else None
+    )
+    names = list(metric_names) or (found.metrics if found else [])
+    if not names:
+        raise UsageError(
+            f"no metric applies to {data}: records need user_input and retrieved_contexts, plus "
+            "reference (recall) or response (relevance)",
+            hint="name fields with --map, e.g. --map user_input=question",
+        )
+    scale, truncate, no_reasons = p.pop("scale"), p.pop("truncate"), p.pop("no_reasons")
+    labels, calibrate, html = p.pop("labels"), p.pop("calibrate"), p.pop("html")
+    raw_output = p.pop("raw_output")
+    junit_path: Path | None = p.pop("junit")
+    overwrite = p.pop("overwrite")
+    ray = p.pop("ray")
+    with output_lock(out_dir):  # before the judge loads: a second run is refused at once
+        settings = judge_settings(p.pop("model"), **p)
+        judge = ray.open(settings) if ray is not None else (factory or open_judge)(settings)
+        metrics = build_metrics(names, MetricSettings(scale=scale, reasons=not no_reasons))
+        total = found.n_records if found and progress else None
+        junit = None
+        if junit_path is not None:
+            run = {
+                "data": str(data),
+                "limit": limit,
+                "truncate": truncate,
+                "scale": scale,
+                "reasons": not no_reasons,
+                "map": mapping,
+                "format": fmt,
+                "max_failure_rate": max_failure_rate,
+                **settings.recorded(),
+            }
+            junit = _junit_report(junit_path, judge, [m.name for m in metrics], thresholds, run)
+        with (
+            progress_bar(total, len(metrics), reporter) as on_progress,
+            _stopping(junit),
+        ):
+            on_result = _each(on_progress, junit_row(junit, judge) if junit else None)
+            outcome = eval_file(
+                data,
+                out_dir,
+                judge=judge,
+                metrics=metrics,
+                mapping=mapping,
+                fmt=fmt,
+                limit=limit,
+                truncate=truncate,
+                fail_under=thresholds,
+                max_failure_rate=max_failure_rate,
+                settings=settings.recorded(),
+                on_result=on_result,
+                on_judging=reporter.judging if reporter is not None else None,
+                labels=labels,
+                calibrate=calibrate,
+                raw_output=raw_output,
+                overwrite=overwrite,
+                **({"chunk_size": ray.chunk_size} if ray is not None else {}),
+            )
+        report = write_html(out_dir, data) if html else None
+        if junit is not None:
+            run_info = outcome.summary["run"]
+            junit.write(
+                complete=True,
+                data_sha256=run_info["data_sha256"],
+                n_items=run_info["n_items"],
+                judge_calls=run_info["judge_calls"],
+                cache_hits=run_info["cache_hits"],
+                failed_thresholds=outcome.failed_thresholds,
+            )
+    if not quiet:
+        click.echo(summary_table(outcome.summary, terminal=sys.stdout.isatty()))
+        click.echo(f"results: {outcome.results_path}\nsummary: {outcome.summary_path}")
+        if report is not None:
+            click.echo(f"report: {report}")
+        if junit is not None:
+            click.echo(f"junit: {junit.path}")
+    for line in outcome.failed_thresholds:
+        click.echo(f"localjudge: below threshold: {line}", err=True)
+    sys.exit(EXIT_THRESHOLD if outcome.failed_thresholds else EXIT_OK)
+
+
+def _junit_report(
+    path: Path, judge: Any, metrics: list[str], thresholds: dict[str, float], run: dict[str, Any]
+) -> Any:
+    from localjudge.run.junit import JUnitReport  # noqa: PLC0415
+    from localjudge.versions import versions  # noqa: PLC0415
+
+    identity = judge.identity
+    properties = {
+        "model": identity.model,
+        "model_sha256": identity.sha256,
+        "backend": identity.backend,
+        "judge_settings": dict(identity.settings),
+        "run_settings": run,
+        "versions": versions(),
+        "complete": False,
+    }
+    return JUnitReport(path, metrics, thresholds, properties)
+
+
+def junit_row(junit: Any, judge: Any) -> Callable[[Any], None]:
+    """An ``on_result`` that hands each finished item to the JUnit report."""
+    from localjudge.run.results import result_row  # noqa: PLC0415
+
+    identity = judge.identity
+    return lambda res: junit.add(result_row(res, identity, {}))
+
+
+def _each(*callbacks: Callable[[Any], None] | None) -> Callable[[Any], None] | None:
+    """One callback that calls every given one in turn (None when none is given)."""
+    given = [c for c in callbacks if c is not None]
+    if not given:
+        return None
+
+    def call(value: Any) -> None:
+        for callback in given:
+            callback(value)
+
+    return call
+
+
+@contextlib.contextmanager
+def _stopping(junit: Any) -> Iterator[None]:
+    """When the run stops early, write the JUnit report of the items finished so far, with a
+    case that says why (the stop itself propagates as it was)."""
+    try:
+        yield
+    except BaseException as exc:
+        if junit is not None:
+            why = (
+                "interrupted"
+                if isinstance(exc, KeyboardInterrupt)
+                else exc.message
+                if isinstance(exc, LocalJudgeError)
+                else internal_error(exc).message
+            )
+            with contextlib.suppress(Exception):  # never hide why the run stopped
+                junit.write(stopped=f"the run stopped before its end: {why}")
+        raise
