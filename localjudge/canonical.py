@@ -1,11 +1,15 @@
-"""The one place JSON is written compact or canonical, and the one place files are hashed."""
+"""The one place JSON is written compact or canonical, JSON files are written and read back
+(atomically, with errors that name the file), and files are hashed."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from localjudge.errors import DataError, DiskFullError, is_disk_full
 
 _BLOCK = 1 << 20
 
@@ -41,3 +45,51 @@ def file_sha256(path: str | Path) -> str:
         while block := f.read(_BLOCK):
             digest.update(block)
     return digest.hexdigest()
+
+
+def write_json(path: Path, value: Mapping[str, Any]) -> Path:
+    """Write ``value`` as indented JSON atomically (a temporary file renamed over ``path``: a
+    reader never sees half of it); a full disk is a :class:`~localjudge.errors.DiskFullError`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(
+            json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n", "utf-8"
+        )
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if is_disk_full(exc):
+            raise DiskFullError(str(path)) from exc
+        raise
+    tmp.replace(path)
+    return path
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file's value; an unreadable one is a :class:`~localjudge.errors.DataError`."""
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"cannot read {str(path)!r}: {exc}") from exc
+
+
+def read_jsonl(path: Path) -> list[tuple[dict[str, Any], str]]:
+    """A JSONL file's objects, each with where it is (``path line N``); blank lines skipped,
+    anything but a JSON object per line a :class:`~localjudge.errors.DataError`."""
+    rows: list[tuple[dict[str, Any], str]] = []
+    try:
+        with path.open(encoding="utf-8") as f:
+            for number, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                where = f"{path} line {number}"
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DataError(f"cannot read {where}: {exc}") from exc
+                if not isinstance(obj, dict):
+                    raise DataError(f"{where}: expected a JSON object")
+                rows.append((obj, where))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read {str(path)!r}: {exc}") from exc
+    return rows

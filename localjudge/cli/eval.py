@@ -155,8 +155,9 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
     from localjudge.data.dataset import parse_mapping  # noqa: PLC0415 (keep --help fast)
     from localjudge.metrics import MetricSettings  # noqa: PLC0415
     from localjudge.run.file_run import eval_file, survey  # noqa: PLC0415
-    from localjudge.run.results import output_lock, summary_table  # noqa: PLC0415
+    from localjudge.run.rundir import output_lock  # noqa: PLC0415
     from localjudge.run.settings import build_metrics, open_judge  # noqa: PLC0415
+    from localjudge.run.summary import summary_table  # noqa: PLC0415
 
     p = dict(params)
     data: Path = p.pop("data")

@@ -40,12 +40,11 @@ from localjudge.run.results import (
     BENCH,
     RESULTS,
     BenchReport,
-    output_lock,
     read_bench,
     read_results,
-    refuse_replacing,
     write_bench,
 )
+from localjudge.run.rundir import output_lock, refuse_replacing
 from localjudge.run.settings import JudgeSettings, build_metrics, open_judge
 from localjudge.versions import versions
 

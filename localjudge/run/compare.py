@@ -13,9 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from localjudge.metrics import METRICS
-from localjudge.run.results import (
-    BenchItemRow,
-)
+from localjudge.run.results import BenchItemRow
 from localjudge.stats.agreement import (
     Pair,
     krippendorff_alpha_interval,

@@ -23,7 +23,9 @@ import numpy as np
 
 from localjudge.console import Column, TextTable
 from localjudge.errors import UsageError
-from localjudge.run.results import RESULTS, SUMMARY, detect_run, read_results, read_summary
+from localjudge.run.results import RESULTS, SUMMARY, read_results
+from localjudge.run.rundir import detect_run
+from localjudge.run.summary import read_summary
 from localjudge.stats.bootstrap import RESAMPLES, SEED, mean_interval
 
 __all__ = [

@@ -29,9 +29,7 @@ from localjudge.judge.protocol import CallOrigin, Judge, JudgeRequest, generate_
 from localjudge.judge.schemas import worst_case_tokens
 from localjudge.metrics import METRICS, Metric, MetricResult
 from localjudge.run.outcome import Evaluation
-from localjudge.run.results import (
-    ItemResult,
-)
+from localjudge.run.results import ItemResult
 
 __all__ = [
     "CHUNK_SIZE",

@@ -30,20 +30,9 @@ from localjudge.run.evaluation import (
     evaluate,
     read,
 )
-from localjudge.run.results import (
-    LABELLED,
-    RESULTS,
-    ItemResult,
-    ResultRow,
-    ResultsWriter,
-    Summary,
-    build_summary,
-    finished_run,
-    output_lock,
-    refuse_replacing,
-    run_differences,
-    write_summary,
-)
+from localjudge.run.results import LABELLED, RESULTS, ItemResult, ResultRow, ResultsWriter, Summary
+from localjudge.run.rundir import finished_run, output_lock, refuse_replacing, run_differences
+from localjudge.run.summary import build_summary, write_summary
 from localjudge.stats.ppi import fit_calibration, ppi_mean
 
 __all__ = [

@@ -24,8 +24,8 @@ from localjudge.run.results import (
     ResultRow,
     dumps_row,
     result_row,
-    summarize,
 )
+from localjudge.run.summary import summarize
 
 __all__ = ["RAGAS_NAMES", "Evaluation", "ThresholdError", "check_thresholds"]
 

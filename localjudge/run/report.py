@@ -35,12 +35,12 @@ from localjudge.run.results import (
     BENCH_ITEMS,
     RESULTS,
     SUMMARY,
-    detect_run,
     read_bench,
     read_bench_items,
     read_results,
-    read_summary,
 )
+from localjudge.run.rundir import detect_run
+from localjudge.run.summary import read_summary
 
 REPORT_FILE = "report.html"
 HISTOGRAM_BINS = 10

@@ -1,7 +1,9 @@
 """The results format: every file localjudge writes about a run, in one versioned, typed home.
 
 Per file kind (:data:`RESULTS`, :data:`SUMMARY`, :data:`BENCH`, :data:`BENCH_ITEMS`): its name,
-its version, its shape (the ``TypedDict`` below), its writer and its reader. Readers check the
+its version, its shape (the ``TypedDict`` below), its writer and its reader (``summary.json``'s
+are in :mod:`localjudge.run.summary`; the run directory's lock and replace rules in
+:mod:`localjudge.run.rundir`). Readers check the
 version and raise :class:`~localjudge.errors.DataError` on a file they cannot read; ``report``
 and ``bench`` read runs only through them, never runner internals, so an old run can be
 re-reported and re-benched without re-judging.
@@ -15,11 +17,9 @@ stored with a cached call are those of the original call), so a rerun writes the
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -28,13 +28,11 @@ from typing import Any, TypedDict
 import numpy as np
 from typing_extensions import NotRequired  # typing's own from Python 3.11
 
-from localjudge.canonical import compact_json
-from localjudge.errors import DataError, DiskFullError, ItemError, UsageError, is_disk_full
-from localjudge.judge.cache import CachingJudge
-from localjudge.judge.protocol import Judge, JudgeIdentity
+from localjudge.canonical import compact_json, read_json, read_jsonl, write_json
+from localjudge.errors import DataError, DiskFullError, ItemError, is_disk_full
+from localjudge.judge.protocol import JudgeIdentity
 from localjudge.metrics.base import MetricResult
 from localjudge.stats.bootstrap import mean_interval
-from localjudge.versions import versions
 
 __all__ = [
     "BENCH",
@@ -54,18 +52,13 @@ __all__ = [
     "ResultsWriter",
     "RunInfo",
     "Summary",
-    "build_summary",
-    "detect_run",
+    "checked_version",
     "dumps_row",
     "read_bench",
     "read_bench_items",
     "read_results",
-    "read_summary",
     "result_row",
-    "summarize",
-    "summary_table",
     "write_bench",
-    "write_summary",
 ]
 
 #: the version of every file kind this localjudge writes
@@ -341,10 +334,10 @@ class ResultsWriter:
 
 def read_results(path: Path) -> list[ResultRow]:
     """The rows of a ``results.jsonl``; every row's version is checked."""
-    return [_checked(row, where) for row, where in _jsonl(path)]  # type: ignore[misc]
+    return [checked_version(row, where) for row, where in read_jsonl(path)]  # type: ignore[misc]
 
 
-# --------------------------------------------------------------------------- summary.json
+# --------------------------------------------------------------------------- tallies
 
 
 @dataclass
@@ -382,189 +375,6 @@ class MetricSummary:
         }
 
 
-def summarize(rows: Iterable[Mapping[str, Any]], metrics: Sequence[str]) -> dict[str, MetricStats]:
-    """Per-metric statistics over result rows; failures are counted, never averaged in."""
-    tallies = {m: MetricSummary() for m in metrics}
-    for row in rows:
-        tallies.setdefault(row["metric"], MetricSummary()).add(row)
-    return {m: t.as_dict() for m, t in tallies.items()}
-
-
-def build_summary(
-    writer: ResultsWriter,
-    *,
-    data: Path,
-    data_sha256: str,
-    judge: Judge,
-    settings: Mapping[str, Any],
-) -> Summary:
-    """The summary of the run ``writer`` wrote: statistics per metric and the run manifest."""
-    caching = judge if isinstance(judge, CachingJudge) else None
-    return {
-        "format": SUMMARY.version,
-        "metrics": {name: t.as_dict() for name, t in writer.tallies.items()},
-        "run": {
-            "data": str(data),
-            "data_sha256": data_sha256,
-            "n_items": writer.n_items,
-            "judge": judge.identity.as_dict(),
-            "settings": dict(settings),
-            "versions": versions(),
-            # a caching judge counts real calls; without one every row with tokens was one
-            "judge_calls": caching.calls if caching is not None else writer.calls,
-            "cache_hits": caching.hits if caching is not None else 0,
-        },
-    }
-
-
-def _plain(value: Any) -> Any:
-    """``value`` as JSON gives it back (tuples as lists, ...), for comparing with a file."""
-    return json.loads(json.dumps(value, default=str))
-
-
-def run_differences(
-    previous: Mapping[str, Any],
-    *,
-    data_sha256: str,
-    judge: Mapping[str, Any],
-    settings: Mapping[str, Any],
-) -> list[str]:
-    """What would differ between a finished run's manifest (``summary.json``'s ``run``) and a
-    new run of ``data_sha256`` with ``judge`` (its identity) and ``settings``: empty when the
-    new run is the same run again (a rerun, which rewrites the same rows)."""
-    out = [] if previous.get("data_sha256") == data_sha256 else ["data (sha256)"]
-    for label, part, now in (("judge", "judge", judge), ("setting", "settings", settings)):
-        before, after = previous.get(part) or {}, _plain(now)
-        keys = sorted(set(before) | set(after))
-        out += [f"{label} {key}" for key in keys if before.get(key) != after.get(key)]
-    return out
-
-
-def refuse_replacing(out_dir: Path, differences: Sequence[str], kind: str = "eval") -> None:
-    """Raise the :class:`~localjudge.errors.UsageError` for a finished run in ``out_dir`` that
-    a new run with these ``differences`` would replace."""
-    if differences:
-        shown = ", ".join(differences[:6]) + (", ..." if len(differences) > 6 else "")
-        raise UsageError(
-            f"{str(out_dir)!r} holds a finished {kind} run that differs from this one ({shown})",
-            hint="give this run another -o directory, or pass --overwrite to replace that one",
-        )
-
-
-def finished_run(out_dir: Path) -> Mapping[str, Any] | None:
-    """The manifest (``run``) of the finished eval run in ``out_dir``, None when there is none.
-    A summary that cannot be read counts as a finished run of unknown settings."""
-    path = out_dir / SUMMARY.name
-    if not path.is_file():
-        return None
-    try:
-        run = read_summary(path).get("run")
-    except DataError:
-        return {}
-    return run if isinstance(run, Mapping) else {}
-
-
-#: the lock file a run holds in its output directory while it writes there
-LOCK_NAME = ".localjudge.lock"
-
-
-@contextmanager
-def output_lock(out_dir: Path) -> Iterator[None]:
-    """Hold ``out_dir``'s lock while a run writes there; another run that wants the same
-    directory is refused at once (never two writers, never interleaved rows). The lock is the
-    operating system's (``filelock``: ``flock`` / ``msvcrt``), so a killed run never leaves a
-    stale one behind. Nested use in one process (the CLI around the library) shares the lock."""
-    from filelock import FileLock, Timeout  # noqa: PLC0415 (only runs that write need it)
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    where = str(out_dir.resolve())
-    if where in _HELD:
-        yield
-        return
-    lock = FileLock(out_dir / LOCK_NAME)
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        raise UsageError(
-            f"output directory {str(out_dir)!r} is in use by another localjudge run",
-            hint="wait for that run to end, or give this one another -o directory",
-        ) from None
-    _HELD.add(where)
-    try:
-        yield
-    finally:
-        _HELD.discard(where)
-        lock.release()
-
-
-#: the output directories this process holds the lock of
-_HELD: set[str] = set()
-
-
-def write_summary(out_dir: Path, summary: Summary) -> Path:
-    """Write ``summary.json`` atomically (a reader never sees half of it)."""
-    return _write_json(out_dir / SUMMARY.name, summary)
-
-
-def read_summary(path: Path) -> Summary:
-    """A ``summary.json``, its version checked."""
-    return _checked(_read_json(path), str(path))  # type: ignore[return-value]
-
-
-def summary_table(summary: Mapping[str, Any], *, terminal: bool = False) -> str:
-    """A summary's metrics as a console table (plain text unless ``terminal``; see
-    :mod:`localjudge.console`), with the corrected means of ``--labels`` below it."""
-    from localjudge.console import Column, TextTable, render  # noqa: PLC0415
-
-    rows = []
-    for name, m in summary["metrics"].items():
-        ci = m["ci95"]
-        rows.append(
-            [
-                name,
-                str(m["n_scored"]),
-                str(m["n_failed"]),
-                _fmt(m["mean"]),
-                _fmt(m["median"]),
-                f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "-",
-            ]
-        )
-    numbers = ("scored", "failed", "mean", "median", "ci95")
-    tables = [TextTable([Column("metric"), *(Column(h, numeric=True) for h in numbers)], rows)]
-    corrected = []
-    for name, m in summary["metrics"].items():
-        for kind, est in (("hard", m.get("ppi")), ("soft", m.get("ppi_soft"))):
-            if est is None:
-                continue
-            lo, hi = est["ci95"]
-            data = est.get("data_ci95")
-            corrected.append(
-                [
-                    name,
-                    kind,
-                    f"{est['estimate']:.3f}",
-                    f"{lo:.3f}-{hi:.3f}",
-                    f"{data[0]:.3f}-{data[1]:.3f}" if data else "-",
-                    str(est["n_labelled"]),
-                    f"{est['judge_bias']:+.3f}",
-                ]
-            )
-    if corrected:
-        headers = ("estimate", "ci95", "these items", "n labelled", "judge bias")
-        tables.append(
-            TextTable(
-                [Column("metric"), Column("kind"), *(Column(h, numeric=True) for h in headers)],
-                corrected,
-                title="human-scale mean, corrected by the labelled items (prediction-powered):",
-            )
-        )
-    return render(tables, terminal=terminal)
-
-
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
 # --------------------------------------------------------------------------- bench files
 
 
@@ -574,62 +384,20 @@ def write_bench(out_dir: Path, report: BenchReport, items: Iterable[BenchItemRow
     with (out_dir / BENCH_ITEMS.name).open("w", encoding="utf-8", newline="\n") as f:
         for row in items:
             f.write(dumps_row(row) + "\n")
-    return _write_json(out_dir / BENCH.name, report)
+    return write_json(out_dir / BENCH.name, report)
 
 
 def read_bench(path: Path) -> BenchReport:
     """A ``bench.json``, its version checked."""
-    return _checked(_read_json(path), str(path))  # type: ignore[return-value]
+    return checked_version(read_json(path), str(path))  # type: ignore[return-value]
 
 
 def read_bench_items(path: Path) -> list[BenchItemRow]:
     """The rows of a ``bench_items.jsonl`` (versioned by its ``bench.json``)."""
-    return [row for row, _ in _jsonl(path)]  # type: ignore[misc]
+    return [row for row, _ in read_jsonl(path)]  # type: ignore[misc]
 
 
-# --------------------------------------------------------------------------- run directories
-
-
-def detect_run(out_dir: Path) -> str:
-    """``"bench"`` or ``"eval"``: which kind of complete run ``out_dir`` holds."""
-    if not out_dir.is_dir():
-        raise DataError(
-            f"no run directory at {str(out_dir)!r}",
-            hint="give the -o directory of `localjudge eval` or `localjudge bench`",
-        )
-    if (out_dir / BENCH.name).is_file() and (out_dir / BENCH_ITEMS.name).is_file():
-        return "bench"
-    if (out_dir / SUMMARY.name).is_file() and (out_dir / RESULTS.name).is_file():
-        return "eval"
-    unfinished = (out_dir / (RESULTS.name + PARTIAL)).is_file()
-    raise DataError(
-        f"{str(out_dir)!r} holds neither an eval run ({SUMMARY.name} + {RESULTS.name}) "
-        f"nor a bench run ({BENCH.name} + {BENCH_ITEMS.name})",
-        hint=(
-            "the eval run there did not complete; run the same command again to finish it"
-            if unfinished
-            else "give the -o directory of `localjudge eval` or `localjudge bench`"
-        ),
-    )
-
-
-def _write_json(path: Path, value: Mapping[str, Any]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(
-            json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n", "utf-8"
-        )
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        if is_disk_full(exc):
-            raise DiskFullError(str(path)) from exc
-        raise
-    tmp.replace(path)
-    return path
-
-
-def _checked(obj: Any, where: str) -> dict[str, Any]:
+def checked_version(obj: Any, where: str) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise DataError(f"{where}: expected a JSON object, got {type(obj).__name__}")
     version = obj.get("format")
@@ -640,30 +408,3 @@ def _checked(obj: Any, where: str) -> dict[str, Any]:
             hint="read it with the localjudge version that wrote it, or re-run",
         )
     return obj
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"cannot read {str(path)!r}: {exc}") from exc
-
-
-def _jsonl(path: Path) -> list[tuple[dict[str, Any], str]]:
-    rows: list[tuple[dict[str, Any], str]] = []
-    try:
-        with path.open(encoding="utf-8") as f:
-            for number, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                where = f"{path} line {number}"
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"cannot read {where}: {exc}") from exc
-                if not isinstance(obj, dict):
-                    raise DataError(f"{where}: expected a JSON object")
-                rows.append((obj, where))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read {str(path)!r}: {exc}") from exc
-    return rows

@@ -357,7 +357,7 @@ def test_a_foreign_sqlite_cache_exits_7_and_is_left_alone(data, tmp_path) -> Non
 def test_an_output_directory_in_use_exits_2_before_the_judge_loads(data, tmp_path) -> None:
     from filelock import FileLock  # noqa: PLC0415
 
-    from localjudge.run.results import LOCK_NAME  # noqa: PLC0415
+    from localjudge.run.rundir import LOCK_NAME  # noqa: PLC0415
 
     out = tmp_path / "o"
     out.mkdir()

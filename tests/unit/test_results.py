@@ -22,18 +22,15 @@ from localjudge.run.results import (
     ItemResult,
     MetricSummary,
     ResultsWriter,
-    detect_run,
     dumps_row,
     read_bench,
     read_bench_items,
     read_results,
-    read_summary,
     result_row,
-    summarize,
-    summary_table,
     write_bench,
-    write_summary,
 )
+from localjudge.run.rundir import detect_run
+from localjudge.run.summary import read_summary, summarize, summary_table, write_summary
 from localjudge.stats.bootstrap import RESAMPLES as BOOTSTRAP_RESAMPLES
 from localjudge.stats.bootstrap import interval
 from localjudge.stats.bootstrap import mean_interval as bootstrap_ci

@@ -1,0 +1,133 @@
+"""``summary.json``: the per-metric statistics of a run and its manifest, written and read back,
+and the console table of a summary.
+
+:func:`build_summary` takes the tallies :class:`~localjudge.run.results.ResultsWriter` kept while
+it wrote the rows; :func:`summarize` computes the same statistics from rows already written. The
+format (name, version, shape) is :mod:`localjudge.run.results`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from localjudge.canonical import read_json, write_json
+from localjudge.judge.cache import CachingJudge
+from localjudge.judge.protocol import Judge
+from localjudge.run.results import (
+    SUMMARY,
+    MetricStats,
+    MetricSummary,
+    ResultsWriter,
+    Summary,
+    checked_version,
+)
+from localjudge.versions import versions
+
+__all__ = [
+    "build_summary",
+    "read_summary",
+    "summarize",
+    "summary_table",
+    "write_summary",
+]
+
+
+def summarize(rows: Iterable[Mapping[str, Any]], metrics: Sequence[str]) -> dict[str, MetricStats]:
+    """Per-metric statistics over result rows; failures are counted, never averaged in."""
+    tallies = {m: MetricSummary() for m in metrics}
+    for row in rows:
+        tallies.setdefault(row["metric"], MetricSummary()).add(row)
+    return {m: t.as_dict() for m, t in tallies.items()}
+
+
+def build_summary(
+    writer: ResultsWriter,
+    *,
+    data: Path,
+    data_sha256: str,
+    judge: Judge,
+    settings: Mapping[str, Any],
+) -> Summary:
+    """The summary of the run ``writer`` wrote: statistics per metric and the run manifest."""
+    caching = judge if isinstance(judge, CachingJudge) else None
+    return {
+        "format": SUMMARY.version,
+        "metrics": {name: t.as_dict() for name, t in writer.tallies.items()},
+        "run": {
+            "data": str(data),
+            "data_sha256": data_sha256,
+            "n_items": writer.n_items,
+            "judge": judge.identity.as_dict(),
+            "settings": dict(settings),
+            "versions": versions(),
+            # a caching judge counts real calls; without one every row with tokens was one
+            "judge_calls": caching.calls if caching is not None else writer.calls,
+            "cache_hits": caching.hits if caching is not None else 0,
+        },
+    }
+
+
+def write_summary(out_dir: Path, summary: Summary) -> Path:
+    """Write ``summary.json`` atomically (a reader never sees half of it)."""
+    return write_json(out_dir / SUMMARY.name, summary)
+
+
+def read_summary(path: Path) -> Summary:
+    """A ``summary.json``, its version checked."""
+    return checked_version(read_json(path), str(path))  # type: ignore[return-value]
+
+
+def summary_table(summary: Mapping[str, Any], *, terminal: bool = False) -> str:
+    """A summary's metrics as a console table (plain text unless ``terminal``; see
+    :mod:`localjudge.console`), with the corrected means of ``--labels`` below it."""
+    from localjudge.console import Column, TextTable, render  # noqa: PLC0415
+
+    rows = []
+    for name, m in summary["metrics"].items():
+        ci = m["ci95"]
+        rows.append(
+            [
+                name,
+                str(m["n_scored"]),
+                str(m["n_failed"]),
+                _fmt(m["mean"]),
+                _fmt(m["median"]),
+                f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "-",
+            ]
+        )
+    numbers = ("scored", "failed", "mean", "median", "ci95")
+    tables = [TextTable([Column("metric"), *(Column(h, numeric=True) for h in numbers)], rows)]
+    corrected = []
+    for name, m in summary["metrics"].items():
+        for kind, est in (("hard", m.get("ppi")), ("soft", m.get("ppi_soft"))):
+            if est is None:
+                continue
+            lo, hi = est["ci95"]
+            data = est.get("data_ci95")
+            corrected.append(
+                [
+                    name,
+                    kind,
+                    f"{est['estimate']:.3f}",
+                    f"{lo:.3f}-{hi:.3f}",
+                    f"{data[0]:.3f}-{data[1]:.3f}" if data else "-",
+                    str(est["n_labelled"]),
+                    f"{est['judge_bias']:+.3f}",
+                ]
+            )
+    if corrected:
+        headers = ("estimate", "ci95", "these items", "n labelled", "judge bias")
+        tables.append(
+            TextTable(
+                [Column("metric"), Column("kind"), *(Column(h, numeric=True) for h in headers)],
+                corrected,
+                title="human-scale mean, corrected by the labelled items (prediction-powered):",
+            )
+        )
+    return render(tables, terminal=terminal)
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
