@@ -7,7 +7,9 @@ hand-made inline SVG. The data the page's script needs sits in a JSON ``<script>
 ``<``, ``>`` and ``&`` escaped, and the script writes it with ``textContent`` only. A
 Content-Security-Policy forbids every fetch, so a report opened from disk stays offline.
 
-Everything except reading the files is a pure function of the parsed data.
+Everything except reading the files is a pure function of the parsed data. This module holds
+the entry points and the eval view; bench and diff views are :mod:`localjudge.run.report_views`,
+the page machinery (templates, assets, policy, formatting) :mod:`localjudge.run.report_page`.
 """
 
 from __future__ import annotations
@@ -16,20 +18,25 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jinja2
-from markupsafe import Markup
-
-from localjudge.canonical import compact_json, file_sha256
+from localjudge.canonical import file_sha256
 from localjudge.data.dataset import LIST_FIELDS, read_records
 from localjudge.data.items import make_item
 from localjudge.errors import DataError, InvalidItemError
 from localjudge.metrics import METRICS
 from localjudge.metrics.base import VerdictRow, shown
+from localjudge.run.report_page import (
+    CSP_ATTRIBUTE,
+    as_text,
+    asset,
+    is_number,
+    render,
+    script_json,
+    text_pairs,
+)
+from localjudge.run.report_views import bench_view, diff_view
 from localjudge.run.results import (
     BENCH,
     BENCH_ITEMS,
@@ -44,12 +51,6 @@ from localjudge.run.summary import read_summary
 
 REPORT_FILE = "report.html"
 HISTOGRAM_BINS = 10
-TOP_DISAGREEMENTS = 20
-#: nothing may be fetched: inline styles and scripts only, images only as data: URLs
-CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
-
-#: the policy as it goes into the attribute: its quotes stay literal (it is ours, not data)
-_CSP_ATTRIBUTE = Markup(CSP)  # noqa: S704
 _HIST_WIDTH = 300
 _HIST_HEIGHT = 100
 _SUMMARY_KEYS = ("n_scored", "n_failed", "n_undefined", "mean", "median", "std", "ci95")
@@ -70,11 +71,11 @@ def render_report(out_dir: Path, data: Path | None = None) -> str:
     if detect_run(out_dir) == "bench":
         report = read_bench(out_dir / BENCH.name)
         items = read_bench_items(out_dir / BENCH_ITEMS.name)
-        return _render("bench.html.j2", bench_view(report, items))
+        return render("bench.html.j2", bench_view(report, items))
     summary = read_summary(out_dir / SUMMARY.name)
     rows = read_results(out_dir / RESULTS.name)
     records, note = load_records(summary, rows, data)
-    return _render("eval.html.j2", eval_view(summary, rows, records, note))
+    return render("eval.html.j2", eval_view(summary, rows, records, note))
 
 
 def write_report(out_dir: Path, path: Path | None = None, *, data: Path | None = None) -> Path:
@@ -84,15 +85,6 @@ def write_report(out_dir: Path, path: Path | None = None, *, data: Path | None =
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(html, "utf-8")
     return target
-
-
-def script_json(value: Any) -> Markup:
-    """JSON safe to place inside ``<script type="application/json">``: ``<``, ``>`` and ``&`` are
-    written as ``\\u003c`` etc., so no string in the data can close the element."""
-    text = compact_json(_finite(value))
-    for char in "<>&\u2028\u2029":
-        text = text.replace(char, f"\\u{ord(char):04x}")
-    return Markup(text)  # noqa: S704 (escaped for this context just above)
 
 
 # --------------------------------------------------------------------------- contexts
@@ -264,32 +256,28 @@ def verdict_table(
     return VerdictTable(columns, rows, missing, notes)
 
 
-def _str(value: Any) -> str:
-    return shown(value)
-
-
 def _error(value: Any) -> dict[str, str] | None:
     """A row's error with every key present (``kind``, ``field``, ``message``, ``hint``)."""
     if value is None:
         return None
     e = value if isinstance(value, Mapping) else {"message": value}
     return {
-        "kind": _str(e.get("kind")) or "error",
-        "field": _str(e.get("field")),
-        "message": _str(e.get("message")),
-        "hint": _str(e.get("hint")),
+        "kind": as_text(e.get("kind")) or "error",
+        "field": as_text(e.get("field")),
+        "message": as_text(e.get("message")),
+        "hint": as_text(e.get("hint")),
     }
 
 
 def _metric_scale(summary: Mapping[str, Any], metric: str) -> float:
     settings = ((summary.get("run") or {}).get("settings") or {}).get("metrics") or {}
     scale = (settings.get(metric) or {}).get("scale", 1.0)
-    return float(scale) if _is_number(scale) and scale > 0 else 1.0
+    return float(scale) if is_number(scale) and scale > 0 else 1.0
 
 
 def _estimate(value: Any) -> dict[str, Any] | None:
     """A prediction-powered estimate as the template shows it (None when absent or malformed)."""
-    if not isinstance(value, Mapping) or not _is_number(value.get("estimate")):
+    if not isinstance(value, Mapping) or not is_number(value.get("estimate")):
         return None
     return {
         "estimate": value["estimate"],
@@ -314,9 +302,7 @@ def eval_view(
     for name in metric_names:
         stats = (summary.get("metrics") or {}).get(name) or {}
         scores = [
-            float(r["score"])
-            for r in rows
-            if r.get("metric") == name and _is_number(r.get("score"))
+            float(r["score"]) for r in rows if r.get("metric") == name and is_number(r.get("score"))
         ]
         metrics.append(
             {
@@ -331,19 +317,19 @@ def eval_view(
     payload_items = []
     for n, r in enumerate(rows):
         error = _error(r.get("error"))
-        score = r.get("score") if _is_number(r.get("score")) else None
+        score = r.get("score") if is_number(r.get("score")) else None
         items.append(
             {
                 "n": n,
                 "index": r.get("index"),
-                "id": _str(r.get("id")),
-                "metric": _str(r.get("metric")),
+                "id": as_text(r.get("id")),
+                "metric": as_text(r.get("metric")),
                 "score": score,
-                "reason": _str(r.get("reason")),
+                "reason": as_text(r.get("reason")),
                 "error": error,
             }
         )
-        table = verdict_table(_str(r.get("metric")), r.get("verdicts"), r.get("details"))
+        table = verdict_table(as_text(r.get("metric")), r.get("verdicts"), r.get("details"))
         payload_items.append(
             {
                 "index": r.get("index"),
@@ -358,25 +344,25 @@ def eval_view(
         )
     judge = run.get("judge") or {}
     manifest = [
-        ("judge model", _str(judge.get("model"))),
-        ("judge sha256", _str(judge.get("sha256"))),
-        ("backend", _str(judge.get("backend"))),
-        ("data", _str(run.get("data"))),
-        ("data sha256", _str(run.get("data_sha256"))),
-        ("items", _str(run.get("n_items"))),
-        ("judge calls", _str(run.get("judge_calls"))),
-        ("cache hits", _str(run.get("cache_hits"))),
+        ("judge model", as_text(judge.get("model"))),
+        ("judge sha256", as_text(judge.get("sha256"))),
+        ("backend", as_text(judge.get("backend"))),
+        ("data", as_text(run.get("data"))),
+        ("data sha256", as_text(run.get("data_sha256"))),
+        ("items", as_text(run.get("n_items"))),
+        ("judge calls", as_text(run.get("judge_calls"))),
+        ("cache hits", as_text(run.get("cache_hits"))),
     ]
     return {
-        "csp": _CSP_ATTRIBUTE,
+        "csp": CSP_ATTRIBUTE,
         "title": f"localjudge eval report: {Path(str(run.get('data') or 'run')).name}",
         "manifest": manifest,
-        "judge_settings": _pairs(judge.get("settings") or {}),
-        "run_settings": _pairs(
+        "judge_settings": text_pairs(judge.get("settings") or {}),
+        "run_settings": text_pairs(
             {k: v for k, v in (run.get("settings") or {}).items() if k != "metrics"}
         ),
-        "metric_settings": _pairs((run.get("settings") or {}).get("metrics") or {}),
-        "versions": _pairs(run.get("versions") or {}),
+        "metric_settings": text_pairs((run.get("settings") or {}).get("metrics") or {}),
+        "versions": text_pairs(run.get("versions") or {}),
         "data_note": data_note,
         "metrics": metrics,
         "items": items,
@@ -388,166 +374,8 @@ def eval_view(
                 "note": data_note,
             }
         ),
-        "script": _asset("report.js"),
+        "script": asset("report.js"),
     }
-
-
-# --------------------------------------------------------------------------- bench view
-
-
-def _cell(stat: Any) -> str:
-    """``value [low, high]`` of a ``{"value", "ci95"}`` statistic."""
-    if not isinstance(stat, Mapping):
-        return "–"
-    ci = stat.get("ci95")
-    text = _num(stat.get("value"))
-    if isinstance(ci, Sequence) and len(ci) == 2:
-        text += f" [{_num(ci[0])}, {_num(ci[1])}]"
-    return text
-
-
-def _confusion_cells(confusion: Mapping[str, Any]) -> list[list[dict[str, Any]]]:
-    matrix = [[int(c) for c in row] for row in confusion.get("matrix") or []]
-    top = max((c for row in matrix for c in row), default=0)
-    return [
-        [
-            {"count": c, "shade": round(0.55 * c / top, 3) if top else 0.0, "diagonal": i == j}
-            for j, c in enumerate(row)
-        ]
-        for i, row in enumerate(matrix)
-    ]
-
-
-def bench_view(report: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Everything the bench template shows: judges side by side per metric, confusion matrices
-    and the items where the judges disagree most with the human labels."""
-    judges: Mapping[str, Any] = report.get("judges") or {}
-    names = list(judges)
-    speed = [
-        {
-            "name": name,
-            "identity": j.get("identity") or {},
-            "load_seconds": j.get("load_seconds"),
-            "wall_seconds": j.get("wall_seconds"),
-            "peak_rss_mb": j.get("peak_rss_mb"),
-            "judge_calls": j.get("judge_calls"),
-            "cache_hits": j.get("cache_hits"),
-        }
-        for name, j in judges.items()
-    ]
-    metrics = []
-    for metric in report.get("metrics") or []:
-        per = [(judges[n].get("metrics") or {}).get(metric) or {} for n in names]
-        keys = list(dict.fromkeys(k for m in per for k in (m.get("verdicts") or {})))
-        table: list[tuple[str, list[str]]] = [
-            ("items scored", [f"{m.get('n_scored', '–')} of {m.get('n_items', '–')}" for m in per]),
-            ("items failed", [str(m.get("n_failed", "–")) for m in per]),
-            ("compared (common) items", [str(m.get("n_common", "–")) for m in per]),
-        ]
-        for key in keys:
-            vs = [(m.get("verdicts") or {}).get(key) or {} for m in per]
-            weights = next((v["kappa"].get("weights") for v in vs if v.get("kappa")), "none")
-            table += [
-                (f"{key}: accuracy", [_cell(v.get("accuracy")) for v in vs]),
-                (f"{key}: kappa ({weights} weights)", [_cell(v.get("kappa")) for v in vs]),
-            ]
-        scores = [m.get("scores") or {} for m in per]
-        table += [
-            ("score Spearman", [_cell(s.get("spearman")) for s in scores]),
-            ("score Kendall", [_cell(s.get("kendall")) for s in scores]),
-            ("score MAE", [_cell(s.get("mae")) for s in scores]),
-        ]
-        if any("roc_auc" in s for s in scores):
-            table.append(("score ROC AUC", [_cell(s.get("roc_auc")) for s in scores]))
-        table += [
-            (
-                "human mean / judge mean",
-                [_pair(s.get("human_mean"), s.get("judge_mean")) for s in scores],
-            ),
-            ("seconds / item", [_num(m.get("seconds_per_item"), 2) for m in per]),
-            ("tokens / s", [_num(m.get("tokens_per_s"), 1) for m in per]),
-        ]
-        failed = [", ".join(_str(i) for i in m.get("failed_ids") or []) for m in per]
-        confusions = [
-            {
-                "key": key,
-                "judges": [
-                    {
-                        "name": n,
-                        "labels": [_str(label) for label in conf.get("labels") or []],
-                        "cells": _confusion_cells(conf),
-                    }
-                    for n, m in zip(names, per, strict=True)
-                    if (conf := ((m.get("verdicts") or {}).get(key) or {}).get("confusion"))
-                ],
-            }
-            for key in keys
-        ]
-        metrics.append(
-            {
-                "name": metric,
-                "table": table,
-                "failed": failed if any(failed) else None,
-                "confusions": confusions,
-            }
-        )
-    worst = [r for r in items if _is_number(r.get("abs_error")) and r["abs_error"] > 0]
-    manifest = [
-        ("data", _str(report.get("data"))),
-        ("data sha256", _str(report.get("data_sha256"))),
-        ("labelled items", _str(report.get("n_labelled"))),
-        ("metrics", ", ".join(_str(m) for m in report.get("metrics") or [])),
-        ("judges", ", ".join(names)),
-    ]
-    return {
-        "csp": _CSP_ATTRIBUTE,
-        "title": f"localjudge bench report: {Path(str(report.get('data') or 'bench')).name}",
-        "manifest": manifest,
-        "versions": _pairs(report.get("versions") or {}),
-        "judges": names,
-        "speed": speed,
-        "metrics": metrics,
-        "disagreements": [_disagreement(r) for r in worst[:TOP_DISAGREEMENTS]],
-        "n_items": len(items),
-        "payload": script_json({"judges": names, "metrics": report.get("metrics") or []}),
-        "script": None,
-    }
-
-
-def _disagreement(row: Mapping[str, Any]) -> dict[str, Any]:
-    labels: Mapping[str, Any] = row.get("labels") or {}
-    comparisons = []
-    for key, judged in (row.get("judge_verdicts") or {}).items():
-        human = labels.get(key)
-        if not isinstance(human, list) or not isinstance(judged, list):
-            continue
-        comparisons.append(
-            {
-                "key": key,
-                "pieces": [
-                    {"human": _label(h), "judge": _label(j), "match": _label(h) == _label(j)}
-                    for h, j in zip(human, judged, strict=False)
-                ],
-            }
-        )
-    error = row.get("error")
-    return {
-        "judge": _str(row.get("judge")),
-        "metric": _str(row.get("metric")),
-        "id": _str(row.get("id")),
-        "human_score": row.get("human_score"),
-        "judge_score": row.get("judge_score"),
-        "abs_error": row.get("abs_error"),
-        "comparisons": comparisons,
-        "reason": _str(row.get("reason")),
-        "error": _str(error.get("message")) if isinstance(error, Mapping) else "",
-    }
-
-
-def _label(value: Any) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return _str(value)
 
 
 # --------------------------------------------------------------------------- diff view
@@ -555,145 +383,4 @@ def _label(value: Any) -> str:
 
 def render_diff(diff: Mapping[str, Any]) -> str:
     """The HTML page of a :func:`localjudge.run.diff.diff_runs` document (offline, one file)."""
-    return _render("diff.html.j2", diff_view(diff))
-
-
-def _decision_text(value: Any) -> str:
-    if isinstance(value, Mapping):
-        return ", ".join(f"{k}={_label(v)}" for k, v in value.items())
-    return "–" if value is None else _label(value)
-
-
-def diff_view(diff: Mapping[str, Any]) -> dict[str, Any]:
-    """Everything the diff template shows."""
-    metrics = []
-    for name, m in (diff.get("metrics") or {}).items():
-        wilcoxon = m.get("wilcoxon") or {}
-        p = wilcoxon.get("p_value")
-        ci = m.get("ci95")
-        metrics.append(
-            {
-                **{k: m.get(k) for k in ("n_paired", "mean_a", "mean_b", "mean_diff", "ci95")},
-                **{k: m.get(k) for k in ("n_improved", "n_worsened", "n_flipped", "n_changed")},
-                "name": _str(name),
-                "p_value": f"{p:.3g}" if _is_number(p) else "–",
-                "worse": isinstance(ci, Sequence)
-                and len(ci) == 2
-                and _is_number(ci[1])
-                and ci[1] < 0,
-                "scored_only_in_a": [_str(i) for i in m.get("scored_only_in_a") or []],
-                "scored_only_in_b": [_str(i) for i in m.get("scored_only_in_b") or []],
-                "top": [
-                    {
-                        **{k: it.get(k) for k in ("score_a", "score_b", "delta")},
-                        "id": _str(it.get("id")),
-                        "reason_a": _str(it.get("reason_a")),
-                        "reason_b": _str(it.get("reason_b")),
-                        "error_a": _str(it.get("error_a")),
-                        "error_b": _str(it.get("error_b")),
-                        "flipped": [
-                            {
-                                "piece": f.get("piece"),
-                                "a": _decision_text(f.get("a")),
-                                "b": _decision_text(f.get("b")),
-                            }
-                            for f in it.get("flipped") or []
-                        ],
-                    }
-                    for it in m.get("top") or []
-                ],
-            }
-        )
-    notes = []
-    for side in ("a", "b"):
-        ids = [_str(i) for i in diff.get(f"items_only_in_{side}") or []]
-        if ids:
-            notes.append(f"{len(ids)} item(s) only in {side.upper()}: {', '.join(ids)}")
-        only = [_str(i) for i in diff.get(f"metrics_only_in_{side}") or []]
-        if only:
-            notes.append(f"Metric(s) only in {side.upper()}: {', '.join(only)}")
-    changed = [
-        (str(key), f"{_str(va)} -> {_str(vb)}")
-        for key, (va, vb) in (diff.get("changed_settings") or {}).items()
-    ]
-    return {
-        "csp": _CSP_ATTRIBUTE,
-        "title": f"localjudge diff: {Path(str(diff.get('a'))).name} -> "
-        f"{Path(str(diff.get('b'))).name}",
-        "manifest": [
-            ("A", _str(diff.get("a"))),
-            ("B", _str(diff.get("b"))),
-            ("same data", "yes" if diff.get("same_data") else "no (items matched by id)"),
-            ("items matched by", _str(diff.get("matched_by"))),
-        ],
-        "changed": changed,
-        "notes": notes,
-        "metrics": metrics,
-        "payload": script_json({"metrics": list(diff.get("metrics") or {})}),
-        "script": None,
-    }
-
-
-# --------------------------------------------------------------------------- rendering
-
-
-def _is_number(value: Any) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(float(value))
-    )
-
-
-def _num(value: Any, digits: int = 3) -> str:
-    return f"{float(value):.{digits}f}" if _is_number(value) else "–"
-
-
-def _pair(a: Any, b: Any) -> str:
-    return f"{_num(a)} / {_num(b)}"
-
-
-def _ci(value: Any) -> str:
-    if isinstance(value, Sequence) and len(value) == 2:
-        return f"[{_num(value[0])}, {_num(value[1])}]"
-    return "–"
-
-
-def _pairs(mapping: Mapping[str, Any]) -> list[tuple[str, str]]:
-    return [(str(k), _str(v)) for k, v in mapping.items()]
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with NaN and infinities replaced by None (JSON has no spelling for them)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Mapping):
-        return {str(k): _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
-def _asset(name: str) -> Markup:
-    """A static file from ``templates/``, inlined as is (it is ours, not data)."""
-    text = (resources.files("localjudge.run") / "templates" / name).read_text("utf-8")
-    return Markup(text)  # noqa: S704 (our own asset, not data)
-
-
-@lru_cache(maxsize=1)
-def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("localjudge.run", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.filters["num"] = _num
-    env.filters["ci"] = _ci
-    return env
-
-
-def _render(template: str, context: Mapping[str, Any]) -> str:
-    return _environment().get_template(template).render(**context, style=_asset("report.css"))
+    return render("diff.html.j2", diff_view(diff))

@@ -17,16 +17,10 @@ import pytest
 from localjudge.canonical import file_sha256
 from localjudge.errors import DataError
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
-from localjudge.run import bench
+from localjudge.run import compare
 from localjudge.run.file_run import eval_file
-from localjudge.run.report import (
-    CSP,
-    histogram,
-    render_report,
-    script_json,
-    verdict_table,
-    write_report,
-)
+from localjudge.run.report import histogram, render_report, verdict_table, write_report
+from localjudge.run.report_page import CSP, script_json
 from localjudge.run.results import BENCH
 from localjudge.stats import agreement
 from localjudge.testing import ScriptedJudge
@@ -240,7 +234,7 @@ def build_bench_run(root: Path) -> Path:
     # fewer bootstrap resamples than bench's 1,000: the report only shows the intervals
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(agreement, "RESAMPLES", 100)
-        comparison = bench.compare(labelled, rows_by_judge, METRICS)
+        comparison = compare.compare(labelled, rows_by_judge, METRICS)
     report = {
         "format": BENCH.version,
         "data": str(data),
@@ -251,7 +245,7 @@ def build_bench_run(root: Path) -> Path:
         "judges": {name: {**runs[name], "metrics": comparison[name]} for name in rows_by_judge},
     }
     (root / "bench.json").write_text(json.dumps(report, indent=2) + "\n", "utf-8")
-    items = bench.item_rows(labelled, rows_by_judge, METRICS)
+    items = compare.item_rows(labelled, rows_by_judge, METRICS)
     (root / "bench_items.jsonl").write_text(
         "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in items), "utf-8"
     )
