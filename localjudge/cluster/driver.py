@@ -4,7 +4,7 @@
 through Ray Data (``from_items(...).map_batches(JudgeActor, compute=ActorPoolStrategy(size=N))``):
 one loaded judge per actor, the batched engine inside it. Everything else stays on the driver:
 records are read with localjudge's own readers, the driver's
-:class:`~localjudge.judge.cache.CachingJudge` wraps the RayJudge (so cache hits never leave the
+:class:`~localjudge.judge.caching.CachingJudge` wraps the RayJudge (so cache hits never leave the
 driver, and every finished call is stored the moment its batch comes back), and the driver writes
 ``results.jsonl`` and ``summary.json``.
 
@@ -311,7 +311,8 @@ def open_ray_judge(
         import ray  # noqa: PLC0415
     except ImportError:
         raise _ray_missing() from None
-    from localjudge.judge.cache import CachingJudge, open_cache  # noqa: PLC0415
+    from localjudge.judge.cache import open_cache  # noqa: PLC0415
+    from localjudge.judge.caching import CachingJudge  # noqa: PLC0415
 
     connect(address)
     if worker is None:

@@ -1,6 +1,8 @@
-"""The judge-call cache: an SQLite store and a caching wrapper around any judge.
+"""The judge-call cache: an SQLite store of judge calls (the wrapper that puts it in front of any
+judge is :mod:`localjudge.judge.caching`; keys, rows, schema and checksums are
+:mod:`localjudge.judge.cache_format`'s).
 
-A call is keyed by what determines its output and nothing else (:func:`cache_key`): the judge's
+A call is keyed by what determines its output and nothing else (``cache_key``): the judge's
 identity (model sha256, backend versions, decoding settings), the rendered messages and the output
 schema. Only successful calls are stored; an error is an exception and leaves nothing behind.
 
@@ -29,7 +31,6 @@ stats; a prompt is checked against its own sha256. :mod:`localjudge.judge.calllo
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import random
 import shutil
@@ -37,83 +38,42 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
 import platformdirs
-from pydantic import BaseModel
 
-from localjudge.canonical import canonical_json, compact_json, sha256_text
+from localjudge.canonical import compact_json, sha256_text
 from localjudge.errors import CacheError, DiskFullError, LocalJudgeError
-from localjudge.judge.protocol import (
-    Generation,
-    GenerationStats,
-    Judge,
-    JudgeIdentity,
-    JudgeRequest,
-    M,
-    OnOutcome,
-    Outcome,
-    Prompt,
-    SoftDecision,
-    as_messages,
-    decode_decisions,
-    encode_decisions,
-    generate_many,
+from localjudge.judge.cache_format import (
+    MIGRATIONS,
+    ROW_COLUMNS,
+    SCHEMA_VERSION,
+    SELECT_ROW,
+    CachedCall,
+    CallLog,
+    checksum_ok,
+    decisions_from_json,
+    filter_sql,
+    row_checksum,
+    stored_schema_version,
 )
-from localjudge.judge.schemas import json_schema, parse_output
+from localjudge.judge.protocol import (
+    GenerationStats,
+    SoftDecision,
+    encode_decisions,
+)
 
 #: environment variable that overrides the cache directory
 CACHE_DIR_ENV = "LOCALJUDGE_CACHE_DIR"
 #: file name of the cache inside the cache directory
 CACHE_FILENAME = "calls.sqlite3"
-#: the tag of the current key format (see :func:`cache_key`)
-KEY_VERSION = "v1"
-#: the version of the table layout this code reads and writes
-SCHEMA_VERSION = 4
 #: seconds SQLite waits for another writer's lock before reporting "database is locked"
 BUSY_TIMEOUT_S = 30.0
 
-#: statements that bring a cache file from version ``n - 1`` to version ``n``
-_MIGRATIONS: dict[int, tuple[str, ...]] = {
-    1: (
-        """
-        CREATE TABLE IF NOT EXISTS calls (
-            key TEXT PRIMARY KEY,
-            raw TEXT NOT NULL,
-            prompt_tokens INT,
-            evaluated_prompt_tokens INT,
-            completion_tokens INT,
-            seconds REAL,
-            created_at TEXT
-        )
-        """,
-    ),
-    # the soft verdicts of a call (JSON; null for calls stored before version 2)
-    2: ("ALTER TABLE calls ADD COLUMN decisions TEXT",),
-    # sha256 of the row's key, raw output and decisions (null for calls stored before version 3)
-    3: ("ALTER TABLE calls ADD COLUMN checksum TEXT",),
-    # the call log: what the judge saw and who asked (null for calls stored before version 4);
-    # each message text once, keyed by its sha256; how often the cache answered the call
-    4: (
-        "CREATE TABLE IF NOT EXISTS prompts (sha256 TEXT PRIMARY KEY, text TEXT NOT NULL)",
-        "ALTER TABLE calls ADD COLUMN messages TEXT",
-        "ALTER TABLE calls ADD COLUMN model TEXT",
-        "ALTER TABLE calls ADD COLUMN model_sha256 TEXT",
-        "ALTER TABLE calls ADD COLUMN schema_name TEXT",
-        "ALTER TABLE calls ADD COLUMN metric TEXT",
-        "ALTER TABLE calls ADD COLUMN item_id TEXT",
-        "ALTER TABLE calls ADD COLUMN hits INT NOT NULL DEFAULT 0",
-        "ALTER TABLE calls ADD COLUMN last_hit_at TEXT",
-        "CREATE INDEX IF NOT EXISTS calls_created_at ON calls (created_at)",
-    ),
-}
-#: the tag of checksums that cover the call log and stats too (version 3's cover key and output)
-CHECKSUM_TAG = "c2:"
 #: SQLite's words for a file it cannot read as a database (as opposed to a busy or full one)
 _DAMAGE_WORDS = ("not a database", "malformed", "file is encrypted", "corrupt")
 _LOCK_RETRIES = 5
@@ -132,92 +92,6 @@ def default_cache_dir() -> Path:
 def default_cache_path() -> Path:
     """The cache file used when none is given: ``calls.sqlite3`` in :func:`default_cache_dir`."""
     return default_cache_dir() / CACHE_FILENAME
-
-
-def stored_schema_version(conn: sqlite3.Connection, path: Path) -> int | None:
-    """The schema version of the localjudge cache open on ``conn`` (None: a file with no tables
-    yet). An SQLite file of other tables, or of a newer schema than this localjudge knows, is a
-    :class:`CacheError`; the file is left as it is."""
-    tables = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
-    row = (
-        conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        if "meta" in tables
-        else None
-    )
-    if row is None:
-        if tables:
-            raise CacheError(
-                f"{str(path)!r} is an SQLite file but not a localjudge cache (tables: "
-                f"{', '.join(sorted(tables)[:5])}); localjudge leaves it as it is",
-                hint="give --cache another path, or run with --no-cache",
-            )
-        return None
-    version = int(row[0])
-    if version > SCHEMA_VERSION:
-        raise CacheError(
-            f"cache {str(path)!r} has schema version {version}, newer than this localjudge "
-            f"understands ({SCHEMA_VERSION})",
-            hint="upgrade localjudge, or use another cache file",
-        )
-    return version
-
-
-def cache_key(
-    identity: JudgeIdentity,
-    messages: list[dict[str, str]],
-    schema: type[BaseModel],
-    shared_chars: int = 0,
-) -> str:
-    """The cache key of one judge call: ``"v1:"`` + the sha256 of canonical JSON (sorted keys,
-    compact separators) of the judge identity, the messages, the schema's JSON schema and,
-    when the request marks one, where its shared part ends (it changes tokenization)."""
-    payload: dict[str, Any] = {
-        "identity": identity.as_dict(),
-        "messages": messages,
-        "schema": json_schema(schema),
-    }
-    if shared_chars:
-        payload["shared_chars"] = shared_chars
-    return f"{KEY_VERSION}:{sha256_text(canonical_json(payload))}"
-
-
-@dataclass(frozen=True)
-class CachedCall:
-    """One stored judge call."""
-
-    key: str
-    raw: str
-    stats: GenerationStats
-    #: when it was stored, ISO 8601 in UTC
-    created_at: str | None
-    #: the call's soft verdicts (empty for judges that have none, and for old entries)
-    decisions: tuple[SoftDecision, ...] = ()
-
-
-@dataclass(frozen=True)
-class CallLog:
-    """What a stored call records for auditing beside its output: the messages the judge saw,
-    the judge and the schema, and the metric and item that asked (None when not known)."""
-
-    messages: list[dict[str, str]]
-    model: str
-    model_sha256: str
-    schema_name: str
-    metric: str | None = None
-    item_id: str | None = None
-
-    @classmethod
-    def of(cls, request: JudgeRequest, identity: JudgeIdentity) -> CallLog:
-        """The log entry of ``request`` made to the judge with ``identity``."""
-        origin = request.origin
-        return cls(
-            messages=as_messages(request.messages),
-            model=identity.model,
-            model_sha256=identity.sha256,
-            schema_name=request.schema.__name__,
-            metric=origin.metric if origin is not None else None,
-            item_id=origin.item_id if origin is not None else None,
-        )
 
 
 class Cache:
@@ -292,7 +166,7 @@ class Cache:
             current = stored_schema_version(conn, self.path) or 0
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             for version in range(current + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[version]:
+                for statement in MIGRATIONS[version]:
                     conn.execute(statement)
             if current != SCHEMA_VERSION:
                 conn.execute(
@@ -349,7 +223,7 @@ class Cache:
 
     def get(self, key: str) -> CachedCall | None:
         """The stored call for ``key``, or ``None``."""
-        rows = self._query(_SELECT_ROW, (key,))
+        rows = self._query(SELECT_ROW, (key,))
         if not rows:
             return None
         row = dict(zip(ROW_COLUMNS, rows[0], strict=True))
@@ -367,7 +241,7 @@ class Cache:
             raw=str(row["raw"]),
             stats=stats,
             created_at=row["created_at"],
-            decisions=_decisions_from_json(row["decisions"]),
+            decisions=decisions_from_json(row["decisions"]),
         )
 
     def put(
@@ -525,117 +399,6 @@ def open_cache(cache: str | os.PathLike[str] | None) -> Cache:
     return Cache(resolve_cache_path(cache))
 
 
-class CachingJudge:
-    """A :class:`~localjudge.judge.protocol.Judge` that answers repeated calls from a
-    :class:`Cache`.
-
-    A hit is validated against the schema like a fresh output and returned with the stats of the
-    original call and ``cached=True``; a miss calls the inner judge and stores its output. Errors
-    propagate and store nothing. ``calls`` counts the inner judge's completed calls (an overflow
-    refused before generating is not one), ``hits`` calls answered from the cache.
-
-    A judge whose outputs may depend on what shares their batch (``batch_invariant`` false: a
-    batched engine) gets a partly cached batch whole, so a resumed run decodes exactly the
-    batches of an uninterrupted one; the cached answers are still the ones returned.
-    """
-
-    def __init__(self, inner: Judge, cache: Cache) -> None:
-        self.inner = inner
-        self.cache = cache
-        self.calls = 0
-        self.hits = 0
-
-    def __getattr__(self, name: str) -> Any:
-        """Everything else is the wrapped judge's (``engine``, ``render``, ``n_ctx``, ...)."""
-        if name == "inner":  # not set yet (copying, unpickling): no recursion
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    @property
-    def identity(self) -> JudgeIdentity:
-        return self.inner.identity
-
-    def generate(self, prompt: Prompt, schema: type[M]) -> Generation[M]:
-        key = cache_key(self.identity, as_messages(prompt), schema)
-        hit = self._lookup(key, schema)
-        if hit is not None:
-            return hit
-        generation = self.inner.generate(prompt, schema)
-        self._store(key, generation, JudgeRequest(list(as_messages(prompt)), schema))
-        return generation
-
-    def generate_many(
-        self, requests: Sequence[JudgeRequest], *, on_outcome: OnOutcome | None = None
-    ) -> list[Outcome]:
-        """Cached requests from the cache, the rest from the inner judge in one go; each new
-        generation is stored the moment the inner judge reports it."""
-        outcomes: list[Outcome | None] = [None] * len(requests)
-        keys = [
-            cache_key(self.identity, as_messages(r.messages), r.schema, r.shared_chars)
-            for r in requests
-        ]
-        misses = []
-        for i, (request, key) in enumerate(zip(requests, keys, strict=True)):
-            hit = self._lookup(key, request.schema)
-            if hit is None:
-                misses.append(i)
-            else:
-                outcomes[i] = hit
-                if on_outcome is not None:
-                    on_outcome(i, hit)
-
-        def done(j: int, outcome: Outcome) -> None:
-            i = misses[j]
-            if outcomes[i] is not None:  # a cached request decoded again with its batch
-                return
-            if isinstance(outcome, Generation):
-                self._store(keys[i], outcome, requests[i])
-            if on_outcome is not None:
-                on_outcome(i, outcome)
-
-        if (
-            misses
-            and len(misses) < len(requests)
-            and not getattr(self.inner, "batch_invariant", True)
-        ):
-            misses = list(range(len(requests)))  # the batch as it was first decoded
-        if misses:
-            fresh = generate_many(self.inner, [requests[i] for i in misses], on_outcome=done)
-            for i, outcome in zip(misses, fresh, strict=True):
-                if outcomes[i] is None:
-                    outcomes[i] = outcome
-        return [o for o in outcomes if o is not None]
-
-    def _lookup(self, key: str, schema: type[M]) -> Generation[M] | None:
-        stored = self.cache.get(key)
-        if stored is None:
-            return None
-        try:
-            value = parse_output(schema, stored.raw)
-        except LocalJudgeError:  # a row from before checksums, damaged: judge the call again
-            self.cache.discard(key)
-            return None
-        assert isinstance(value, schema)
-        self.hits += 1
-        self.cache.record_hit(key)
-        return Generation(
-            value=value,
-            raw=stored.raw,
-            stats=stored.stats,
-            cached=True,
-            decisions=stored.decisions,
-        )
-
-    def _store(self, key: str, generation: Generation[Any], request: JudgeRequest) -> None:
-        self.calls += 1  # counted once a model ran: an overflow raised before generating is not
-        log = CallLog.of(request, self.identity)
-        self.cache.put(key, generation.raw, generation.stats, generation.decisions, log)
-
-
-def _decisions_from_json(text: str | None) -> tuple[SoftDecision, ...]:
-    return decode_decisions(json.loads(text)) if text else ()
-
-
 class CacheDamagedError(CacheError):
     """SQLite cannot read the cache file whole. Found on opening, the file is moved aside;
     later (damaged under a running process) it stops the run with this error."""
@@ -653,82 +416,6 @@ def _full(path: Path) -> bool:
         return shutil.disk_usage(path.parent).free < 64 * 1024
     except OSError:
         return False
-
-
-#: the columns of a stored call that its checksum covers, in checksum order
-_CHECKED = (
-    "key",
-    "raw",
-    "decisions",
-    "messages",
-    "model",
-    "model_sha256",
-    "schema_name",
-    "metric",
-    "item_id",
-    "prompt_tokens",
-    "evaluated_prompt_tokens",
-    "completion_tokens",
-    "seconds",
-    "created_at",
-)
-#: the columns a reader of one call selects (``hits`` and ``last_hit_at`` are counters, unchecked)
-ROW_COLUMNS = (*_CHECKED, "checksum")
-_SELECT_ROW = f"SELECT {', '.join(ROW_COLUMNS)} FROM calls WHERE key = ?"  # noqa: S608 (constants)
-
-
-def row_checksum(row: Mapping[str, Any]) -> str:
-    """The checksum of a stored call: tagged, over every column of :data:`_CHECKED`."""
-    return CHECKSUM_TAG + sha256_text(compact_json([row[c] for c in _CHECKED]))
-
-
-def checksum_ok(row: Mapping[str, Any]) -> bool | None:
-    """Whether a stored call matches its checksum (a tagged one covers the call log and stats,
-    one of schema version 3 its key, output and decisions); None for a row stored before
-    checksums."""
-    check = row["checksum"]
-    if check is None:
-        return None
-    if str(check).startswith(CHECKSUM_TAG):
-        return bool(check == row_checksum(row))
-    return bool(check == sha256_text(compact_json([row["key"], row["raw"], row["decisions"]])))
-
-
-def filter_sql(
-    *,
-    before: datetime | None = None,
-    model: str | None = None,
-    metric: str | None = None,
-    item: str | None = None,
-) -> tuple[str, tuple[Any, ...]]:
-    """A WHERE condition on stored calls (``"1"`` when nothing is asked) and its parameters:
-    stored before ``before``, made by ``model`` (see :func:`model_params`), for ``metric``, about
-    the item with id ``item``."""
-    clauses: list[str] = []
-    params: list[Any] = []
-    if before is not None:
-        clauses.append("created_at < ?")
-        params.append(before.astimezone(timezone.utc).isoformat(timespec="seconds"))
-    if model is not None:
-        clauses.append(f"({MODEL_MATCH})")
-        params += model_params(model)
-    for column, value in (("metric", metric), ("item_id", item)):
-        if value is not None:
-            clauses.append(f"{column} = ?")
-            params.append(value)
-    return " AND ".join(clauses) or "1", tuple(params)
-
-
-#: the SQL condition that a call was made by a model given as alias or sha256 (prefix)
-MODEL_MATCH = "model = ? OR (? AND model_sha256 LIKE ? || '%')"
-
-
-def model_params(model: str) -> tuple[Any, ...]:
-    """The parameters of :data:`MODEL_MATCH` for ``model``: an alias, or a sha256 or a prefix of
-    at least 8 hex digits of it."""
-    text = model.strip().lower()
-    is_sha = len(text) >= 8 and all(c in "0123456789abcdef" for c in text)
-    return (model, is_sha, text)
 
 
 def _set_aside(path: Path) -> Path:

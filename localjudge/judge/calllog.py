@@ -24,12 +24,8 @@ from typing import Any, TextIO
 
 from localjudge.canonical import compact_json, sha256_text
 from localjudge.errors import CacheError, DiskFullError, UsageError, is_disk_full
-from localjudge.judge.cache import (
-    BUSY_TIMEOUT_S,
-    checksum_ok,
-    filter_sql,
-    stored_schema_version,
-)
+from localjudge.judge.cache import BUSY_TIMEOUT_S
+from localjudge.judge.cache_format import checksum_ok, filter_sql, stored_schema_version
 
 __all__ = [
     "EXPORT_FIELDS",

@@ -38,7 +38,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from localjudge.errors import ConstraintError, ContextOverflowError, ModelError, OutputBudgetError
-from localjudge.judge.cache import CachingJudge, default_cache_dir, open_cache, resolve_cache_path
+from localjudge.judge.cache import default_cache_dir, open_cache, resolve_cache_path
+from localjudge.judge.caching import CachingJudge
 from localjudge.judge.engine import (
     DEFAULT_PARALLEL,
     N_UBATCH,
@@ -565,7 +566,7 @@ def load_judge(
     """Load a judge: ``model`` is a GGUF path, a registered alias, or None for the default judge.
 
     ``cache`` (on by default, as in the CLI): the judge answers a call it has made before from
-    the SQLite cache (:class:`~localjudge.judge.cache.CachingJudge`; the file in the user cache
+    the SQLite cache (:class:`~localjudge.judge.caching.CachingJudge`; the file in the user cache
     directory or ``$LOCALJUDGE_CACHE_DIR``, or at the path given); ``False`` returns the bare
     :class:`LlamaJudge`. The caching judge passes every other attribute to the one it wraps.
 

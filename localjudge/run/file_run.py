@@ -231,7 +231,7 @@ def eval_file(
     is judged. An unfinished run there (``results.jsonl.partial``) is always taken over: that is
     how a rerun resumes.
 
-    Pass a :class:`~localjudge.judge.cache.CachingJudge` to cache and resume."""
+    Pass a :class:`~localjudge.judge.caching.CachingJudge` to cache and resume."""
     mapping = dict(mapping or {})
     unknown = set(fail_under or {}) - {m.name for m in metrics}
     if unknown:

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from localjudge.errors import UsageError
-from localjudge.judge.cache import CachingJudge, open_cache
+from localjudge.judge.cache import open_cache
+from localjudge.judge.caching import CachingJudge
 from localjudge.judge.engine import DEFAULT_PARALLEL
 from localjudge.judge.options import (
     DEFAULT_FLASH_ATTN,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from localjudge.canonical import read_json, write_json
-from localjudge.judge.cache import CachingJudge
+from localjudge.judge.caching import CachingJudge
 from localjudge.judge.protocol import Judge
 from localjudge.run.results import (
     SUMMARY,

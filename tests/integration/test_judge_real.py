@@ -34,7 +34,8 @@ from localjudge import (
     load_judge,
 )
 from localjudge.data.items import make_item
-from localjudge.judge.cache import Cache, CachingJudge
+from localjudge.judge.cache import Cache
+from localjudge.judge.caching import CachingJudge
 from localjudge.judge.schemas import worst_case_tokens
 from localjudge.metrics import Metric
 from localjudge.metrics.base import JudgeRequest

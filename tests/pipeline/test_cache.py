@@ -14,14 +14,9 @@ import platformdirs
 import pytest
 
 from localjudge.errors import ConstraintError, LocalJudgeError
-from localjudge.judge.cache import (
-    SCHEMA_VERSION,
-    Cache,
-    CachedCall,
-    CachingJudge,
-    cache_key,
-    default_cache_dir,
-)
+from localjudge.judge.cache import Cache, default_cache_dir
+from localjudge.judge.cache_format import SCHEMA_VERSION, CachedCall, cache_key
+from localjudge.judge.caching import CachingJudge
 from localjudge.judge.protocol import (
     GenerationStats,
     Judge,

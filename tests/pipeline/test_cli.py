@@ -14,7 +14,7 @@ from pipeline_rules import EXPECTED, rule_records, rule_reply
 
 from localjudge.cli import main
 from localjudge.errors import ConstraintError, ModelError
-from localjudge.judge.cache import CachingJudge
+from localjudge.judge.caching import CachingJudge
 from localjudge.run.settings import JudgeSettings, open_cache
 from localjudge.testing import ScriptedJudge
 

@@ -15,7 +15,7 @@ from pipeline_rules import rule_reply
 
 from localjudge.cli import main
 from localjudge.cli.config import env_name
-from localjudge.judge.cache import CachingJudge
+from localjudge.judge.caching import CachingJudge
 from localjudge.run.settings import JudgeSettings, open_cache
 from localjudge.testing import ScriptedJudge
 

@@ -11,7 +11,8 @@ import pytest
 from pipeline_rules import EXPECTED, rule_reply
 
 from localjudge.errors import UsageError
-from localjudge.judge.cache import Cache, CachingJudge
+from localjudge.judge.cache import Cache
+from localjudge.judge.caching import CachingJudge
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.run.file_run import detect_metrics, eval_file
 from localjudge.run.results import FORMAT_VERSION

@@ -14,7 +14,7 @@ from pipeline_rules import rule_reply
 from localjudge.cli import main
 from localjudge.cli.common import EXIT_CACHE, EXIT_INTERNAL, EXIT_USAGE
 from localjudge.errors import LocalJudgeError
-from localjudge.judge.cache import CachingJudge
+from localjudge.judge.caching import CachingJudge
 from localjudge.run.settings import open_cache
 from localjudge.testing import ScriptedJudge
 

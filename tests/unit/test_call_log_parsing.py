@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from localjudge.errors import UsageError
-from localjudge.judge.cache import model_params
+from localjudge.judge.cache_format import model_params
 from localjudge.judge.calllog import export_format, parse_age
 
 
