@@ -67,7 +67,7 @@ def _packages() -> Check:
 
 
 def _native() -> Check:
-    from localjudge.judge.llama import AMX_ENV, amx_decision, native_info  # noqa: PLC0415
+    from localjudge.judge.native import AMX_ENV, amx_decision, native_info  # noqa: PLC0415
 
     try:
         info = native_info()

@@ -1,8 +1,9 @@
 """The llama.cpp judge: a GGUF model in-process, decoding under llguidance grammars.
 
-This is the only module (with :mod:`localjudge.judge.engine`, which it drives) that imports
-``llama_cpp`` and ``llguidance``, and it does so when a judge is loaded, so ``import localjudge``
-and ``localjudge --help`` stay light.
+This module, with :mod:`localjudge.judge.engine` (which it drives), :mod:`localjudge.judge.native`
+(the build, the AMX decision, importing the backends) and :mod:`localjudge.judge.tokens` (the
+token table), is the only place that uses ``llama_cpp`` and ``llguidance``, and they are imported
+when a judge is loaded, so ``import localjudge`` and ``localjudge --help`` stay light.
 
 How each guarantee is kept:
 
@@ -17,20 +18,15 @@ How each guarantee is kept:
   and stored beside the cache; an item's question and contexts once per item (see the engine).
 - reproducible: greedy decoding with a fixed seed; an output depends only on its own prompt and
   the settings (see the engine's notes on batches).
-- no native crash from AMX: on CPUs where llama.cpp's AMX kernels are active (they segfault,
-  upstream llama.cpp #20824), the model is loaded without llama.cpp's extra buffer types, so
-  those kernels never run (:func:`amx_decision`); ``LOCALJUDGE_AMX=1`` keeps them.
+- no native crash from AMX: on CPUs where llama.cpp's AMX kernels are active, the model is loaded
+  without llama.cpp's extra buffer types (:func:`~localjudge.judge.native.amx_decision`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
-import sys
 from collections.abc import Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +34,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from localjudge.errors import ConstraintError, ContextOverflowError, ModelError, OutputBudgetError
-from localjudge.judge.cache import default_cache_dir, open_cache, resolve_cache_path
+from localjudge.judge.cache import open_cache, resolve_cache_path
 from localjudge.judge.caching import CachingJudge
 from localjudge.judge.engine import (
     DEFAULT_PARALLEL,
@@ -47,8 +43,16 @@ from localjudge.judge.engine import (
     EngineOutput,
     EngineRequest,
     decision_keys,
-    install_log,
     raise_pending_interrupt,
+)
+from localjudge.judge.native import (
+    amx_decision,
+    announce,
+    debug_enabled,
+    gpu_layers,
+    import_backends,
+    native_info,
+    quiet_stderr,
 )
 from localjudge.judge.options import (
     DEFAULT_FLASH_ATTN,
@@ -73,67 +77,14 @@ from localjudge.judge.protocol import (
 )
 from localjudge.judge.registry import ResolvedModel, check_gguf, model_sha256, resolve_model
 from localjudge.judge.schemas import json_schema, output_budget, parse_output, worst_case_tokens
+from localjudge.judge.tokens import lltokenizer
 from localjudge.versions import package_version
 
 DEFAULT_N_CTX = 8192
 #: the decoding engine's identity, part of every cache key
 ENGINE_VERSION = "localjudge-engine/1"
-#: ``auto`` (default): load without extra buffer types when llama.cpp's AMX kernels are active;
-#: ``1``: keep the AMX kernels; ``0``: never use extra buffer types (AMX, weight repacking)
-AMX_ENV = "LOCALJUDGE_AMX"
-#: the name of llama.cpp's AMX buffer type (``ggml_backend_amx_buffer_type_get_name``)
-AMX_BUFFER_TYPE = "AMX"
-
 #: a prompt of more bytes than this is first checked against the window from its byte count
 UNTOKENIZED_CHECK_BYTES = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Device:
-    """One device llama.cpp can compute on."""
-
-    name: str
-    description: str
-    kind: str
-
-
-@dataclass(frozen=True)
-class NativeInfo:
-    """What the loaded llama.cpp build reports about itself and this machine."""
-
-    llama_cpp_python: str
-    system_info: str
-    #: CPU features the build uses (``AVX2``, ``AMX_INT8``, ...), from its system info
-    features: dict[str, str]
-    #: the CPU backend's extra buffer types (``AMX``, ``CPU_REPACK``); None when not listable
-    extra_buffer_types: list[str] | None
-    gpu_offload: bool
-    devices: list[Device]
-
-    @property
-    def amx_build(self) -> bool:
-        """The build carries llama.cpp's AMX kernels."""
-        return self.features.get("AMX_INT8") == "1"
-
-    @property
-    def amx_active(self) -> bool:
-        """llama.cpp would put weights in AMX buffers here (the path that crashes)."""
-        if self.extra_buffer_types is not None:
-            return AMX_BUFFER_TYPE in self.extra_buffer_types
-        return self.amx_build
-
-
-@dataclass(frozen=True)
-class AmxDecision:
-    """How a judge loads its weights given the AMX state and ``LOCALJUDGE_AMX``."""
-
-    #: ``absent`` (no AMX kernels in use), ``guarded`` (active, turned off), ``kept``
-    #: (active, kept by LOCALJUDGE_AMX=1) or ``off`` (LOCALJUDGE_AMX=0)
-    state: str
-    #: whether llama.cpp may load weights into extra buffer types (AMX, repacking)
-    extra_buffers: bool
-    #: what to tell the user once, or None
-    notice: str | None
 
 
 @dataclass(frozen=True)
@@ -184,22 +135,22 @@ class LlamaJudge:
                 "the new file with `localjudge models add PATH --alias NAME --force`",
             )
         self.sha256 = sha
-        llama_cpp, llguidance = _import_backends()
+        llama_cpp, llguidance = import_backends()
         self._llama_cpp, self._llguidance = llama_cpp, llguidance
         info = native_info()
         self._system_info = info.system_info  # part of the stored prefix's key
         amx = amx_decision(info)
-        _announce(amx.notice)
+        announce(amx.notice)
         n_gpu_layers = gpu_layers(n_gpu_layers, bool(llama_cpp.llama_supports_gpu_offload()))
         params = llama_cpp.llama_model_default_params()
         params.n_gpu_layers = 0x7FFFFFFF if n_gpu_layers == -1 else n_gpu_layers
         params.use_extra_bufts = amx.extra_buffers
         from llama_cpp._internals import LlamaModel  # noqa: PLC0415
 
-        with _quiet_stderr():
+        with quiet_stderr():
             try:
                 self._model = LlamaModel(
-                    path_model=str(model.path), params=params, verbose=_debug()
+                    path_model=str(model.path), params=params, verbose=debug_enabled()
                 )
             except (ValueError, RuntimeError, OSError) as exc:
                 raise ModelError(
@@ -213,7 +164,7 @@ class LlamaJudge:
         self._formatter = self._chat_formatter(chat_template)
         # the variables reach only a template: without one they change nothing
         self._template_kwargs = template_kwargs if self._formatter is not None else {}
-        self._tokenizer, self._max_token_bytes = _lltokenizer(
+        self._tokenizer, self._max_token_bytes = lltokenizer(
             llama_cpp, llguidance, self._model.model, sha
         )
         self.n_threads = n_threads or default_threads()
@@ -520,34 +471,6 @@ def plain_prompt_head(messages: list[dict[str, str]]) -> str:
     return "".join(m["content"].strip() + "\n\n" for m in messages[:-1])
 
 
-def gpu_layers(requested: int | str, offload_supported: bool) -> int:
-    """The layers to offload: ``auto`` is all of them (-1) on a build that can offload and 0
-    on a CPU-only one; ``all`` is -1. Asking a CPU-only build for offload is an error, never a
-    silent CPU run."""
-    value = str(requested).strip().lower()
-    if value == "auto":
-        return -1 if offload_supported else 0
-    if value == "all":
-        layers = -1
-    else:
-        try:
-            layers = int(value)
-        except ValueError:
-            raise ModelError(
-                f"n_gpu_layers must be auto, all, -1 or a number of layers, got {requested!r}"
-            ) from None
-        if layers < -1:
-            raise ModelError(f"n_gpu_layers must be -1 (all) or more, got {layers}")
-    if layers != 0 and not offload_supported:
-        raise ModelError(
-            f"GPU offload asked for (n_gpu_layers {requested}) but this llama-cpp-python build "
-            "cannot offload: it was built for the CPU only",
-            hint="reinstall llama-cpp-python with GPU support (e.g. CMAKE_ARGS=-DGGML_CUDA=on), "
-            "or use -ngl 0 / auto",
-        )
-    return layers
-
-
 def load_judge(
     model: str | os.PathLike[str] | None = None,
     *,
@@ -606,241 +529,3 @@ def prefix_dir(cache: str | os.PathLike[str] | None) -> Path:
     """Where the stored instruction prefixes of the judge-call cache ``cache`` live (``--cache``
     as the CLI reads it): a directory beside its file."""
     return resolve_cache_path(cache).parent / PREFIX_DIR
-
-
-# ---------------------------------------------------------------------- the native build
-
-
-def native_info() -> NativeInfo:
-    """What the installed llama.cpp reports: CPU features, extra buffer types, GPU offload and
-    devices. Loads llama.cpp (not a model); raises :class:`ModelError` when it cannot."""
-    llama_cpp = _import_llama_cpp()
-    system_info = llama_cpp.llama_print_system_info().decode("utf-8", "replace").strip()
-    features = dict(re.findall(r"([A-Z][A-Z0-9_]*) = (\w+)", system_info))
-    buffer_types, devices = _ggml_registry(llama_cpp)
-    return NativeInfo(
-        llama_cpp_python=package_version("llama-cpp-python"),
-        system_info=system_info,
-        features=features,
-        extra_buffer_types=buffer_types,
-        gpu_offload=bool(llama_cpp.llama_supports_gpu_offload()),
-        devices=devices,
-    )
-
-
-def amx_decision(info: NativeInfo, setting: str | None = None) -> AmxDecision:
-    """Whether a judge may use llama.cpp's extra buffer types, from the AMX state of the build and
-    this CPU and ``setting`` (default: ``$LOCALJUDGE_AMX``; ``auto``, ``1`` or ``0``).
-
-    llama.cpp's AMX matmul kernels fault on ``ldtilecfg`` in worker threads (llama.cpp #20824);
-    the AMX buffer type is an "extra buffer type", so loading without those keeps the kernels from
-    ever running. It also turns off weight repacking, which costs some speed on such CPUs only.
-    """
-    value = (os.environ.get(AMX_ENV, "") if setting is None else setting).strip().lower()
-    if value not in ("", "auto", "0", "1"):
-        raise ModelError(
-            f"{AMX_ENV}={value!r} is not understood",
-            hint=f"use {AMX_ENV}=1 to keep llama.cpp's AMX kernels, 0 to turn off extra buffer "
-            "types, or leave it unset",
-        )
-    if value == "0":
-        return AmxDecision("off", extra_buffers=False, notice=None)
-    if not info.amx_active:
-        return AmxDecision("absent", extra_buffers=True, notice=None)
-    if value == "1":
-        return AmxDecision("kept", extra_buffers=True, notice=None)
-    return AmxDecision(
-        "guarded",
-        extra_buffers=False,
-        notice="localjudge: this CPU runs llama.cpp's AMX kernels, which crash (llama.cpp "
-        f"#20824); the judge loads without them. Set {AMX_ENV}=1 to keep them.",
-    )
-
-
-_announced: set[str] = set()
-
-
-def _announce(notice: str | None) -> None:
-    """Print a notice on stderr once per process."""
-    if notice and notice not in _announced:
-        _announced.add(notice)
-        print(notice, file=sys.stderr, flush=True)
-
-
-def _ggml_registry(llama_cpp: Any) -> tuple[list[str] | None, list[Device]]:
-    """The CPU backend's extra buffer types and every device, through ggml's backend registry
-    (plain C calls; llama-cpp-python binds none of them). ``(None, [])`` when unavailable."""
-    import ctypes  # noqa: PLC0415
-
-    try:
-        from llama_cpp._ggml import libggml as lib  # noqa: PLC0415
-
-        p = ctypes.c_void_p
-        for name, restype, argtypes in (
-            ("ggml_backend_reg_by_name", p, [ctypes.c_char_p]),
-            ("ggml_backend_reg_dev_get", p, [p, ctypes.c_size_t]),
-            ("ggml_backend_reg_get_proc_address", p, [p, ctypes.c_char_p]),
-            ("ggml_backend_buft_name", ctypes.c_char_p, [p]),
-            ("ggml_backend_dev_count", ctypes.c_size_t, []),
-            ("ggml_backend_dev_get", p, [ctypes.c_size_t]),
-            ("ggml_backend_dev_name", ctypes.c_char_p, [p]),
-            ("ggml_backend_dev_description", ctypes.c_char_p, [p]),
-            ("ggml_backend_dev_type", ctypes.c_int, [p]),
-        ):
-            fn = getattr(lib, name)
-            fn.restype, fn.argtypes = restype, argtypes
-    except (ImportError, AttributeError, OSError):
-        return None, []
-    kinds = {0: "cpu", 1: "gpu", 2: "igpu", 3: "accel"}
-    devices = []
-    for i in range(lib.ggml_backend_dev_count()):
-        dev = lib.ggml_backend_dev_get(i)
-        devices.append(
-            Device(
-                name=(lib.ggml_backend_dev_name(dev) or b"").decode("utf-8", "replace"),
-                description=(lib.ggml_backend_dev_description(dev) or b"").decode(
-                    "utf-8", "replace"
-                ),
-                kind=kinds.get(lib.ggml_backend_dev_type(dev), "other"),
-            )
-        )
-    reg = lib.ggml_backend_reg_by_name(b"CPU")
-    address = lib.ggml_backend_reg_get_proc_address(reg, b"ggml_backend_dev_get_extra_bufts")
-    if not reg or not address:
-        return None, devices
-    get_extra = ctypes.CFUNCTYPE(ctypes.POINTER(p), p)(address)
-    array = get_extra(lib.ggml_backend_reg_dev_get(reg, 0))
-    names: list[str] = []
-    i = 0
-    while array and array[i]:
-        names.append((lib.ggml_backend_buft_name(array[i]) or b"").decode("utf-8", "replace"))
-        i += 1
-    return names, devices
-
-
-# ---------------------------------------------------------------------- backend plumbing
-
-
-def _import_llama_cpp() -> Any:
-    try:
-        import llama_cpp  # noqa: PLC0415
-    except ImportError as exc:
-        raise ModelError(
-            f"llama-cpp-python is not importable: {exc}", hint="pip install llama-cpp-python"
-        ) from exc
-    return llama_cpp
-
-
-def _import_backends() -> tuple[Any, Any]:
-    llama_cpp = _import_llama_cpp()
-    install_log(llama_cpp, verbose=_debug())  # llama.cpp's log: errors only, unless debugging
-    try:
-        import llguidance  # noqa: PLC0415
-        import llguidance.numpy  # noqa: PLC0415 (the engine's masks)
-    except ImportError as exc:
-        raise ConstraintError(
-            f"constrained decoding is unavailable: {exc}",
-            hint="pip install llguidance; localjudge never decodes unconstrained",
-        ) from exc
-    return llama_cpp, llguidance
-
-
-def _lltokenizer(llama_cpp: Any, llguidance: Any, model: Any, sha256: str) -> tuple[Any, int]:
-    """llguidance's tokenizer for the model, and the most bytes one token stands for; the
-    token table is cached on disk per model sha256 (reading 262k tokens through ctypes takes
-    ~1.5 s, the cached table ~0.1 s)."""
-    import ctypes  # noqa: PLC0415
-
-    vocab = llama_cpp.llama_model_get_vocab(model)
-    cache_file = (
-        default_cache_dir() / "tokens" / f"{sha256}-{package_version('llama-cpp-python')}.bin"
-    )
-    tokens = _read_token_table(cache_file, sha256)
-    if tokens is None:
-        tokens = _token_table(llama_cpp, vocab)
-        _write_token_table(cache_file, sha256, tokens)
-    fptr = ctypes.cast(llama_cpp.llama_cpp._lib.llama_tokenize, ctypes.c_void_p).value
-    tokenizer = llguidance.LLTokenizer.from_llamacpp(
-        tokens=tokens,
-        vocab_ptr=vocab,
-        tokenize_fptr=fptr,
-        eos_token=llama_cpp.llama_vocab_eos(vocab),
-        slices=None,
-    )
-    return tokenizer, max(1, *(len(t) for t in tokens))
-
-
-def _token_table(llama_cpp: Any, vocab: Any) -> list[bytes]:
-    """Each token's bytes, control tokens marked with a 0xFF prefix (llguidance's convention)."""
-    import ctypes  # noqa: PLC0415
-
-    size = 16 * 1024
-    buffer = ctypes.create_string_buffer(size + 1)
-    tokens: list[bytes] = []
-    for token in range(llama_cpp.llama_vocab_n_tokens(vocab)):
-        n = llama_cpp.llama_token_to_piece(vocab, token, buffer, size, 0, True)
-        if n < 0:
-            raise ModelError(f"token {token} does not fit a {size}-byte buffer")
-        tok: bytes = buffer.raw[:n]
-        attr = llama_cpp.llama_vocab_get_attr(vocab, token)
-        user_control = (
-            attr & llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
-            and tok.startswith(b"<")
-            and tok.endswith(b">")
-        )
-        if attr & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL or user_control:
-            tok = b"\xff" + tok
-        tokens.append(tok)
-    return tokens
-
-
-def _read_token_table(path: Path, sha256: str) -> list[bytes] | None:
-    try:
-        blob = path.read_bytes()
-    except OSError:
-        return None
-    digest, payload = blob[:32], blob[32:]
-    if hashlib.sha256(payload + sha256.encode()).digest() != digest:
-        return None  # torn write or foreign file: rebuild
-    tokens, pos = [], 0
-    while pos < len(payload):
-        n = int.from_bytes(payload[pos : pos + 4], "little")
-        tokens.append(payload[pos + 4 : pos + 4 + n])
-        pos += 4 + n
-    return tokens
-
-
-def _write_token_table(path: Path, sha256: str, tokens: list[bytes]) -> None:
-    """Length-prefixed token bytes behind a sha256 (plain data: nothing to unpickle)."""
-    payload = b"".join(len(t).to_bytes(4, "little") + t for t in tokens)
-    digest = hashlib.sha256(payload + sha256.encode()).digest()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(digest + payload)
-        tmp.replace(path)
-    except OSError:
-        pass  # an optimisation only
-
-
-def _debug() -> bool:
-    """``LOCALJUDGE_DEBUG`` is set: tracebacks and llama.cpp's own log."""
-    return bool(os.environ.get("LOCALJUDGE_DEBUG"))
-
-
-@contextmanager
-def _quiet_stderr() -> Any:
-    """Silence llama.cpp's C-level log lines while loading (they go straight to fd 2)."""
-    if _debug():
-        yield
-        return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)

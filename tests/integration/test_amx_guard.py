@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from localjudge.judge.llama import AMX_ENV, amx_decision, native_info
+from localjudge.judge.native import AMX_ENV, amx_decision, native_info
 
 pytestmark = pytest.mark.model
 
