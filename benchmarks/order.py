@@ -86,9 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     records = [json.loads(line) for line in args.data.open(encoding="utf-8") if line.strip()]
-    records = [
-        {k: v for k, v in r.items() if k != "labels"} for r in records[: args.limit or None]
-    ]
+    records = [{k: v for k, v in r.items() if k != "labels"} for r in records[: args.limit or None]]
     names = args.metric or ["recall", "position", "relevance"]
     names = [m for m in names if all(f in records[0] for f in METRICS[m].required)]
     flipped_records, reversed_statements = [], {}
@@ -99,11 +97,10 @@ def main(argv: list[str] | None = None) -> int:
 
     judge = load_judge(args.model, n_threads=args.threads, cache=args.cache or False)
     metrics = build_metrics(names, MetricSettings(reasons=not args.no_reasons))
-    runs = []
-    for data in (records, flipped_records):
-        runs.append(
-            {(r.id, r.metric): r.result for r in evaluate(data, metrics, judge) if r.result}
-        )
+    runs = [
+        {(r.id, r.metric): r.result for r in evaluate(data, metrics, judge) if r.result}
+        for data in (records, flipped_records)
+    ]
     tally: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for (item_id, metric), result in runs[0].items():
         other = runs[1].get((item_id, metric))
@@ -120,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
             tally[metric][key] += value
 
     figures = {}
-    print(f"# {args.data.name}, judge {judge.identity.model}, reasons {'off' if args.no_reasons else 'on'}")
+    reasons = "off" if args.no_reasons else "on"
+    print(f"# {args.data.name}, judge {judge.identity.model}, reasons {reasons}")
     print(f"{'metric':10} {'items':>6} {'pieces':>7} {'same':>6} {'items same':>10} "
           f"{'yes@first':>9} {'yes@last':>8}")  # fmt: skip
     for metric in names:

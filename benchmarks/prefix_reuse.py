@@ -2,6 +2,7 @@
 one run.
 
     python benchmarks/prefix_reuse.py [-m MODEL ...] [--before DIR] [-ngl -1] [-t THREADS]
+                                      [--no-reasons]
 
 For each judge (default: the default judge and SmolLM2), on the 15 bundled examples, on
 benchmarks/engine.py's 64 synthetic items (both with contexts of a sentence or two) and on 16
@@ -60,8 +61,9 @@ if "store_prefix" in inspect.signature(load_judge).parameters:
 judge = load_judge(cfg["model"], n_threads=cfg["threads"], n_gpu_layers=cfg["ngl"],
                    cache=False, **kw)
 loaded = time.perf_counter()
-metrics = [ContextRecall()] if cfg["first"] else [ContextRecall(), ContextPosition(),
-                                                  ContextRelevance()]
+r = cfg["reasons"]
+metrics = [ContextRecall(reasons=r)] if cfg["first"] else [
+    ContextRecall(reasons=r), ContextPosition(reasons=r), ContextRelevance(reasons=r)]
 results = list(evaluate(records[:1] if cfg["first"] else records, metrics, judge))
 end = time.perf_counter()
 s = judge.engine.stats
@@ -84,7 +86,9 @@ judge = load_judge(cfg["model"], n_threads=1, n_gpu_layers=0, cache=False)
 out = []
 for i, record in enumerate(json.loads(sys.stdin.read())):
     row = {}
-    for metric in (ContextRecall(), ContextPosition(), ContextRelevance()):
+    r = cfg["reasons"]
+    for metric in (ContextRecall(reasons=r), ContextPosition(reasons=r),
+                   ContextRelevance(reasons=r)):
         try:
             request = metric.build(make_item(record, index=i))
         except Exception:
@@ -174,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-t", "--threads", type=int, default=None)
     parser.add_argument("--items", type=int, default=64)
     parser.add_argument("--json", default=None, help="also write the figures to this file")
+    parser.add_argument("--no-reasons", action="store_true", help="metrics without reasons")
     args = parser.parse_args(argv)
     from localjudge.judge.cache import default_cache_dir
 
@@ -186,11 +191,17 @@ def main(argv: list[str] | None = None) -> int:
     real = default_cache_dir()
     figures: dict[str, Any] = {}
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}, -ngl {args.n_gpu_layers}, threads "
-          f"{args.threads or 'default'}, before: {args.before or '-'}")  # fmt: skip
+          f"{args.threads or 'default'}, reasons {'off' if args.no_reasons else 'on'}, "
+          f"before: {args.before or '-'}")  # fmt: skip
     for model in models:
         cache = scratch_cache(real)
         env = {**os.environ, "LOCALJUDGE_CACHE_DIR": str(cache)}
-        base = {"model": model, "threads": args.threads, "ngl": args.n_gpu_layers}
+        base = {
+            "model": model,
+            "threads": args.threads,
+            "ngl": args.n_gpu_layers,
+            "reasons": not args.no_reasons,
+        }
         fig: dict[str, Any] = figures.setdefault(model, {})
         print(f"\n## {model}")
         print("\nprompt tokens evaluated per item (instructions held):")
