@@ -1,8 +1,8 @@
 """Context recall (ragas semantics): is every reference statement supported by the context?
 
-The statements are the reference's own sentences (:mod:`localjudge.statements`): the judge only
-says, for each, whether the contexts support it. So every statement is a verbatim span of the
-reference, in order, never repeated and never invented.
+The statements are the reference's own sentences (:mod:`localjudge.metrics.statements`): the
+judge only says, for each, whether the contexts support it. So every statement is a verbatim span
+of the reference, in order, never repeated and never invented.
 """
 
 from __future__ import annotations
