@@ -33,8 +33,7 @@ from localjudge.metrics import METRICS
 from localjudge.metrics.statements import split_statements
 from localjudge.run.settings import MetricSettings, build_metrics
 
-#: the decision compared per verdict (relevance: its level)
-DECISION = {"recall": "attributed", "position": "relevant", "relevance": "relevance"}
+#: the decisions that count as yes (each metric's first decision key: relevance's level)
 YES = {"recall": {1}, "position": {True}, "relevance": {"high", "medium"}}
 
 
@@ -54,7 +53,8 @@ def reversed_item(record: dict[str, Any]) -> tuple[dict[str, Any], bool]:
 
 
 def decisions(metric: str, result: Any) -> list[Any]:
-    return [v[DECISION[metric]] for v in result.verdicts]
+    key = METRICS[metric].decisions[0]
+    return [v[key] for v in result.verdicts]
 
 
 def compare(
