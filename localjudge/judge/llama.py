@@ -1,9 +1,10 @@
 """The llama.cpp judge: a GGUF model in-process, decoding under llguidance grammars.
 
-This module, with :mod:`localjudge.judge.engine` (which it drives), :mod:`localjudge.judge.native`
-(the build, the AMX decision, importing the backends) and :mod:`localjudge.judge.tokens` (the
-token table), is the only place that uses ``llama_cpp`` and ``llguidance``, and they are imported
-when a judge is loaded, so ``import localjudge`` and ``localjudge --help`` stay light.
+This module, with :mod:`localjudge.judge.engine` (which it drives) and :mod:`localjudge.judge.kv`
+(its context), :mod:`localjudge.judge.native` (the build, the AMX decision, importing the
+backends) and :mod:`localjudge.judge.tokens` (the token table), is the only place that uses
+``llama_cpp`` and ``llguidance``, and they are imported when a judge is loaded, so
+``import localjudge`` and ``localjudge --help`` stay light.
 
 How each guarantee is kept:
 
@@ -36,15 +37,10 @@ from pydantic import BaseModel
 from localjudge.errors import ConstraintError, ContextOverflowError, ModelError, OutputBudgetError
 from localjudge.judge.cache import open_cache, resolve_cache_path
 from localjudge.judge.caching import CachingJudge
-from localjudge.judge.engine import (
-    DEFAULT_PARALLEL,
-    N_UBATCH,
-    Engine,
-    EngineOutput,
-    EngineRequest,
-    decision_keys,
-    raise_pending_interrupt,
-)
+from localjudge.judge.decisions import decision_keys
+from localjudge.judge.engine import DEFAULT_PARALLEL, Engine
+from localjudge.judge.engine_types import N_UBATCH, EngineOutput, EngineRequest
+from localjudge.judge.llama_log import raise_pending_interrupt
 from localjudge.judge.native import (
     amx_decision,
     announce,
