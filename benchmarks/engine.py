@@ -82,15 +82,15 @@ cfg = json.loads(sys.argv[1])
 judge = load_judge(cfg["model"], n_threads=cfg["threads"], n_gpu_layers=cfg["ngl"],
                    parallel=max(cfg["rows"]), n_ctx=cfg["n_ctx"],
                    cache=False)
-engine = judge.engine
-engine._ensure_context(1024)
+kv = judge.engine.kv
+kv.ensure_context(1024)
 def best(entries, reps=5):
     times = []
     for _ in range(reps):
-        for seq in range(engine.parallel + 1):
-            engine._ll.llama_memory_seq_rm(engine._mem, seq, -1, -1)
+        for seq in range(kv.parallel + 1):
+            kv.drop(seq)
         start = time.perf_counter()
-        engine._decode(entries)
+        kv.decode(entries)
         times.append(time.perf_counter() - start)
     return min(times)
 prompt = best([(100 + k % 50, k, 0, k == 255) for k in range(256)])

@@ -1,9 +1,11 @@
 """The llama.cpp judge: a GGUF model in-process, decoding under llguidance grammars.
 
-This module, with :mod:`localjudge.judge.engine` (which it drives), :mod:`localjudge.judge.native`
-(the build, the AMX decision, importing the backends) and :mod:`localjudge.judge.tokens` (the
-token table), is the only place that uses ``llama_cpp`` and ``llguidance``, and they are imported
-when a judge is loaded, so ``import localjudge`` and ``localjudge --help`` stay light.
+This module, with :mod:`localjudge.judge.engine` (which it drives) and :mod:`localjudge.judge.kv`
+(its context), :mod:`localjudge.judge.prompting` (the chat template and the tokens of a prompt),
+:mod:`localjudge.judge.native` (the build, the AMX decision, importing the backends) and
+:mod:`localjudge.judge.tokens` (the token table), is the only place that uses ``llama_cpp`` and
+``llguidance``, and they are imported when a judge is loaded, so ``import localjudge`` and
+``localjudge --help`` stay light.
 
 How each guarantee is kept:
 
@@ -36,15 +38,10 @@ from pydantic import BaseModel
 from localjudge.errors import ConstraintError, ContextOverflowError, ModelError, OutputBudgetError
 from localjudge.judge.cache import open_cache, resolve_cache_path
 from localjudge.judge.caching import CachingJudge
-from localjudge.judge.engine import (
-    DEFAULT_PARALLEL,
-    N_UBATCH,
-    Engine,
-    EngineOutput,
-    EngineRequest,
-    decision_keys,
-    raise_pending_interrupt,
-)
+from localjudge.judge.decisions import decision_keys
+from localjudge.judge.engine import DEFAULT_PARALLEL, Engine
+from localjudge.judge.engine_types import N_UBATCH, EngineOutput, EngineRequest
+from localjudge.judge.llama_log import raise_pending_interrupt
 from localjudge.judge.native import (
     amx_decision,
     announce,
@@ -63,6 +60,7 @@ from localjudge.judge.options import (
     chat_template_kwargs as check_template_kwargs,
 )
 from localjudge.judge.prefix_store import PREFIX_DIR, PrefixStore
+from localjudge.judge.prompting import Prepared, chat_formatter, render_prompt
 from localjudge.judge.protocol import (
     Generation,
     GenerationStats,
@@ -161,7 +159,7 @@ class LlamaJudge:
         self._metadata = self._model.metadata()
         # 0: the context the model was trained with, as its GGUF metadata gives it
         self.n_ctx = n_ctx = n_ctx or int(self._model.n_ctx_train())
-        self._formatter = self._chat_formatter(chat_template)
+        self._formatter = chat_formatter(self._model, self._metadata, model, chat_template)
         # the variables reach only a template: without one they change nothing
         self._template_kwargs = template_kwargs if self._formatter is not None else {}
         self._tokenizer, self._max_token_bytes = lltokenizer(
@@ -346,81 +344,16 @@ class LlamaJudge:
 
     # ------------------------------------------------------------------ prompts
 
-    def render(self, prompt: Prompt, *, shared_chars: int = 0) -> _Prepared:
-        """The exact prompt text and tokens the model sees (chat template or plain layout).
-
-        Only the template's own text may produce control tokens: message contents are tokenized
-        as plain text, so data that spells ``<|im_end|>`` stays data. The template is rendered
-        with a sentinel per message and the contents are tokenized into the gaps. The last
-        message's first ``shared_chars`` characters are tokenized on their own, so that the
-        tokens of that part are the same whatever follows it.
-        """
-        messages = as_messages(prompt)
-        if self._formatter is None:
-            text = plain_prompt(messages)
-            head = plain_prompt_head(messages)
-            segments = [(head, False), (text[len(head) :], False)]
-            last = messages[-1]["content"]
-            cut = shared_chars - (len(last) - len(last.lstrip()))  # plain_prompt strips it
-        else:
-            sentinels = [f"\x00LJ{i}\x00" for i in range(len(messages))]
-            stand_ins = [
-                {"role": m["role"], "content": s} for m, s in zip(messages, sentinels, strict=True)
-            ]
-            skeleton = self._render_template(stand_ins)
-            segments = []
-            cut = shared_chars
-            for message, sentinel in zip(messages, sentinels, strict=True):
-                before, found, skeleton = skeleton.partition(sentinel)
-                if not found or sentinel in skeleton:
-                    raise ModelError(
-                        "the model's chat template rewrites message contents, so item data cannot "
-                        "be kept apart from its control tokens",
-                        hint="use --no-chat-template to prompt without it",
-                    )
-                segments += [(before, True), (message["content"], False)]
-            segments.append((skeleton, True))
-        # the last message's content is the item's data: everything before it is fixed
-        item_start = len(segments) - 2 if self._formatter is not None else 1
-        split = shared_chars > 0
-        if split:  # the item's shared part becomes a segment of its own
-            content = segments[item_start][0]
-            cut = min(max(cut, 0), len(content))
-            segments[item_start : item_start + 1] = [(content[:cut], False), (content[cut:], False)]
-        model = self._model
-        tokens: list[int] = []
-        bos = model.token_bos()
-        if model.add_bos_token() and bos >= 0:
-            tokens.append(bos)
-            bos_text = model.detokenize([bos], special=True).decode("utf-8", "replace")
-            first, special = segments[0]
-            if special and bos_text and first.startswith(bos_text):  # the template wrote it too
-                segments[0] = (first[len(bos_text) :], special)
-        fixed = len(tokens)
-        shared = None
-        for n, (text, special) in enumerate(segments):
-            if n == item_start:
-                fixed = len(tokens)
-            if split and n == item_start + 1:
-                shared = len(tokens)
-            if text:
-                tokens += model.tokenize(text.encode("utf-8"), add_bos=False, special=special)
-        # at least one token is always evaluated: its logits start the output
-        fixed = max(0, min(fixed, len(tokens) - 1))
-        if shared is not None:
-            shared = max(fixed, min(shared, len(tokens) - 1))
-        return _Prepared(
-            tokens=tokens, text="".join(text for text, _ in segments), fixed=fixed, shared=shared
+    def render(self, prompt: Prompt, *, shared_chars: int = 0) -> Prepared:
+        """The exact prompt text and tokens the model sees (chat template or plain layout;
+        :func:`~localjudge.judge.prompting.render_prompt`)."""
+        return render_prompt(
+            self._model,
+            self._formatter,
+            prompt,
+            template_kwargs=self._template_kwargs,
+            shared_chars=shared_chars,
         )
-
-    def _render_template(self, messages: list[dict[str, str]]) -> str:
-        try:
-            return str(self._formatter(messages=messages, **self._template_kwargs).prompt)
-        except Exception as exc:  # jinja2's SecurityError and template errors
-            raise ModelError(
-                f"the model's chat template failed to render: {type(exc).__name__}: {exc}",
-                hint="use --no-chat-template to prompt without it",
-            ) from exc
 
     def count_tokens(self, text: str) -> int:
         return len(self._model.tokenize(text.encode("utf-8"), add_bos=False, special=False))
@@ -428,36 +361,6 @@ class LlamaJudge:
     def detokenize(self, tokens: Sequence[int], *, special: bool = True) -> str:
         """The text of ``tokens`` (control tokens spelled out when ``special``)."""
         return self._model.detokenize(list(tokens), special=special).decode("utf-8", "replace")
-
-    def _chat_formatter(self, chat_template: bool | None) -> Any:
-        template = self._metadata.get("tokenizer.chat_template")
-        use = chat_template if chat_template is not None else bool(template)
-        if self.model.alias is not None and chat_template is None:
-            from localjudge.judge.registry import registry  # noqa: PLC0415
-
-            entry = next((j for j in registry() if j.alias == self.model.alias), None)
-            use = bool(template) and (entry is None or entry.instruct)
-        if not use:
-            return None
-        if not template:
-            raise ModelError(f"{self.model.path.name} has no chat template in its metadata")
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter  # noqa: PLC0415
-
-        model = self._model
-        eos = model.detokenize([model.token_eos()], special=True).decode("utf-8", "replace")
-        bos_id = model.token_bos()
-        bos = (
-            model.detokenize([bos_id], special=True).decode("utf-8", "replace")
-            if bos_id >= 0
-            else ""
-        )
-        try:
-            return Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
-        except Exception as exc:  # a template that does not even parse
-            raise ModelError(
-                f"the model's chat template cannot be parsed: {exc}",
-                hint="use --no-chat-template to prompt without it",
-            ) from exc
 
 
 def plain_prompt(messages: list[dict[str, str]]) -> str:

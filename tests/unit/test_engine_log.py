@@ -10,20 +10,20 @@ from typing import Any
 
 import pytest
 
-from localjudge.judge import engine
+from localjudge.judge import llama_log
 
 
 @pytest.fixture
 def installed(monkeypatch: pytest.MonkeyPatch) -> Any:
     """install_log on a stand-in for llama_cpp (its decorator returns the function itself)."""
-    monkeypatch.setitem(engine._log, "callback", None)
-    monkeypatch.setattr(engine, "_interrupts", [])
+    monkeypatch.setitem(llama_log._log, "callback", None)
+    monkeypatch.setattr(llama_log, "_interrupts", [])
     previous = signal.getsignal(signal.SIGINT)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     fake = SimpleNamespace(llama_log_callback=lambda f: f, llama_log_set=lambda cb, data: None)
     try:
-        engine.install_log(fake, verbose=False)
-        yield engine._log["callback"], signal.getsignal(signal.SIGINT)
+        llama_log.install_log(fake, verbose=False)
+        yield llama_log._log["callback"], signal.getsignal(signal.SIGINT)
     finally:
         signal.signal(signal.SIGINT, previous)
 
@@ -44,19 +44,19 @@ def test_an_interrupt_inside_the_callback_is_kept_then_raised(installed: Any) ->
     _Signalled.handler = handler
     callback(3, _Signalled(b"x"), None)  # returns: the interrupt is kept, not lost
     with pytest.raises(KeyboardInterrupt):
-        engine.raise_pending_interrupt()
-    engine.raise_pending_interrupt()  # raised once
+        llama_log.raise_pending_interrupt()
+    llama_log.raise_pending_interrupt()  # raised once
 
 
 def test_an_interrupt_anywhere_else_raises_at_once(installed: Any) -> None:
     _, handler = installed
     with pytest.raises(KeyboardInterrupt):
         handler(signal.SIGINT, sys._getframe())
-    engine.raise_pending_interrupt()  # nothing was kept
+    llama_log.raise_pending_interrupt()  # nothing was kept
 
 
 def test_a_users_own_handler_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(engine._log, "callback", None)
+    monkeypatch.setitem(llama_log._log, "callback", None)
     previous = signal.getsignal(signal.SIGINT)
 
     def mine(signum: int, frame: Any) -> None:
@@ -65,7 +65,7 @@ def test_a_users_own_handler_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> N
     signal.signal(signal.SIGINT, mine)
     try:
         fake = SimpleNamespace(llama_log_callback=lambda f: f, llama_log_set=lambda cb, d: None)
-        engine.install_log(fake, verbose=False)
+        llama_log.install_log(fake, verbose=False)
         assert signal.getsignal(signal.SIGINT) is mine
     finally:
         signal.signal(signal.SIGINT, previous)

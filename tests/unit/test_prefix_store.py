@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from localjudge.judge.engine import GRID, EngineRequest
+from localjudge.judge.engine_types import GRID, EngineRequest
 from localjudge.judge.prefix_store import MAGIC, MAX_FILES, PrefixStore
 
 IDENTITY = {"sha256": "a" * 64, "backend": "llama-cpp-python 0.3.36", "settings": {"ngl": 0}}

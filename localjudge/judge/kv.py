@@ -1,0 +1,297 @@
+"""The llama.cpp context under the judge engine and what its KV memory holds (:class:`KVCache`).
+
+- **The context.** One stream of cells per sequence (``parallel`` slots and the *holder*, which
+  holds the shared instruction prefix), made as large as the requests need and grown by
+  doubling; its batch, each ``llama_decode`` call and the logits it leaves (read in place).
+- **What each sequence holds** (:class:`_Held`): the tokens of its cells and the lengths at
+  which their evaluation was cut, so that a request starts from the longest prefix any sequence
+  holds: copied (``llama_memory_seq_cp``), trimmed to the reused length, the rest of its shared
+  part evaluated (see :mod:`localjudge.judge.engine` for why outputs do not depend on it).
+- **The holder's prefix**, read from the prefix store (:mod:`localjudge.judge.prefix_store`) as
+  llama.cpp serialises a sequence, or evaluated and stored there.
+
+The engine hands in the ``llama_cpp`` module (imported nowhere here; ``ctypes`` only for the
+state buffers). Imports numpy, :mod:`localjudge.errors` and the judge's engine types, prefix
+store and log hook.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from localjudge.errors import ModelError
+from localjudge.judge.engine_types import N_UBATCH, EngineRequest, EngineStats
+from localjudge.judge.llama_log import raise_pending_interrupt
+from localjudge.judge.prefix_store import PrefixStore
+
+#: the smallest per-sequence window a context is made with (it grows with the requests)
+MIN_SEQ_CTX = 2048
+
+
+@dataclass(frozen=True)
+class _Held:
+    """What a sequence's KV cells hold that another request may reuse: the tokens (from
+    position 0) and the lengths at which its evaluation was cut."""
+
+    tokens: tuple[int, ...]
+    points: frozenset[int]
+
+
+class KVCache:
+    """A llama.cpp context of ``parallel`` slot sequences and the holder, and the record of
+    which prefix each sequence holds."""
+
+    def __init__(
+        self,
+        llama_cpp: Any,
+        model: Any,
+        *,
+        parallel: int,
+        max_ctx: int,
+        n_threads: int,
+        flash_attn: str,
+        n_vocab: int,
+        stats: EngineStats,
+        prefix_store: PrefixStore | None = None,
+    ) -> None:
+        self._ll = ll = llama_cpp
+        self.model = model
+        self.n_vocab = n_vocab
+        self.parallel = parallel
+        self.holder = parallel  # the prefix's sequence
+        #: the largest per-sequence window
+        self.max_ctx = max_ctx
+        self.n_threads = n_threads
+        self.flash_attn: int = {
+            "on": ll.LLAMA_FLASH_ATTN_TYPE_ENABLED,
+            "off": ll.LLAMA_FLASH_ATTN_TYPE_DISABLED,
+            "auto": ll.LLAMA_FLASH_ATTN_TYPE_AUTO,
+        }[flash_attn]
+        self.stats = stats
+        self.prefix_store = prefix_store
+        self._ctx: Any = None
+        self._seq_ctx = 0
+        #: per sequence, what its cells hold for reuse (slots keep their last prompt)
+        self._held: dict[int, _Held] = {}
+        #: a sequence copy was asked for since the last decode call
+        self._copying = False
+
+    # ------------------------------------------------------------------ the context
+
+    def ensure_context(self, needed: int) -> None:
+        """A context whose per-sequence window holds ``needed`` tokens (grown by doubling)."""
+        if self._ctx is not None and needed <= self._seq_ctx:
+            return
+        size = max(MIN_SEQ_CTX, self._seq_ctx)
+        while size < needed:
+            size *= 2
+        size = min(size, self.max_ctx)
+        held = self._held.get(self.holder) if self._ctx is not None else None
+        kept = self._state() if held is not None else None  # the instructions survive growth
+        self.close()
+        ll = self._ll
+        p = ll.llama_context_default_params()
+        n_seq = self.parallel + 1
+        p.n_ctx = size * n_seq  # one stream of `size` cells per sequence
+        p.n_batch = max(N_UBATCH, size)
+        p.n_ubatch = N_UBATCH
+        p.n_seq_max = n_seq
+        p.n_threads = p.n_threads_batch = self.n_threads
+        p.kv_unified = False
+        p.swa_full = True  # a sliding-window cache never evicts the prefix
+        p.flash_attn_type = self.flash_attn  # off by default, as Llama() runs it
+        p.no_perf = True
+        ctx = ll.llama_init_from_model(self.model, p)
+        raise_pending_interrupt()
+        if not ctx:
+            raise ModelError(
+                f"llama.cpp could not make a context of {n_seq} x {size} tokens",
+                hint="lower --parallel or -c/--n-ctx (each parallel slot holds a window)",
+            )
+        self._ctx = ctx
+        self._mem = ll.llama_get_memory(ctx)
+        self._seq_ctx = size
+        self._n_batch = int(ll.llama_n_batch(ctx))
+        self._batch = ll.llama_batch_init(self._n_batch, 0, 1)
+        self._tok = np.ctypeslib.as_array(self._batch.token, shape=(self._n_batch,))
+        self._pos = np.ctypeslib.as_array(self._batch.pos, shape=(self._n_batch,))
+        self._nseq = np.ctypeslib.as_array(self._batch.n_seq_id, shape=(self._n_batch,))
+        self._want = np.ctypeslib.as_array(self._batch.logits, shape=(self._n_batch,))
+        self._seq_ids = [self._batch.seq_id[i] for i in range(self._n_batch)]
+        self._held = {}
+        self._copying = False
+        if held is not None and kept is not None and self._load_state(kept, len(held.tokens)):
+            self._held[self.holder] = held
+
+    def close(self) -> None:
+        """Free the context (a later run makes a new one)."""
+        if self._ctx is not None:
+            self._ll.llama_batch_free(self._batch)
+            self._ll.llama_free(self._ctx)
+            self._ctx = None
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # at interpreter shutdown the library may be gone
+            self.close()
+
+    # ------------------------------------------------------------------ decoding
+
+    def decode(self, entries: list[tuple[int, int, int, bool]], *, prompt: bool = False) -> None:
+        """One ``llama_decode`` of (token, position, sequence, wants logits) entries
+        (``prompt``: the call evaluates prompt tokens)."""
+        for i, (token, pos, seq, want) in enumerate(entries):
+            self._tok[i], self._pos[i], self._nseq[i] = token, pos, 1
+            self._seq_ids[i][0] = seq
+            self._want[i] = want
+        self._batch.n_tokens = len(entries)
+        start = time.perf_counter()
+        rc = self._ll.llama_decode(self._ctx, self._batch)
+        self._copying = False  # a decode call makes the sequence copies asked for before it
+        raise_pending_interrupt()
+        seconds = time.perf_counter() - start
+        self.stats.decode_seconds += seconds
+        if prompt:
+            self.stats.prompt_seconds += seconds
+        self.stats.decode_calls += 1
+        if rc != 0:
+            raise ModelError(f"llama_decode failed with code {rc}")
+
+    def logits(self, i: int) -> np.ndarray:
+        ptr = self._ll.llama_get_logits_ith(self._ctx, i)
+        if not ptr:
+            raise ModelError(f"llama.cpp returned no logits for batch entry {i}")
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+
+    def _evaluate(
+        self, seq: int, tokens: Sequence[int], start: int, end: int, cuts: Sequence[int]
+    ) -> None:
+        """Evaluate ``tokens[start:end]`` into ``seq``: a decode call ending at each of ``cuts``
+        inside the range, and :data:`N_UBATCH`-token ones from each such start (how the same
+        tokens are cut whichever request evaluates them)."""
+        bounds = [p for p in cuts if start < p < end] + [end]
+        at = start
+        for bound in bounds:
+            for first in range(at, bound, N_UBATCH):
+                chunk = tokens[first : min(first + N_UBATCH, bound)]
+                self.decode([(t, first + k, seq, False) for k, t in enumerate(chunk)], prompt=True)
+            at = bound
+        self.stats.prompt_tokens_evaluated += end - start
+
+    # ------------------------------------------------------------------ what sequences hold
+
+    def prepare(self, seq: int, request: EngineRequest) -> tuple[int, int]:
+        """Give ``seq`` the longest prefix of ``request``'s prompt some sequence holds (the
+        instructions at least, from the holder) and evaluate the prompt up to its last cut point
+        (the item's shared part: a request started after it copies it). Returns the prompt
+        length now in ``seq`` and the prompt tokens the request costs (its instructions' too,
+        when it needed them)."""
+        ll = self._ll
+        tokens = tuple(request.tokens)
+        points = request.points()
+        source, reused = self._source(tokens, points, seq)
+        cost = 0
+        self._held.pop(seq, None)  # until its cells are what the record says again
+        if reused < request.fixed:  # the instructions are held nowhere
+            cost = self._set_prefix(tokens[: request.fixed])
+            source, reused = self.holder, request.fixed
+        if source != seq:
+            ll.llama_memory_seq_rm(self._mem, seq, -1, -1)
+            if reused:  # a whole-stream copy, made at the next decode call
+                ll.llama_memory_seq_cp(self._mem, source, seq, -1, -1)
+                self._copying = True
+        ll.llama_memory_seq_rm(self._mem, seq, reused, -1)
+        target = max([reused, *points])
+        if target > reused:
+            self._evaluate(seq, tokens, reused, target, points)
+        self._held[seq] = _Held(tokens[:target], frozenset(p for p in points if p <= target))
+        self.stats.prompt_tokens_reused += reused
+        return target, cost + len(tokens) - reused
+
+    def drop(self, seq: int) -> None:
+        """Empty ``seq`` (an interrupted run leaves no sequence behind)."""
+        self._ll.llama_memory_seq_rm(self._mem, seq, -1, -1)
+        self._held.pop(seq, None)
+
+    def _set_prefix(self, prefix: tuple[int, ...]) -> int:
+        """Put the instruction prefix into the holder: read from the prefix store, or evaluated
+        (from position 0, cut at the ubatch size) and stored. Returns the tokens evaluated."""
+        ll = self._ll
+        ll.llama_memory_seq_rm(self._mem, self.holder, -1, -1)
+        self._held.pop(self.holder, None)
+        store = self.prefix_store
+        # a copy from the holder not made yet would take what the store writes into it
+        state = store.load(prefix) if store is not None and not self._copying else None
+        evaluated = 0
+        loaded = state is not None and self._load_state(state, len(prefix))
+        if state is not None and not loaded and store is not None:
+            store.rejected("was not taken whole by llama.cpp")
+        if not loaded:
+            self._evaluate(self.holder, prefix, 0, len(prefix), ())
+            self.stats.prefix_evaluations += 1
+            evaluated = len(prefix)
+            if store is not None:
+                store.save(prefix, self._state())
+        else:
+            self.stats.prefix_loads += 1
+        self._held[self.holder] = _Held(prefix, frozenset({len(prefix)}))
+        return evaluated
+
+    def _state(self) -> bytes:
+        """The holder's cells as llama.cpp serialises a sequence."""
+        import ctypes  # noqa: PLC0415
+
+        ll = self._ll
+        size = int(ll.llama_state_seq_get_size(self._ctx, self.holder))
+        buffer = (ctypes.c_uint8 * size)()
+        written = int(ll.llama_state_seq_get_data(self._ctx, buffer, size, self.holder))
+        return bytes(buffer)[:written]
+
+    def _load_state(self, state: bytes, n_tokens: int) -> bool:
+        """Read a stored prefix into the holder; False (the holder left empty) unless llama.cpp
+        took it whole and it holds exactly positions 0..n_tokens-1."""
+        import ctypes  # noqa: PLC0415
+
+        ll = self._ll
+        buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+        read = int(ll.llama_state_seq_set_data(self._ctx, buffer, len(state), self.holder))
+        raise_pending_interrupt()
+        ok = (
+            read == len(state)
+            and int(ll.llama_memory_seq_pos_min(self._mem, self.holder)) == 0
+            and int(ll.llama_memory_seq_pos_max(self._mem, self.holder)) == n_tokens - 1
+        )
+        if not ok:
+            ll.llama_memory_seq_rm(self._mem, self.holder, -1, -1)
+        return ok
+
+    def _source(self, tokens: Sequence[int], points: Sequence[int], own: int) -> tuple[int, int]:
+        """The sequence whose cells hold the longest reusable prefix of ``tokens`` and that
+        prefix's length (0: none): a length at which both that sequence's evaluation and this
+        request's are cut, the tokens equal up to it. Ties go to ``own`` (no copy). A
+        sequence a sliding window has pruned (its first position is gone) holds nothing."""
+        best, length = own, 0
+        for seq, held in list(self._held.items()):
+            common = _common_prefix(held.tokens, tokens)
+            r = max((p for p in points if p <= common and p in held.points), default=0)
+            if r == 0 or r < length or (r == length and seq != own):
+                continue
+            if int(self._ll.llama_memory_seq_pos_min(self._mem, seq)) != 0:
+                del self._held[seq]  # pruned by a sliding window: not a whole prefix any more
+                continue
+            best, length = seq, r
+        return best, length
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share."""
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    diff = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
+    return int(diff[0]) if diff.size else n

@@ -1,0 +1,162 @@
+"""The prompt a llama.cpp judge's model sees: its chat template (read from the GGUF metadata,
+or the plain layout of :func:`plain_prompt` for a model without one), the text that template
+renders and the tokens it becomes (:func:`render_prompt`), with the fixed instructions and the
+item's shared part marked for prefix reuse.
+
+The model (llama-cpp-python's ``LlamaModel``) is handed in by :mod:`localjudge.judge.llama`;
+``llama_cpp`` itself is imported only for the template formatter, inside
+:func:`chat_formatter`. Imports :mod:`localjudge.errors` and the judge's protocol and registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from localjudge.errors import ModelError
+from localjudge.judge.protocol import Prompt, as_messages
+from localjudge.judge.registry import ResolvedModel
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A prompt as the model sees it: its text and tokens, and where its reusable parts end."""
+
+    tokens: list[int]
+    text: str
+    #: how many leading tokens are the same for every item (the instructions and the template
+    #: text before the last message's content): the prefix llama.cpp may keep between calls
+    fixed: int
+    #: where the last message's shared part (``JudgeRequest.shared_chars``) ends, in tokens;
+    #: None when the request marks none
+    shared: int | None = None
+
+
+def render_prompt(
+    model: Any,
+    formatter: Any,
+    prompt: Prompt,
+    *,
+    template_kwargs: Mapping[str, Any],
+    shared_chars: int = 0,
+) -> Prepared:
+    """The exact prompt text and tokens the model sees (chat template or plain layout).
+
+    Only the template's own text may produce control tokens: message contents are tokenized
+    as plain text, so data that spells ``<|im_end|>`` stays data. The template is rendered
+    with a sentinel per message and the contents are tokenized into the gaps. The last
+    message's first ``shared_chars`` characters are tokenized on their own, so that the
+    tokens of that part are the same whatever follows it.
+    """
+    messages = as_messages(prompt)
+    if formatter is None:
+        text = plain_prompt(messages)
+        head = plain_prompt_head(messages)
+        segments = [(head, False), (text[len(head) :], False)]
+        last = messages[-1]["content"]
+        cut = shared_chars - (len(last) - len(last.lstrip()))  # plain_prompt strips it
+    else:
+        sentinels = [f"\x00LJ{i}\x00" for i in range(len(messages))]
+        stand_ins = [
+            {"role": m["role"], "content": s} for m, s in zip(messages, sentinels, strict=True)
+        ]
+        skeleton = render_template(formatter, stand_ins, template_kwargs)
+        segments = []
+        cut = shared_chars
+        for message, sentinel in zip(messages, sentinels, strict=True):
+            before, found, skeleton = skeleton.partition(sentinel)
+            if not found or sentinel in skeleton:
+                raise ModelError(
+                    "the model's chat template rewrites message contents, so item data cannot "
+                    "be kept apart from its control tokens",
+                    hint="use --no-chat-template to prompt without it",
+                )
+            segments += [(before, True), (message["content"], False)]
+        segments.append((skeleton, True))
+    # the last message's content is the item's data: everything before it is fixed
+    item_start = len(segments) - 2 if formatter is not None else 1
+    split = shared_chars > 0
+    if split:  # the item's shared part becomes a segment of its own
+        content = segments[item_start][0]
+        cut = min(max(cut, 0), len(content))
+        segments[item_start : item_start + 1] = [(content[:cut], False), (content[cut:], False)]
+    tokens: list[int] = []
+    bos = model.token_bos()
+    if model.add_bos_token() and bos >= 0:
+        tokens.append(bos)
+        bos_text = model.detokenize([bos], special=True).decode("utf-8", "replace")
+        first, special = segments[0]
+        if special and bos_text and first.startswith(bos_text):  # the template wrote it too
+            segments[0] = (first[len(bos_text) :], special)
+    fixed = len(tokens)
+    shared = None
+    for n, (text, special) in enumerate(segments):
+        if n == item_start:
+            fixed = len(tokens)
+        if split and n == item_start + 1:
+            shared = len(tokens)
+        if text:
+            tokens += model.tokenize(text.encode("utf-8"), add_bos=False, special=special)
+    # at least one token is always evaluated: its logits start the output
+    fixed = max(0, min(fixed, len(tokens) - 1))
+    if shared is not None:
+        shared = max(fixed, min(shared, len(tokens) - 1))
+    return Prepared(
+        tokens=tokens, text="".join(text for text, _ in segments), fixed=fixed, shared=shared
+    )
+
+
+def render_template(
+    formatter: Any, messages: list[dict[str, str]], template_kwargs: Mapping[str, Any]
+) -> str:
+    """The chat template's text for ``messages``."""
+    try:
+        return str(formatter(messages=messages, **template_kwargs).prompt)
+    except Exception as exc:  # jinja2's SecurityError and template errors
+        raise ModelError(
+            f"the model's chat template failed to render: {type(exc).__name__}: {exc}",
+            hint="use --no-chat-template to prompt without it",
+        ) from exc
+
+
+def chat_formatter(
+    model: Any, metadata: Mapping[str, str], resolved: ResolvedModel, chat_template: bool | None
+) -> Any:
+    """The formatter of the model's chat template, or None for the plain layout: the template
+    is used when ``chat_template`` says so, or, left None, when the model has one (and, for a
+    registered judge, is an instruct model)."""
+    template = metadata.get("tokenizer.chat_template")
+    use = chat_template if chat_template is not None else bool(template)
+    if resolved.alias is not None and chat_template is None:
+        from localjudge.judge.registry import registry  # noqa: PLC0415
+
+        entry = next((j for j in registry() if j.alias == resolved.alias), None)
+        use = bool(template) and (entry is None or entry.instruct)
+    if not use:
+        return None
+    if not template:
+        raise ModelError(f"{resolved.path.name} has no chat template in its metadata")
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter  # noqa: PLC0415
+
+    eos = model.detokenize([model.token_eos()], special=True).decode("utf-8", "replace")
+    bos_id = model.token_bos()
+    bos = model.detokenize([bos_id], special=True).decode("utf-8", "replace") if bos_id >= 0 else ""
+    try:
+        return Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
+    except Exception as exc:  # a template that does not even parse
+        raise ModelError(
+            f"the model's chat template cannot be parsed: {exc}",
+            hint="use --no-chat-template to prompt without it",
+        ) from exc
+
+
+def plain_prompt(messages: list[dict[str, str]]) -> str:
+    """The completion prompt for models without a chat template."""
+    parts = [m["content"].strip() for m in messages]
+    return "\n\n".join(parts) + "\n\nJSON answer:\n"
+
+
+def plain_prompt_head(messages: list[dict[str, str]]) -> str:
+    """The part of :func:`plain_prompt` before the last message: the same for every item."""
+    return "".join(m["content"].strip() + "\n\n" for m in messages[:-1])
