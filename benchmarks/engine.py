@@ -237,10 +237,11 @@ def main(argv: list[str] | None = None) -> int:
     # the hardware's own limit: one decode of n single-token rows (one a sequence) against one
     ceiling = run({**base, "rows": [1, *args.parallel]}, [], worker=CEILING_WORKER)
     one = ceiling["rows_tps"]["1"]
+    rows = [f"{n} rows {v / one:.2f}x" for n, v in ceiling["rows_tps"].items() if n != "1"]
     print(
         f"hardware ceiling (one llama_decode, best of 5): prompt {ceiling['prompt_tps']:.0f} "
-        f"tok/s; one row {one:.0f} tok/s; "
-        + ", ".join(f"{n} rows {v / one:.2f}x" for n, v in ceiling["rows_tps"].items() if n != "1")
+        f"tok/s; one row {one:.0f} tok/s"
+        + (f"; {', '.join(rows)}" if rows else "")
         + f"; batched generation can reach at most ~{ceiling['prompt_tps'] / one:.1f}x one row"
     )
     figures["ceiling"] = ceiling
