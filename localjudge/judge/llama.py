@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,18 +82,6 @@ DEFAULT_N_CTX = 8192
 ENGINE_VERSION = "localjudge-engine/1"
 #: a prompt of more bytes than this is first checked against the window from its byte count
 UNTOKENIZED_CHECK_BYTES = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    tokens: list[int]
-    text: str
-    #: how many leading tokens are the same for every item (the instructions and the template
-    #: text before the last message's content): the prefix llama.cpp may keep between calls
-    fixed: int
-    #: where the last message's shared part (``JudgeRequest.shared_chars``) ends, in tokens;
-    #: None when the request marks none
-    shared: int | None = None
 
 
 class LlamaJudge:
