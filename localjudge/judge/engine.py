@@ -88,7 +88,9 @@ class _Slot:
     n_out: int = 0
     sampled: int = 0
     forced: int = 0
-    started: float = 0.0
+    #: the time spent on this request: its start (the prompt evaluated there, shared part
+    #: included), its share of each decode call by tokens, its grammar steps
+    seconds: float = 0.0
     decisions: Decisions = field(default_factory=Decisions)
     #: prompt tokens evaluated for this request (its instructions' too, when it needed them)
     cost: int = 0
@@ -164,6 +166,7 @@ class Engine:
         """Give ``slot`` the longest prefix some sequence holds (the instructions at least,
         from the holder), evaluate the prompt up to its last cut point (the item's shared part:
         a request started after it copies it), and leave the rest to the decode loop."""
+        started = time.perf_counter()
         target, slot.cost = self.kv.prepare(slot.seq, request)
         matcher = self._llg.LLMatcher(self.tokenizer, request.grammar, log_level=0)
         if matcher.is_error():
@@ -175,9 +178,9 @@ class Engine:
         slot.out, slot.n_out, slot.sampled, slot.forced = bytearray(), 0, 0, 0
         slot.truncated = False
         slot.decisions = Decisions(request.decisions)
-        slot.started = time.perf_counter()
         if self.fast_forward:  # the forced opening ('{"verdicts":[{"index":0,"reason":"')
             self._push_forced(slot)
+        slot.seconds = time.perf_counter() - started
 
     def _bytes(self, token: int) -> bytes:
         b = self._bytes_of.get(token)
@@ -325,6 +328,7 @@ class Engine:
         every sequence whose last pending token got logits."""
         entries: list[tuple[int, int, int, bool]] = []
         reads: list[tuple[_Slot, int]] = []
+        shares: list[tuple[_Slot, int]] = []
         prompt = any(not s.prefilled for s in group)
         for s in group:
             assert s.request is not None
@@ -341,13 +345,20 @@ class Engine:
                 s.prefilled = True
             s.pos += len(take)
             s.pending = s.pending[len(take) :]
+            shares.append((s, len(take)))
         if not entries:
             return
-        self.kv.decode(entries, prompt=prompt)
         start = time.perf_counter()
+        self.kv.decode(entries, prompt=prompt)
+        decoded = time.perf_counter()
+        for s, n in shares:  # a decode call's time, split by the tokens each request put in
+            s.seconds += (decoded - start) * n / len(entries)
+        start = decoded
         for s, i in reads:
+            began = time.perf_counter()
             with _guarded():
                 finished = self._advance(s, self.kv.logits(i))
+            s.seconds += time.perf_counter() - began
             if finished:
                 outputs[s.index] = output = self._finish(s)
                 if on_done is not None:
@@ -368,7 +379,7 @@ class Engine:
             forced=slot.forced,
             prompt_tokens=len(request.tokens),
             evaluated_prompt_tokens=slot.cost,
-            seconds=time.perf_counter() - slot.started,
+            seconds=slot.seconds,
             decisions=slot.decisions.made,
         )
         self.stats.sampled += slot.sampled

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -240,7 +242,10 @@ class LlamaJudge:
         outcomes: list[Outcome | None] = [None] * len(requests)
         batch: list[EngineRequest] = []
         positions: list[int] = []
+        #: each request's own time outside the engine (rendering, tokenizing): in its seconds
+        prepared_in: list[float] = []
         for i, request in enumerate(requests):
+            began = time.perf_counter()
             budget = output_budget(request.schema)
             max_tokens = worst_case_tokens(request.schema) if budget is None else 1
             try:
@@ -283,6 +288,7 @@ class LlamaJudge:
                 )
             )
             positions.append(i)
+            prepared_in.append(time.perf_counter() - began)
 
         def done(j: int, output: EngineOutput) -> None:
             i = positions[j]
@@ -297,7 +303,11 @@ class LlamaJudge:
                     hint="give a larger max_tokens to budgeted(), or a larger -c/--n-ctx",
                 )
             else:
+                began = time.perf_counter()
                 outcome = self._generation(requests[i].schema, output)
+                extra = prepared_in[j] + time.perf_counter() - began
+                stats = replace(outcome.stats, seconds=outcome.stats.seconds + extra)
+                outcome = replace(outcome, stats=stats)
             outcomes[i] = outcome
             if on_outcome is not None:
                 on_outcome(i, outcome)

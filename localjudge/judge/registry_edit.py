@@ -130,7 +130,7 @@ def add_model(
         "description": description if description is not None else metadata.summary(),
     }
     data = read_user_registry() or {"format": 1, "judges": []}
-    _write_user_registry({**data, "judges": [*_without(data, alias), entry]})
+    write_user_registry({**data, "judges": [*_without(data, alias), entry]})
     return model_info(alias)
 
 
@@ -150,7 +150,7 @@ def remove_model(alias: str) -> RegisteredJudge:
             hint=f"user aliases: {', '.join(entries) or 'none'}",
         )
     data = read_user_registry() or {}
-    _write_user_registry({**data, "judges": _without(data, alias)})
+    write_user_registry({**data, "judges": _without(data, alias)})
     return entries[alias]
 
 
@@ -162,7 +162,7 @@ def _without(data: dict[str, Any], alias: str) -> list[Any]:
     return [j for j in judges if not (isinstance(j, dict) and j.get("alias") == alias)]
 
 
-def _write_user_registry(data: dict[str, Any]) -> None:
+def write_user_registry(data: dict[str, Any]) -> None:
     """Write the user registry whole (a temporary file renamed over it: never half a file)."""
     target = user_registry_path()
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,8 @@
 """What the three metrics share: the result type, the metric interface, data delimiting.
 
-A metric is pure. It turns an item into a :class:`~localjudge.judge.protocol.JudgeRequest` and the
-judge's validated verdicts into a :class:`MetricResult`; it never holds or calls a judge. The
-runner (:mod:`localjudge.run.evaluation`) makes every judge call.
+A metric is pure. It turns an item into :class:`~localjudge.metrics.asks.Ask` s (one judge call
+per decision) and the decided answers into a :class:`MetricResult`; it never holds or calls a
+judge. The runner (:mod:`localjudge.run.evaluation`) makes every judge call.
 """
 
 from __future__ import annotations
@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from localjudge.canonical import compact_json
 from localjudge.data.items import Item
-from localjudge.judge.protocol import GenerationStats, JudgeRequest, Message, SoftDecision
-from localjudge.judge.schemas import text
+from localjudge.judge.protocol import GenerationStats, JudgeRequest, Message
+from localjudge.metrics.asks import REASON_CHARS, Answer, Ask
 from localjudge.metrics.statements import split_statements
 from localjudge.scoring import RelevancePenalties
 
@@ -33,22 +32,15 @@ __all__ = [
     "MetricSettings",
     "PromptCopies",
     "VerdictRow",
-    "WorkedExample",
     "chat",
     "delimit",
     "item_data",
     "numbered_contexts",
     "piece_index",
     "quote_list",
-    "reason_field",
-    "reason_line",
     "shown",
-    "value_probs",
     "yes",
 ]
-
-#: reasons are short English sentences; ASCII keeps their worst case at one token per character
-REASON_CHARS = 120
 
 
 @dataclass(frozen=True)
@@ -77,32 +69,6 @@ class MetricSettings:
     scale: float = 1.0
     penalties: RelevancePenalties = field(default_factory=RelevancePenalties)
     reasons: bool = True
-
-
-def value_probs(
-    decisions: Sequence[SoftDecision], key: str, n: int
-) -> list[dict[str, float]] | None:
-    """The probability of each value of ``key`` at its ``n`` decisions, in output order, values
-    as plain text (``"high"`` is ``high``, ``true`` stays ``true``); None unless the judge made
-    exactly ``n`` decisions on ``key`` (a judge without soft verdicts makes none)."""
-    found = [d for d in decisions if d.key == key]
-    if len(found) != n:
-        return None
-    return [{_plain(v): float(q) for v, q in d.probs.items()} for d in found]
-
-
-def _plain(value_text: str) -> str:
-    return str(json.loads(value_text)) if value_text.startswith('"') else value_text
-
-
-def reason_field(reasons: bool) -> dict[str, Any]:
-    """The ``reason`` field definition of a verdict schema, or none when reasons are off."""
-    return {"reason": (text(REASON_CHARS, ascii_only=True), ...)} if reasons else {}
-
-
-def reason_line(reasons: bool, line: str = "one short English sentence") -> str:
-    """The instructions' line about the ``reason`` field, or nothing when reasons are off."""
-    return f'- "reason": {line};\n' if reasons else ""
 
 
 # --------------------------------------------------------------------------- human labels
@@ -176,10 +142,13 @@ def piece_index(value: Any, default: int) -> int:
 
 
 class Metric(ABC):
-    """A metric builds one judge request per item and turns the verdicts into a score.
+    """A metric asks the judge one decision per call about an item and turns the decided
+    answers into a score.
 
-    ``build`` raises :class:`~localjudge.errors.InvalidItemError` for an item it cannot score, or
-    returns a finished :class:`MetricResult` when no judge call is needed. Everything else a
+    ``build`` returns the item's :class:`~localjudge.metrics.asks.Ask` s, raises
+    :class:`~localjudge.errors.InvalidItemError` for an item it cannot score, or returns a
+    finished :class:`MetricResult` when no judge call is needed. ``reasons``: whether the runner
+    asks a reason for each decision, after it (a reason never moves a decision). Everything else a
     metric knows lives on its class too: the human labels it is compared on (``labels``,
     :meth:`human_score`, :meth:`judge_values`) and how the report shows its verdicts
     (:meth:`verdict_rows`).
@@ -194,6 +163,8 @@ class Metric(ABC):
     columns: ClassVar[tuple[str, ...]]
     #: the verdict keys that hold the judge's decisions (a verdict vector is their values)
     decisions: ClassVar[tuple[str, ...]]
+    #: whether a reason is asked for each decision (after it)
+    reasons: bool = False
 
     @staticmethod
     @abstractmethod
@@ -216,15 +187,14 @@ class Metric(ABC):
         return cls()
 
     @abstractmethod
-    def build(self, item: Item) -> JudgeRequest | MetricResult:
-        """The judge request for ``item``, or its result when no judge call is needed."""
+    def build(self, item: Item) -> list[Ask] | MetricResult:
+        """The judge calls ``item`` needs, one decision each, or its result when no judge call
+        is needed."""
 
     @abstractmethod
-    def finish(
-        self, item: Item, verdict: Any, decisions: Sequence[SoftDecision] = ()
-    ) -> MetricResult:
-        """Score an item from the judge's validated output and, when the judge gives them, its
-        soft verdicts (a pure function of its arguments)."""
+    def finish(self, item: Item, answers: Sequence[Answer]) -> MetricResult:
+        """Score an item from the answers to its asks, in the order :meth:`build` gave them
+        (a pure function of its arguments)."""
 
     def settings(self) -> dict[str, Any]:
         """The metric's own settings, recorded in results."""
@@ -280,79 +250,36 @@ def quote_list(texts: Sequence[str], limit: int = 3) -> str:
     return "; ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
-# --------------------------------------------------------------------------- worked examples
-
-
-@dataclass(frozen=True)
-class WorkedExample:
-    """A metric's worked example, shown in its instructions.
-
-    Its content is invented (``names`` occur in no real item), so that a verdict repeating it can
-    be told from a verdict about the item (:class:`PromptCopies`).
-    """
-
-    #: the example's data as the instructions show it
-    data: str
-    #: the example's answer, a value of the metric's schema
-    answer: Mapping[str, Any]
-    #: the invented names the example is about
-    names: tuple[str, ...]
-
-    def render(self, *, reasons: bool = True) -> str:
-        answer = self.answer if reasons else _without(self.answer, "reason")
-        return f"Example. {self.data}\nAnswer: {compact_json(answer)}"
+# --------------------------------------------------------------------------- prompt copies
 
 
 class PromptCopies:
-    """Tells verdict text that repeats a metric's instructions from text about the item.
+    """Tells verdict text that repeats the instructions from text about the item.
 
-    A text copies the prompt when it names one of the examples' invented names that the item's
-    own data does not contain, equals a sentence of the instructions or a string of an
-    example's answer, or contains one of those that has at least four words.
+    A text copies the prompt when it equals a sentence of the instructions, or contains one of
+    those that has at least four words and that the item's own data does not contain.
     """
 
-    def __init__(self, system: str, examples: Sequence[WorkedExample]) -> None:
-        texts = [*split_statements(system, max_statements=1_000_000)]
-        for example in examples:
-            texts += _strings(example.answer)
+    def __init__(self, system: str) -> None:
+        texts = split_statements(system, max_statements=1_000_000)
         self.sentences = frozenset(n for n in map(_normal, texts) if n)
         self._long = [f" {s} " for s in self.sentences if len(s.split()) >= 4]
-        self.names = frozenset(name.casefold() for e in examples for name in e.names)
 
     def __call__(self, text: str, item_data: str) -> bool:
         norm = _normal(text)
-        if self.names & set(norm.split()) - set(_normal(item_data).split()):
+        if norm in self.sentences:
             return True
-        padded = f" {norm} "
-        return norm in self.sentences or any(s in padded for s in self._long)
+        padded, data = f" {norm} ", f" {_normal(item_data)} "
+        return any(s in padded and s not in data for s in self._long)
 
     def reasons(self, reasons: Sequence[str], item_data: str) -> list[int]:
         """The indices of ``reasons`` that copy the prompt (allowed, but counted)."""
         return [i for i, reason in enumerate(reasons) if self(reason, item_data)]
 
 
-def _without(value: Any, key: str) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _without(v, key) for k, v in value.items() if k != key}
-    if isinstance(value, (list, tuple)):
-        return [_without(v, key) for v in value]
-    return value
-
-
 def _normal(text: str) -> str:
     """Case-folded words: runs of letters and digits, one space apart."""
     return " ".join(re.findall(r"\w+", text.casefold()))
-
-
-def _strings(value: Any) -> Iterable[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _strings(v)
 
 
 def item_data(item: Item) -> str:

@@ -1,159 +1,130 @@
-"""The judge's instructions: one text for every metric, so that an item's metrics share a prefix.
+"""The judge's prompts: a short text per kind of call, each call ending on one decision.
 
-Every prompt is laid out the same way (:func:`item_request`):
+Every call is laid out the same way (:func:`ask_request`):
 
-1. the system message: these instructions, the same for every item and every metric, so the
+1. the system message: the instructions of that kind of call, the same for every item, so the
    judge evaluates them once (and stores the result beside its cache, for the next process);
-2. the user message's opening: the item's QUESTION and numbered CONTEXT passages, the same for
-   each of the item's metrics, so it is evaluated once per item and copied to each metric's
-   request (``JudgeRequest.shared_chars`` marks where it ends);
-3. the metric's tail: its own data (the reference's statements, the expected answer, the
-   response) and the TASK line that says which of the tasks below to do.
+2. the user message's opening: the data the call shares with its neighbours (recall: the
+   item's CONTEXT passages, shared by its statements' calls; position and relevance: the
+   QUESTION and one PASSAGE, shared by that passage's calls), evaluated once for all of them
+   (``JudgeRequest.shared_chars`` marks where it ends);
+3. the call's own data (a STATEMENT, the EXPECTED ANSWER, the RESPONSE) and its question.
 
-The worked examples are invented (:class:`~localjudge.metrics.base.WorkedExample`), so a verdict
-that repeats one is told from a verdict about the item (:data:`COPIES`).
+The passage calls of position and relevance share one system text, so a passage read for one
+metric is reused by the other. The grades are TREC's. No worked example: a small judge copies
+an example's verdict order instead of reading the data.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from functools import lru_cache
-
-from pydantic import BaseModel
-
-from localjudge.metrics.base import (
-    DATA_RULE,
-    JudgeRequest,
-    PromptCopies,
-    WorkedExample,
-    chat,
-    delimit,
-    numbered_contexts,
-    reason_line,
-)
+from localjudge.judge.protocol import JudgeRequest
+from localjudge.metrics.asks import REASON_QUESTION, Ask, Decision
+from localjudge.metrics.base import DATA_RULE, PromptCopies, chat, delimit, numbered_contexts
 
 __all__ = [
     "COPIES",
-    "EXAMPLES",
+    "GRADE",
     "MAX_MISSING",
-    "POSITION_EXAMPLE",
-    "RECALL_EXAMPLE",
-    "RELEVANCE_EXAMPLE",
-    "instructions",
-    "item_request",
+    "MISSING_SYSTEM",
+    "PASSAGE_SYSTEM",
+    "RECALL_SYSTEM",
+    "RELEVANT",
+    "SUPPORTED",
+    "USED",
+    "ask_request",
+    "contexts_opening",
+    "delimit_question",
+    "passage_opening",
 ]
 
 #: the most pieces of missing information relevance lists
 MAX_MISSING = 3
 
-RECALL_EXAMPLE = WorkedExample(
-    data='CONTEXT 0: "Velmora is the capital of Ostria." STATEMENT 0: "Velmora is the capital of '
-    'Ostria." STATEMENT 1: "It has two million inhabitants."',
-    answer={
-        "statements": [
-            {"index": 0, "reason": "Context 0 says so.", "attributed": 1},
-            {"index": 1, "reason": "No passage gives the population.", "attributed": 0},
-        ]
-    },
-    names=("Velmora", "Ostria"),
-)
+#: recall: does the context support a statement of the reference?
+SUPPORTED = Decision("recall.supported", "supported", ("yes", "no"))
+#: position: is a passage relevant (TREC grade 2 or 3)?
+RELEVANT = Decision("position.relevant", "relevant", ("yes", "no"))
+#: relevance: a passage's TREC grade (0 none, 1 low, 2 medium, 3 high)
+GRADE = Decision("relevance.grade", "grade", (0, 1, 2, 3))
+#: relevance: did the response use a passage?
+USED = Decision("relevance.used", "used", ("yes", "no"))
 
-POSITION_EXAMPLE = WorkedExample(
-    data='QUESTION: "Who designed the Korvath Bridge?" CONTEXT 0: "Lunesse is a large port city." '
-    'CONTEXT 1: "The Korvath Bridge was designed by Ilse Marrow."',
-    answer={
-        "verdicts": [
-            {"index": 0, "reason": "It is about Lunesse, not the bridge.", "relevant": False},
-            {"index": 1, "reason": "It names the designer of the bridge.", "relevant": True},
-        ]
-    },
-    names=("Korvath", "Lunesse", "Ilse", "Marrow"),
-)
-
-RELEVANCE_EXAMPLE = WorkedExample(
-    data='QUESTION: "Who designed the Korvath Bridge and when did it open?" CONTEXT 0: "The '
-    'Korvath Bridge was designed by Ilse Marrow." CONTEXT 1: "Lunesse is a large port city." '
-    'RESPONSE: "Ilse Marrow designed it."',
-    answer={
-        "pieces": [
-            {"index": 0, "reason": "It names the designer.", "relevance": "high", "used": True},
-            {"index": 1, "reason": "It is about Lunesse.", "relevance": "none", "used": False},
-        ],
-        "missing": ["the year the Korvath Bridge opened"],
-    },
-    names=("Korvath", "Lunesse", "Ilse", "Marrow"),
-)
-
-EXAMPLES = (RECALL_EXAMPLE, POSITION_EXAMPLE, RELEVANCE_EXAMPLE)
-
-RELEVANT_RULE = (
-    '- "relevant": true if the passage states any part of the answer or a fact the answer needs; '
-    "false if it is about something else or only mentions the topic."
-)
-
-LEVEL_RULE = (
-    '- "relevance": "high" if the passage directly answers the QUESTION, "medium" if it gives '
-    'supporting information, "low" if it is only on a related topic, "none" if it is irrelevant;'
-)
-
-
-@lru_cache(maxsize=2)
-def instructions(reasons: bool = True) -> str:
-    """The instructions of every metric (with or without a reason per verdict)."""
-    recall_reason = reason_line(
-        reasons,
-        "one short English sentence naming the CONTEXT passage that states the fact, or saying "
-        "that no passage states it",
-    )
-    return f"""You judge the passages a search system retrieved. You get a QUESTION, numbered \
-CONTEXT passages, then the data of one TASK and a line naming it. Do only that TASK, and answer \
-in its JSON format.
+RECALL_SYSTEM = f"""You are a careful fact checker. You get CONTEXT passages and one STATEMENT \
+from a reference answer. Decide whether the CONTEXT passages support every part of the STATEMENT.
+Answer "yes" only if the passages state it or clearly imply it. Answer "no" if any part of it is \
+missing from the passages or contradicts them, even when it is true: use only the CONTEXT, never \
+your own knowledge.
 {DATA_RULE}
+Answer in the JSON format asked."""
 
-TASK recall. You also get numbered STATEMENTs from a reference answer. Be a strict fact checker.
-Give exactly one verdict per STATEMENT, in order, starting at index 0:
-- "index": the statement number;
-{recall_reason}- "attributed": 1 only if a CONTEXT passage states the statement or clearly \
-implies it; 0 if no passage does, even when it is true. Use only the CONTEXT, never your own \
-knowledge.
-{RECALL_EXAMPLE.render(reasons=reasons)}
+PASSAGE_SYSTEM = f"""You judge one PASSAGE that a search system retrieved for a QUESTION.
+{DATA_RULE}
+Grades of a passage:
+3: the passage is dedicated to the QUESTION and contains the exact answer.
+2: the passage answers the QUESTION, but the answer is unclear or buried among other information.
+1: the passage is on the topic of the QUESTION but does not answer it.
+0: the passage has nothing to do with the QUESTION.
+Answer the one question asked at the end, in the JSON format asked."""
 
-TASK position. Judge whether each CONTEXT passage helps to answer the QUESTION. The EXPECTED \
-ANSWER, when given, shows what a helpful passage must contain.
-Give exactly one verdict per CONTEXT passage, in order, starting at index 0:
-- "index": the passage number;
-{reason_line(reasons)}{RELEVANT_RULE}
-{POSITION_EXAMPLE.render(reasons=reasons)}
+MISSING_SYSTEM = f"""You check whether retrieved CONTEXT passages hold everything a QUESTION \
+needs.
+{DATA_RULE}
+List up to {MAX_MISSING} short pieces of information the QUESTION needs that no passage gives, \
+each in a few words; an empty list when the passages give everything it needs.
+Answer in the JSON format asked."""
 
-TASK relevance. Grade how relevant each CONTEXT passage is to the QUESTION, and whether a \
-RESPONSE used it.
-Give exactly one evaluation per CONTEXT passage, in order, starting at index 0:
-- "index": the passage number;
-{reason_line(reasons)}{LEVEL_RULE}
-- "used": true if the RESPONSE repeats information from this passage, false otherwise.
-Then "missing": up to {MAX_MISSING} short pieces of information the QUESTION needs that no \
-passage gives; an empty list when nothing is missing.
-{RELEVANCE_EXAMPLE.render(reasons=reasons)}"""
+RECALL_QUESTION = "Do the CONTEXT passages support every part of the STATEMENT? Answer yes or no."
+RELEVANT_QUESTION = (
+    "Does the PASSAGE answer the QUESTION, fully or in part (grade 2 or 3)? Answer yes or no."
+)
+RELEVANT_TARGET_QUESTION = (
+    "The EXPECTED ANSWER shows what the QUESTION asks for. Does the PASSAGE give that answer, "
+    "fully or in part (grade 2 or 3)? Answer yes or no."
+)
+GRADE_QUESTION = "Grade the PASSAGE: 0, 1, 2 or 3?"
+USED_QUESTION = "Does the RESPONSE repeat information from the PASSAGE? Answer yes or no."
+MISSING_QUESTION = "What information does the QUESTION need that no CONTEXT passage gives?"
 
-
-#: tells verdict text that repeats the instructions or an example from text about the item
-COPIES = PromptCopies(instructions(), EXAMPLES)
-
-
-def item_request(
-    system: str,
-    question: str,
-    contexts: Sequence[str],
-    *,
-    tail: Sequence[str],
-    task: str,
-    schema: type[BaseModel],
-) -> JudgeRequest:
-    """A metric's request for an item: the instructions, the item's QUESTION and CONTEXT
-    passages (the part its metrics share), then the metric's own data blocks and its TASK
-    line."""
-    shared = f"{delimit('QUESTION', question)}\n{numbered_contexts(contexts)}\n"
-    own = "\n".join([*tail, task])
-    return JudgeRequest(
-        messages=chat(system, shared + own), schema=schema, shared_chars=len(shared)
+#: tells verdict text that repeats the instructions from text about the item
+COPIES = PromptCopies(
+    "\n".join(
+        [
+            RECALL_SYSTEM,
+            PASSAGE_SYSTEM,
+            MISSING_SYSTEM,
+            RECALL_QUESTION,
+            RELEVANT_QUESTION,
+            RELEVANT_TARGET_QUESTION,
+            GRADE_QUESTION,
+            USED_QUESTION,
+            MISSING_QUESTION,
+            REASON_QUESTION,
+        ]
     )
+)
+
+
+def ask_request(
+    system: str, shared: str, own: str, decision: Decision, *, at: int = 0, explain: bool = True
+) -> Ask:
+    """An :class:`Ask` for ``decision``: the instructions, the ``shared`` opening of the user
+    message, then the call's ``own`` data and question."""
+    request = JudgeRequest(
+        messages=chat(system, shared + own), schema=decision.schema(), shared_chars=len(shared)
+    )
+    return Ask(request, decision, at, explain)
+
+
+def delimit_question(question: str) -> str:
+    """The QUESTION block, on a line of its own."""
+    return f"{delimit('QUESTION', question)}\n"
+
+
+def passage_opening(question: str, passage: str) -> str:
+    """What a passage's calls share: the QUESTION and that PASSAGE."""
+    return f"{delimit('QUESTION', question)}\n{delimit('PASSAGE', passage)}\n"
+
+
+def contexts_opening(contexts: list[str]) -> str:
+    """What an item's recall calls share: its numbered CONTEXT passages."""
+    return f"{numbered_contexts(contexts)}\n"

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from typing import Any, ClassVar
 
-from pydantic import create_model
-
 from localjudge.data.items import Item
-from localjudge.judge.protocol import SoftDecision
-from localjudge.judge.schemas import StrictModel, one_per_piece
+from localjudge.metrics.asks import Answer, Ask
 from localjudge.metrics.base import (
     FLAGS,
-    JudgeRequest,
     LabelKind,
     Metric,
     MetricResult,
@@ -22,37 +17,29 @@ from localjudge.metrics.base import (
     delimit,
     item_data,
     piece_index,
-    reason_field,
     shown,
-    value_probs,
     yes,
 )
-from localjudge.metrics.instructions import COPIES, instructions, item_request
+from localjudge.metrics.instructions import (
+    COPIES,
+    PASSAGE_SYSTEM,
+    RELEVANT,
+    RELEVANT_QUESTION,
+    RELEVANT_TARGET_QUESTION,
+    ask_request,
+    passage_opening,
+)
 from localjudge.scoring import position_score, soft_position_score
 
-#: the instructions the judge gets (every metric's: see :mod:`localjudge.metrics.instructions`)
-SYSTEM = instructions()
-
-
-def position_schema(n: int, reasons: bool = True) -> type[StrictModel]:
-    """The output schema for ``n`` pieces: exactly ``n`` verdicts, indexed 0..n-1 in order."""
-    return _position_schema(n, reasons)
-
-
-@lru_cache(maxsize=128)
-def _position_schema(n: int, reasons: bool) -> type[StrictModel]:
-    verdicts = one_per_piece(
-        "PositionVerdict" if reasons else "PositionDecision",
-        n,
-        **reason_field(reasons),
-        relevant=(bool, ...),
-    )
-    name = f"PositionVerdicts{n}" if reasons else f"PositionVerdicts{n}NoReasons"
-    return create_model(name, __base__=StrictModel, verdicts=(verdicts, ...))
+#: the instructions of a passage's calls (position's and relevance's)
+SYSTEM = PASSAGE_SYSTEM
 
 
 class ContextPosition(Metric):
-    """Weighted share of relevant pieces, weight 1/(i+1) by rank, over the harmonic number H_n."""
+    """Weighted share of relevant pieces, weight 1/(i+1) by rank, over the harmonic number H_n.
+
+    One call per piece, which sees the QUESTION and that PASSAGE alone (never its place in the
+    list), then the EXPECTED ANSWER when the item has one; the soft verdict is P(relevant)."""
 
     name: ClassVar[str] = "position"
     required: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts")
@@ -93,12 +80,11 @@ class ContextPosition(Metric):
         position_score([], scale=scale)  # validates scale with the scoring function's message
         self.scale = scale
         self.reasons = reasons
-        self.system = instructions(reasons)
 
     def settings(self) -> dict[str, Any]:
         return {"scale": self.scale, "reasons": self.reasons}
 
-    def build(self, item: Item) -> JudgeRequest | MetricResult:
+    def build(self, item: Item) -> list[Ask] | MetricResult:
         question = item.text("user_input")
         contexts = item.contexts(allow_empty="retrieved_contexts" in item.values)
         if not contexts:
@@ -106,28 +92,31 @@ class ContextPosition(Metric):
                 metric=self.name, value=0.0, reason="No context was retrieved.", verdicts=[]
             )
         target = item.optional_text("reference") or item.optional_text("response")
-        n = len(contexts)
-        return item_request(
-            self.system,
-            question,
-            contexts,
-            tail=[delimit("EXPECTED ANSWER", target)] if target else [],
-            task="TASK position.",
-            schema=position_schema(n, self.reasons),
+        own = (
+            f"{delimit('EXPECTED ANSWER', target)}\n{RELEVANT_TARGET_QUESTION}"
+            if target
+            else RELEVANT_QUESTION
         )
+        return [
+            ask_request(SYSTEM, passage_opening(question, piece), own, RELEVANT, at=i)
+            for i, piece in enumerate(contexts)
+        ]
 
-    def finish(
-        self, item: Item, verdict: Any, decisions: Sequence[SoftDecision] = ()
-    ) -> MetricResult:
-        verdicts = [v.model_dump() for v in verdict.verdicts]
+    def finish(self, item: Item, answers: Sequence[Answer]) -> MetricResult:
+        verdicts: list[dict[str, Any]] = []
+        for i, answer in enumerate(answers):
+            verdict: dict[str, Any] = {"index": i, "relevant": answer.value == "yes"}
+            if answer.reason is not None:
+                verdict["reason"] = answer.reason
+            verdicts.append(verdict)
         relevant = [bool(v["relevant"]) for v in verdicts]
         value = position_score(relevant, scale=self.scale)
-        probs = value_probs(decisions, "relevant", len(verdicts))
         soft = None
-        if probs is not None:
-            for v, p in zip(verdicts, probs, strict=True):
-                v["probs"] = {"relevant": p}
-            soft = soft_position_score([p["true"] for p in probs], scale=self.scale)
+        if all(a.soft is not None for a in answers):
+            p_relevant = [float(a.soft) for a in answers if a.soft is not None]
+            for v, p in zip(verdicts, p_relevant, strict=True):
+                v["probs"] = {"relevant": {"true": p, "false": 1.0 - p}}
+            soft = soft_position_score(p_relevant, scale=self.scale)
         hits = [i for i, r in enumerate(relevant) if r]
         n = len(relevant)
         if not hits:

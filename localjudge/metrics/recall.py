@@ -8,17 +8,12 @@ of the reference, in order, never repeated and never invented.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
-from typing import Any, ClassVar, Literal
-
-from pydantic import create_model
+from typing import Any, ClassVar
 
 from localjudge.data.items import Item
-from localjudge.judge.protocol import SoftDecision
-from localjudge.judge.schemas import StrictModel, one_per_piece
+from localjudge.metrics.asks import Answer, Ask
 from localjudge.metrics.base import (
     FRACTION,
-    JudgeRequest,
     LabelKind,
     Metric,
     MetricResult,
@@ -27,40 +22,31 @@ from localjudge.metrics.base import (
     delimit,
     item_data,
     quote_list,
-    reason_field,
     shown,
-    value_probs,
     yes,
 )
-from localjudge.metrics.instructions import COPIES, instructions, item_request
+from localjudge.metrics.instructions import (
+    COPIES,
+    RECALL_QUESTION,
+    RECALL_SYSTEM,
+    SUPPORTED,
+    ask_request,
+    contexts_opening,
+)
 from localjudge.metrics.statements import MAX_STATEMENTS, split_statements
 from localjudge.scoring import recall_score, soft_recall_score
 
-__all__ = ["MAX_STATEMENTS", "SYSTEM", "ContextRecall", "recall_schema"]
+__all__ = ["MAX_STATEMENTS", "SYSTEM", "ContextRecall"]
 
-#: the instructions the judge gets (every metric's: see :mod:`localjudge.metrics.instructions`)
-SYSTEM = instructions()
-
-
-def recall_schema(n: int, reasons: bool = True) -> type[StrictModel]:
-    """The output schema for ``n`` statements: exactly ``n`` verdicts, indexed 0..n-1 in order."""
-    return _recall_schema(n, reasons)
-
-
-@lru_cache(maxsize=2 * MAX_STATEMENTS)
-def _recall_schema(n: int, reasons: bool) -> type[StrictModel]:
-    statements = one_per_piece(
-        "RecallVerdict" if reasons else "RecallDecision",
-        n,
-        **reason_field(reasons),
-        attributed=(Literal[0, 1], ...),
-    )
-    name = f"RecallVerdicts{n}" if reasons else f"RecallVerdicts{n}NoReasons"
-    return create_model(name, __base__=StrictModel, statements=(statements, ...))
+#: the instructions of a recall call
+SYSTEM = RECALL_SYSTEM
 
 
 class ContextRecall(Metric):
-    """Fraction of the reference's statements that the retrieved contexts support."""
+    """Fraction of the reference's statements that the retrieved contexts support.
+
+    One call per statement: the item's CONTEXT passages, all of them (shared by the item's
+    calls), then the STATEMENT and the question; the soft verdict is P(supported)."""
 
     name: ClassVar[str] = "recall"
     required: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts", "reference")
@@ -88,39 +74,39 @@ class ContextRecall(Metric):
 
     def __init__(self, *, reasons: bool = True) -> None:
         self.reasons = reasons
-        self.system = instructions(reasons)
 
     def settings(self) -> dict[str, Any]:
         return {"reasons": self.reasons}
 
-    def build(self, item: Item) -> JudgeRequest:
-        question, contexts = item.text("user_input"), item.contexts()
-        statements = self._statements(item)
-        n = len(statements)
-        return item_request(
-            self.system,
-            question,
-            contexts,
-            tail=[delimit(f"STATEMENT {i}", s) for i, s in enumerate(statements)],
-            task="TASK recall.",
-            schema=recall_schema(n, self.reasons),
-        )
+    def build(self, item: Item) -> list[Ask]:
+        shared = contexts_opening(item.contexts())
+        item.text("user_input")  # required, though a statement's support does not depend on it
+        return [
+            ask_request(
+                SYSTEM, shared, f"{delimit('STATEMENT', s)}\n{RECALL_QUESTION}", SUPPORTED, at=i
+            )
+            for i, s in enumerate(self._statements(item))
+        ]
 
-    def finish(
-        self, item: Item, verdict: Any, decisions: Sequence[SoftDecision] = ()
-    ) -> MetricResult:
+    def finish(self, item: Item, answers: Sequence[Answer]) -> MetricResult:
         statements = self._statements(item)
-        verdicts = []
-        for v, statement in zip(verdict.statements, statements, strict=True):
-            judged = {"index": v.index, "statement": statement, **v.model_dump(exclude={"index"})}
-            verdicts.append(judged)
+        verdicts: list[dict[str, Any]] = []
+        for i, (answer, statement) in enumerate(zip(answers, statements, strict=True)):
+            verdict: dict[str, Any] = {
+                "index": i,
+                "statement": statement,
+                "attributed": int(answer.value == "yes"),
+            }
+            if answer.reason is not None:
+                verdict["reason"] = answer.reason
+            verdicts.append(verdict)
         value = recall_score([v["attributed"] for v in verdicts])
-        probs = value_probs(decisions, "attributed", len(verdicts))
         soft = None
-        if probs is not None:
-            for v, p in zip(verdicts, probs, strict=True):
-                v["probs"] = {"attributed": p}
-            soft = soft_recall_score([p["1"] for p in probs])
+        if all(a.soft is not None for a in answers):
+            for v, a in zip(verdicts, answers, strict=True):
+                assert a.soft is not None
+                v["probs"] = {"attributed": {"1": a.soft, "0": 1.0 - a.soft}}
+            soft = soft_recall_score([float(a.soft) for a in answers if a.soft is not None])
         unsupported = [v["statement"] for v in verdicts if not v["attributed"]]
         supported = len(verdicts) - len(unsupported)
         reason = f"{supported} of {len(verdicts)} reference statements are supported by the context"

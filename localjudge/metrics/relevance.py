@@ -7,29 +7,42 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
-from pydantic import create_model
+from pydantic import BaseModel, create_model
 
 from localjudge.data.items import Item
-from localjudge.judge.protocol import SoftDecision
-from localjudge.judge.schemas import StrictModel, bounded_list, one_per_piece, text
+from localjudge.judge.protocol import JudgeRequest
+from localjudge.judge.schemas import StrictModel, bounded_list, text
+from localjudge.metrics.asks import Answer, Ask
 from localjudge.metrics.base import (
     FLAGS,
-    JudgeRequest,
     LabelKind,
     Metric,
     MetricResult,
     MetricSettings,
     VerdictRow,
+    chat,
     delimit,
     item_data,
     piece_index,
     quote_list,
-    reason_field,
     shown,
-    value_probs,
     yes,
 )
-from localjudge.metrics.instructions import COPIES, MAX_MISSING, instructions, item_request
+from localjudge.metrics.instructions import (
+    COPIES,
+    GRADE,
+    GRADE_QUESTION,
+    MAX_MISSING,
+    MISSING_QUESTION,
+    MISSING_SYSTEM,
+    PASSAGE_SYSTEM,
+    USED,
+    USED_QUESTION,
+    ask_request,
+    contexts_opening,
+    delimit_question,
+    passage_opening,
+)
 from localjudge.scoring import (
     LEVEL_WEIGHTS,
     RELEVANCE_LEVELS,
@@ -40,8 +53,8 @@ from localjudge.scoring import (
 
 MISSING_CHARS = 60
 
-#: the instructions the judge gets (every metric's: see :mod:`localjudge.metrics.instructions`)
-SYSTEM = instructions()
+#: the instructions of a passage's calls (position's and relevance's)
+SYSTEM = PASSAGE_SYSTEM
 
 Level = Literal["high", "medium", "low", "none"]
 assert set(Level.__args__) == set(RELEVANCE_LEVELS)  # type: ignore[attr-defined]
@@ -49,32 +62,27 @@ assert set(Level.__args__) == set(RELEVANCE_LEVELS)  # type: ignore[attr-defined
 LEVELS = LabelKind(
     "levels", per_piece=True, values=tuple(reversed(RELEVANCE_LEVELS)), weights="quadratic"
 )
+#: TREC's grades as the metric's levels
+GRADE_LEVELS: dict[int, str] = {3: "high", 2: "medium", 1: "low", 0: "none"}
 
 
-def relevance_schema(n: int, reasons: bool = True) -> type[StrictModel]:
-    """The output schema for ``n`` pieces: exactly ``n`` evaluations in order, plus ``missing``."""
-    return _relevance_schema(n, reasons)
-
-
-@lru_cache(maxsize=128)
-def _relevance_schema(n: int, reasons: bool) -> type[StrictModel]:
-    pieces = one_per_piece(
-        "RelevanceVerdict" if reasons else "RelevanceDecision",
-        n,
-        **reason_field(reasons),
-        relevance=(Level, ...),
-        used=(bool, ...),
-    )
-    return create_model(
-        f"RelevanceVerdicts{n}" if reasons else f"RelevanceVerdicts{n}NoReasons",
+@lru_cache(maxsize=1)
+def missing_schema() -> type[BaseModel]:
+    """The output of relevance's one generated call per item: ``{"missing": [...]}``."""
+    model: type[BaseModel] = create_model(
+        "Missing",
         __base__=StrictModel,
-        pieces=(pieces, ...),
         missing=(bounded_list(text(MISSING_CHARS), min_items=0, max_items=MAX_MISSING), ...),
     )
+    return model
 
 
 class ContextRelevance(Metric):
-    """Weighted relevance levels, minus penalties for unused high pieces and missing information."""
+    """Weighted relevance levels, minus penalties for unused high pieces and missing information.
+
+    Per piece, two calls that share the QUESTION and that PASSAGE: its TREC grade (0-3, the
+    soft verdict the probability of each grade) and whether the RESPONSE used it; then one
+    generated call per item lists the missing information."""
 
     name: ClassVar[str] = "relevance"
     required: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts", "response")
@@ -133,7 +141,6 @@ class ContextRelevance(Metric):
         relevance_score(["none"], [False], 0, self.penalties, scale)  # validates scale
         self.scale = scale
         self.reasons = reasons
-        self.system = instructions(reasons)
 
     def settings(self) -> dict[str, Any]:
         p = self.penalties
@@ -145,41 +152,55 @@ class ContextRelevance(Metric):
             "reasons": self.reasons,
         }
 
-    def build(self, item: Item) -> JudgeRequest:
+    def build(self, item: Item) -> list[Ask]:
         question, contexts = item.text("user_input"), item.contexts()
-        n = len(contexts)
-        return item_request(
-            self.system,
-            question,
-            contexts,
-            tail=[delimit("RESPONSE", item.text("response"))],
-            task="TASK relevance.",
-            schema=relevance_schema(n, self.reasons),
+        response = delimit("RESPONSE", item.text("response"))
+        asks = []
+        for i, piece in enumerate(contexts):
+            shared = passage_opening(question, piece)
+            asks.append(ask_request(SYSTEM, shared, GRADE_QUESTION, GRADE, at=i))
+            used = f"{response}\n{USED_QUESTION}"
+            asks.append(ask_request(SYSTEM, shared, used, USED, at=i, explain=False))
+        shared = f"{delimit_question(question)}{contexts_opening(contexts)}"
+        request = JudgeRequest(
+            messages=chat(MISSING_SYSTEM, shared + MISSING_QUESTION),
+            schema=missing_schema(),
+            shared_chars=len(shared),
         )
+        return [*asks, Ask(request, None, len(contexts), explain=False)]
 
-    def finish(
-        self, item: Item, verdict: Any, decisions: Sequence[SoftDecision] = ()
-    ) -> MetricResult:
-        pieces = [p.model_dump() for p in verdict.pieces]
+    def finish(self, item: Item, answers: Sequence[Answer]) -> MetricResult:
+        *decided, last = answers
+        grades, useds = decided[0::2], decided[1::2]
+        pieces: list[dict[str, Any]] = []
+        for i, (grade, used) in enumerate(zip(grades, useds, strict=True)):
+            piece: dict[str, Any] = {
+                "index": i,
+                "relevance": GRADE_LEVELS[int(grade.value)],
+                "used": used.value == "yes",
+            }
+            if grade.reason is not None:
+                piece["reason"] = grade.reason
+            pieces.append(piece)
         data = item_data(item)
         # a missing item that repeats the prompt is about the prompt, not the item: it never counts
-        discarded = [m for m in verdict.missing if COPIES(m, data)]
-        missing = [m for m in verdict.missing if m not in discarded]
+        listed = list(last.value.missing)
+        discarded = [m for m in listed if COPIES(m, data)]
+        missing = [m for m in listed if m not in discarded]
         levels = [p["relevance"] for p in pieces]
         used = [bool(p["used"]) for p in pieces]
         value = relevance_score(levels, used, len(missing), self.penalties, self.scale)
-        level_probs = value_probs(decisions, "relevance", len(pieces))
-        used_probs = value_probs(decisions, "used", len(pieces))
         soft = None
-        if level_probs is not None and used_probs is not None:
-            for piece, lp, up in zip(pieces, level_probs, used_probs, strict=True):
-                piece["probs"] = {"relevance": lp, "used": up}
+        if all(a.probs is not None and a.soft is not None for a in decided):
+            level_probs = [
+                {GRADE_LEVELS[g]: float((a.probs or {}).get(str(g), 0.0)) for g in GRADE_LEVELS}
+                for a in grades
+            ]
+            p_used = [float(a.soft or 0.0) for a in useds]
+            for piece, lp, pu in zip(pieces, level_probs, p_used, strict=True):
+                piece["probs"] = {"relevance": lp, "used": {"true": pu, "false": 1.0 - pu}}
             soft = soft_relevance_score(
-                level_probs,
-                [p["true"] for p in used_probs],
-                len(missing),
-                self.penalties,
-                self.scale,
+                level_probs, p_used, len(missing), self.penalties, self.scale
             )
         counts = Counter(levels)
         base = sum(LEVEL_WEIGHTS[level] for level in levels) / len(levels)

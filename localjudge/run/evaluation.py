@@ -2,19 +2,21 @@
 file to file is :mod:`localjudge.run.file_run`).
 
 The runner owns the loop and every judge call. Items are processed in chunks; inside a chunk
-each metric builds its request for each item (pure), the judge answers them together
-(:func:`~localjudge.judge.protocol.generate_many`: one batch for a batched engine, an item's
-requests next to each other), and the metric turns each answer into a result. Every request starts
-with the same instructions and an item's requests with the same question and contexts: the engine
-evaluates each of those once. Items too long for the window are trimmed and asked again when
-``truncate`` is on. Results come out in input order (item, then metric order).
+each metric builds its asks for each item (pure: one call per decision), the judge answers them
+together (:func:`~localjudge.judge.protocol.generate_many`: one batch for a batched engine,
+calls that share an opening next to each other, so the engine evaluates it once), each answer's
+hard value is read from its soft value and the judge's cut-offs
+(:func:`~localjudge.metrics.asks.decide`), then, with reasons on, one reason per decision is
+asked after it (a reason never moves a decision), and the metric turns the answers into a
+result. Items too long for the window are trimmed and asked again when ``truncate`` is on.
+Results come out in input order (item, then metric order).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -25,9 +27,18 @@ from localjudge.data.dataset import LIST_FIELDS, read_records
 from localjudge.data.items import Item, make_item
 from localjudge.data.records import Record
 from localjudge.errors import ContextOverflowError, InvalidItemError, ItemError
-from localjudge.judge.protocol import CallOrigin, Judge, JudgeRequest, generate_many
+from localjudge.judge.cutoffs import Cutoffs
+from localjudge.judge.protocol import (
+    CallOrigin,
+    Generation,
+    Judge,
+    JudgeRequest,
+    Outcome,
+    generate_many,
+)
 from localjudge.judge.schemas import worst_case_tokens
 from localjudge.metrics import METRICS, Metric, MetricResult
+from localjudge.metrics.asks import Answer, Ask, decide, reason_request, sum_stats
 from localjudge.run.outcome import Evaluation
 from localjudge.run.results import ItemResult
 
@@ -83,6 +94,7 @@ def evaluate(
     on_judging: OnJudging | None = None,
     keep: bool = True,
     only: Mapping[str, Collection[int]] | None = None,
+    cutoffs: Cutoffs | None = None,
 ) -> Evaluation:
     """Score every record with every metric; the :class:`~localjudge.run.outcome.Evaluation`
     yields results as chunks finish, in input order, and has ``summary()``, ``rows()``,
@@ -100,6 +112,11 @@ def evaluate(
     name scores none): the others get no row for it. ``bench`` judges a metric only on the
     items whose labels cover it.
 
+    ``cutoffs``: the soft value at which each kind of decision turns to yes; by default the
+    judge's own (:func:`~localjudge.judge.cutoffs_store.judge_cutoffs`: the registry's, or the
+    user's from ``localjudge calibrate``), and the judge's argmax where it has none. They are
+    recorded with each metric's settings.
+
     ``keep=False`` makes it a pure stream whose memory does not grow with the data (what
     ``eval_file`` uses); the methods then see only results not yet iterated.
 
@@ -114,6 +131,10 @@ def evaluate(
     if mapping is not None and column_map is not None:
         raise ValueError("give mapping= or column_map=, not both")
     mapping = mapping if mapping is not None else column_map
+    if cutoffs is None:
+        from localjudge.judge.cutoffs_store import judge_cutoffs  # noqa: PLC0415
+
+        cutoffs = judge_cutoffs(judge.identity)
     entries = (_as_item(r, i, mapping) for i, r in enumerate(_records_of(records)))
 
     def stream() -> Iterator[ItemResult]:
@@ -124,15 +145,27 @@ def evaluate(
                 for metric in resolved
                 if only is None or entry.index in only.get(metric.name, ())
             ]
-            yield from _score_chunk(jobs, judge, truncate, on_result, on_judging=on_judging)
+            yield from _score_chunk(
+                jobs, judge, truncate, on_result, on_judging=on_judging, cutoffs=used
+            )
 
+    used = cutoffs
     return Evaluation(
         stream(),
         metrics=[m.name for m in resolved],
         identity=judge.identity,
-        settings_by_metric={m.name: {"truncate": truncate, **m.settings()} for m in resolved},
+        settings_by_metric={
+            m.name: {"truncate": truncate, **m.settings(), **_cutoffs_of(m, used)} for m in resolved
+        },
         keep=keep,
     )
+
+
+def _cutoffs_of(metric: Metric, cutoffs: Cutoffs) -> dict[str, Any]:
+    """The cut-offs of ``metric``'s kinds of decision, as its settings record them."""
+    prefix = f"{metric.name}."
+    mine = Cutoffs({k: v for k, v in cutoffs.values.items() if k.startswith(prefix)}, "")
+    return {"cutoffs": mine.as_json(), "cutoffs_source": cutoffs.source if mine else "argmax"}
 
 
 def _records_of(records: Any) -> Iterable[Any]:
@@ -155,12 +188,20 @@ def _records_of(records: Any) -> Iterable[Any]:
     return records  # type: ignore[no-any-return]
 
 
-def score(metric: Metric, judge: Judge, *, truncate: bool = False, **fields: Any) -> MetricResult:
+def score(
+    metric: Metric,
+    judge: Judge,
+    *,
+    truncate: bool = False,
+    cutoffs: Cutoffs | None = None,
+    **fields: Any,
+) -> MetricResult:
     """Score one item given as keyword fields (SPEC names or Mastra aliases, and ``id``).
 
     Raises the item's :class:`~localjudge.errors.ItemError` instead of returning an error row.
     """
-    [res] = list(evaluate([make_item(fields, index=0)], [metric], judge, truncate=truncate))
+    item = make_item(fields, index=0)
+    [res] = list(evaluate([item], [metric], judge, truncate=truncate, cutoffs=cutoffs))
     if res.error is not None:
         raise res.error
     assert res.result is not None
@@ -193,13 +234,15 @@ def _as_item(record: RecordLike, index: int, mapping: Mapping[str, str] | None) 
 
 @dataclass
 class _Pending:
-    """An item x metric whose request awaits the judge (``truncation``: what was cut so far)."""
+    """An item x metric whose asks await the judge (``truncation``: what was cut so far)."""
 
     job: int
     metric: Metric
     item: Item
-    request: JudgeRequest
+    asks: list[Ask]
     truncation: dict[str, Any] | None = None
+    generations: list[Generation[Any]] = field(default_factory=list)
+    answers: list[Answer] = field(default_factory=list)
 
 
 def _score_chunk(
@@ -209,10 +252,12 @@ def _score_chunk(
     on_result: Callable[[ItemResult], None] | None,
     *,
     on_judging: OnJudging | None = None,
+    cutoffs: Cutoffs | None = None,
 ) -> list[ItemResult]:
-    """Score each (item, metric) of ``jobs`` (item by item, each item's metrics together);
-    results in ``jobs`` order. The judge gets every request at once, an item's requests next
-    to each other, so that it can evaluate their shared question and contexts once."""
+    """Score each (item, metric) of ``jobs``; results in ``jobs`` order. The judge gets every
+    decision call of the chunk at once, calls that share an opening next to each other; then,
+    for metrics with reasons on, one reason call per decision."""
+    cutoffs = cutoffs if cutoffs is not None else Cutoffs()
     results: list[ItemResult | None] = [None] * len(jobs)
 
     def done(job: int, result: MetricResult | None, error: ItemError | None) -> None:
@@ -238,43 +283,135 @@ def _score_chunk(
             done(job, built, None)
         else:
             pending.append(_Pending(job, metric, entry, built))
+    decided = _decide(
+        judge, pending, truncate=truncate, cutoffs=cutoffs, done=done, on_judging=on_judging
+    )
+    explained = _explain(judge, [p for p in decided if p.metric.reasons])
+    for p in sorted(decided, key=lambda p: p.job):
+        error = explained.get(p.job)
+        if error is not None:
+            done(p.job, None, error)
+            continue
+        result = p.metric.finish(p.item, p.answers)
+        details = {**result.details, "truncated": p.truncation} if p.truncation else None
+        gens = p.generations
+        done(
+            p.job,
+            replace(
+                result,
+                stats=sum_stats([g.stats for g in gens]),
+                cached=all(g.cached for g in gens),
+                raw="\n".join(g.raw for g in gens),
+                details=result.details if details is None else details,
+            ),
+            None,
+        )
+    return [r for r in results if r is not None]
+
+
+def _decide(
+    judge: Judge,
+    pending: list[_Pending],
+    *,
+    truncate: bool,
+    cutoffs: Cutoffs,
+    done: Callable[[int, MetricResult | None, ItemError | None], None],
+    on_judging: OnJudging | None,
+) -> list[_Pending]:
+    """Ask every decision of ``pending`` and decide each answer; an item too long for the window
+    is trimmed and asked again with ``truncate``, else its overflow is its result. Returns the
+    jobs whose every decision is made."""
+    decided: list[_Pending] = []
     while pending:
         retry: list[_Pending] = []
         if on_judging is not None:
             on_judging([(p.item.index, p.item.id, p.metric.name) for p in pending])
-        outcomes = generate_many(
-            judge,
-            [replace(p.request, origin=CallOrigin(p.metric.name, p.item.id)) for p in pending],
-        )
-        for p, out in zip(pending, outcomes, strict=True):
-            if isinstance(out, ContextOverflowError):
-                if not truncate:
-                    done(p.job, None, out)
-                    continue
-                try:
-                    trimmed, record = trim_contexts(p.item, p.request, out, p.truncation)
-                except ContextOverflowError as exc:
-                    done(p.job, None, exc)
-                    continue
-                request = p.metric.build(trimmed)
-                assert isinstance(request, JudgeRequest)
-                retry.append(_Pending(p.job, p.metric, trimmed, request, record))
-                continue
-            result = p.metric.finish(p.item, out.value, out.decisions)
-            details = {**result.details, "truncated": p.truncation} if p.truncation else None
-            done(
-                p.job,
-                replace(
-                    result,
-                    stats=out.stats,
-                    cached=out.cached,
-                    raw=out.raw,
-                    details=result.details if details is None else details,
-                ),
+        outcomes = _ask(judge, [[_origin(a.request, p) for a in p.asks] for p in pending])
+        for p, outs in zip(pending, outcomes, strict=True):
+            overflow = next(
+                ((a, o) for a, o in zip(p.asks, outs, strict=True) if isinstance(o, Exception)),
                 None,
             )
+            if overflow is None:
+                p.generations = [o for o in outs if not isinstance(o, Exception)]
+                answers = zip(p.asks, p.generations, strict=True)
+                p.answers = [decide(a, g, cutoffs) for a, g in answers]
+                decided.append(p)
+                continue
+            ask, exc = overflow
+            assert isinstance(exc, ContextOverflowError)
+            try:
+                if not truncate:
+                    raise exc
+                trimmed, record = trim_contexts(p.item, ask.request, exc, p.truncation)
+            except ContextOverflowError as error:
+                done(p.job, None, error)
+                continue
+            asks = p.metric.build(trimmed)
+            assert isinstance(asks, list)
+            retry.append(_Pending(p.job, p.metric, trimmed, asks, record))
         pending = retry
-    return [r for r in results if r is not None]
+    return decided
+
+
+def _origin(request: JudgeRequest, p: _Pending) -> JudgeRequest:
+    return replace(request, origin=CallOrigin(p.metric.name, p.item.id))
+
+
+def _explain(judge: Judge, decided: Sequence[_Pending]) -> dict[int, ContextOverflowError]:
+    """Ask one reason per decision that wants one, showing the verdict already made; the
+    reasons go into the answers, the calls' generations are added to the job's. Returns the
+    jobs whose reason call did not fit the window."""
+    wanted = [
+        [k for k, a in enumerate(p.asks) if a.decision is not None and a.explain] for p in decided
+    ]
+    requests = [
+        [_origin(reason_request(p.asks[k], p.answers[k]), p) for k in ks]
+        for p, ks in zip(decided, wanted, strict=True)
+    ]
+    failed: dict[int, ContextOverflowError] = {}
+    for p, ks, outs in zip(decided, wanted, _ask(judge, requests), strict=True):
+        for k, out in zip(ks, outs, strict=True):
+            if isinstance(out, ContextOverflowError):
+                failed.setdefault(p.job, out)
+                continue
+            p.answers[k] = replace(p.answers[k], reason=out.value.reason)  # type: ignore[attr-defined]
+            p.generations.append(out)
+    return failed
+
+
+def _ask(judge: Judge, groups: Sequence[Sequence[JudgeRequest]]) -> list[list[Outcome]]:
+    """Every request of ``groups`` in one ``generate_many``, calls that share their opening
+    (instructions, then the shared part of the data) next to each other; outcomes per group,
+    in each group's order."""
+    flat = [(g, k, r) for g, group in enumerate(groups) for k, r in enumerate(group)]
+    first_system: dict[str, int] = {}
+    first_opening: dict[tuple[str, str], int] = {}
+    for n, (_, _, r) in enumerate(flat):
+        first_system.setdefault(r.messages[0]["content"], n)
+        first_opening.setdefault(_opening(r), n)
+    order = sorted(
+        range(len(flat)),
+        key=lambda n: (
+            first_system[flat[n][2].messages[0]["content"]],
+            first_opening[_opening(flat[n][2])],
+            n,
+        ),
+    )
+    outcomes = generate_many(judge, [flat[n][2] for n in order]) if order else []
+    out: list[list[Outcome]] = [[] for _ in groups]
+    placed: list[tuple[int, int, Outcome]] = [
+        (flat[n][0], flat[n][1], o) for n, o in zip(order, outcomes, strict=True)
+    ]
+    for g, _, o in sorted(placed, key=lambda t: (t[0], t[1])):
+        out[g].append(o)
+    return out
+
+
+def _opening(request: JudgeRequest) -> tuple[str, str]:
+    """A request's instructions and the shared part of its data."""
+    last = request.messages[-1]["content"]
+    return request.messages[0]["content"], last[: request.shared_chars]
 
 
 # --------------------------------------------------------------------------- truncation policy

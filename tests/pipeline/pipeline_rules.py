@@ -29,43 +29,22 @@ def rule_records(n):
 
 
 def rule_reply(messages, schema):
+    """One decision per call, by the rules above; a reason call gets "rule"."""
     data = prompt_data(messages)
-    contexts = [data[f"CONTEXT {i}"] for i in range(sum(k.startswith("CONTEXT") for k in data))]
     name = schema.__name__
-    if name.startswith("RecallVerdicts"):
-        statements = [
-            data[f"STATEMENT {i}"] for i in range(sum(k.startswith("STATEMENT") for k in data))
-        ]
-        return {
-            "statements": [
-                {
-                    "index": i,
-                    "reason": "matched" if any(s in c for c in contexts) else "absent",
-                    "attributed": int(any(s in c for c in contexts)),
-                }
-                for i, s in enumerate(statements)
-            ]
-        }
-    if name.startswith("PositionVerdicts"):
-        return {
-            "verdicts": [
-                {"index": i, "reason": "rule", "relevant": "yes" in c}
-                for i, c in enumerate(contexts)
-            ]
-        }
-    assert name.startswith("RelevanceVerdicts"), name
-    return {
-        "pieces": [
-            {
-                "index": i,
-                "reason": "rule",
-                "relevance": "high" if "yes" in c else "none",
-                "used": c in data["RESPONSE"],
-            }
-            for i, c in enumerate(contexts)
-        ],
-        "missing": [],
-    }
+    if name == "SupportedDecision":
+        contexts = [data[k] for k in data if k.startswith("CONTEXT")]
+        return {"supported": "yes" if any(data["STATEMENT"] in c for c in contexts) else "no"}
+    if name == "RelevantDecision":
+        return {"relevant": "yes" if "yes" in data["PASSAGE"] else "no"}
+    if name == "GradeDecision":
+        return {"grade": 3 if "yes" in data["PASSAGE"] else 0}
+    if name == "UsedDecision":
+        return {"used": "yes" if data["PASSAGE"] in data["RESPONSE"] else "no"}
+    if name == "Missing":
+        return {"missing": []}
+    assert name == "Reason", name
+    return {"reason": "rule"}
 
 
 def expected_recall(rec):
