@@ -16,6 +16,7 @@ import click
 
 from localjudge.cli.bench import bench_command
 from localjudge.cli.cache import cache_group
+from localjudge.cli.calibrate import calibrate_command
 from localjudge.cli.common import (
     EXIT_DOCTOR,
     EXIT_OK,
@@ -86,5 +87,12 @@ def doctor_command(model: str | None, no_call: bool) -> None:
 
 # commands kept in modules of their own; `main` maps their errors to exit codes as it does for
 # every command (_Main.invoke)
-for _command in (eval_command, bench_command, models_group, cache_group, diff_command):
+for _command in (
+    eval_command,
+    bench_command,
+    calibrate_command,
+    models_group,
+    cache_group,
+    diff_command,
+):
     main.add_command(_command)

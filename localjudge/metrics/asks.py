@@ -73,7 +73,8 @@ class Decision:
 def _schema(key: str, values: tuple[Any, ...]) -> type[BaseModel]:
     name = "".join(part.capitalize() for part in key.split("_")) + "Decision"
     choice = Literal.__getitem__(values)
-    model: type[BaseModel] = create_model(name, __base__=StrictModel, **{key: (choice, ...)})
+    fields: dict[str, Any] = {key: (choice, ...)}
+    model: type[BaseModel] = create_model(name, __base__=StrictModel, **fields)
     return model
 
 

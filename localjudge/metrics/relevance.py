@@ -188,8 +188,8 @@ class ContextRelevance(Metric):
         discarded = [m for m in listed if COPIES(m, data)]
         missing = [m for m in listed if m not in discarded]
         levels = [p["relevance"] for p in pieces]
-        used = [bool(p["used"]) for p in pieces]
-        value = relevance_score(levels, used, len(missing), self.penalties, self.scale)
+        flags = [bool(p["used"]) for p in pieces]
+        value = relevance_score(levels, flags, len(missing), self.penalties, self.scale)
         soft = None
         if all(a.probs is not None and a.soft is not None for a in decided):
             level_probs = [

@@ -14,7 +14,6 @@ Results come out in input order (item, then metric order).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import islice
@@ -36,11 +35,11 @@ from localjudge.judge.protocol import (
     Outcome,
     generate_many,
 )
-from localjudge.judge.schemas import worst_case_tokens
 from localjudge.metrics import METRICS, Metric, MetricResult
 from localjudge.metrics.asks import Answer, Ask, decide, reason_request, sum_stats
 from localjudge.run.outcome import Evaluation
 from localjudge.run.results import ItemResult
+from localjudge.run.truncation import trim_contexts
 
 __all__ = [
     "CHUNK_SIZE",
@@ -283,29 +282,18 @@ def _score_chunk(
             done(job, built, None)
         else:
             pending.append(_Pending(job, metric, entry, built))
-    decided = _decide(
-        judge, pending, truncate=truncate, cutoffs=cutoffs, done=done, on_judging=on_judging
-    )
-    explained = _explain(judge, [p for p in decided if p.metric.reasons])
-    for p in sorted(decided, key=lambda p: p.job):
-        error = explained.get(p.job)
-        if error is not None:
-            done(p.job, None, error)
-            continue
-        result = p.metric.finish(p.item, p.answers)
-        details = {**result.details, "truncated": p.truncation} if p.truncation else None
-        gens = p.generations
-        done(
-            p.job,
-            replace(
-                result,
-                stats=sum_stats([g.stats for g in gens]),
-                cached=all(g.cached for g in gens),
-                raw="\n".join(g.raw for g in gens),
-                details=result.details if details is None else details,
-            ),
-            None,
+    while pending:
+        decided = _decide(
+            judge, pending, truncate=truncate, cutoffs=cutoffs, done=done, on_judging=on_judging
         )
+        failed = _explain(judge, [p for p in decided if p.metric.reasons])
+        pending = []
+        for p in sorted(decided, key=lambda p: p.job):
+            if p.job in failed:  # a reason call did not fit: trimmed, the item is asked again
+                retry = _trimmed(p, *failed[p.job], truncate=truncate, done=done)
+                pending += [retry] if retry is not None else []
+                continue
+            _finish(p, done)
     return [r for r in results if r is not None]
 
 
@@ -340,25 +328,61 @@ def _decide(
                 continue
             ask, exc = overflow
             assert isinstance(exc, ContextOverflowError)
-            try:
-                if not truncate:
-                    raise exc
-                trimmed, record = trim_contexts(p.item, ask.request, exc, p.truncation)
-            except ContextOverflowError as error:
-                done(p.job, None, error)
-                continue
-            asks = p.metric.build(trimmed)
-            assert isinstance(asks, list)
-            retry.append(_Pending(p.job, p.metric, trimmed, asks, record))
+            again = _trimmed(p, ask.request, exc, truncate=truncate, done=done)
+            retry += [again] if again is not None else []
         pending = retry
     return decided
+
+
+def _finish(
+    p: _Pending, done: Callable[[int, MetricResult | None, ItemError | None], None]
+) -> None:
+    """The job's result from its answers, with its calls' stats and raw outputs."""
+    result = p.metric.finish(p.item, p.answers)
+    details = {**result.details, "truncated": p.truncation} if p.truncation else None
+    gens = p.generations
+    done(
+        p.job,
+        replace(
+            result,
+            stats=sum_stats([g.stats for g in gens]),
+            cached=all(g.cached for g in gens),
+            raw="\n".join(g.raw for g in gens),
+            details=result.details if details is None else details,
+        ),
+        None,
+    )
+
+
+def _trimmed(
+    p: _Pending,
+    request: JudgeRequest,
+    overflow: ContextOverflowError,
+    *,
+    truncate: bool,
+    done: Callable[[int, MetricResult | None, ItemError | None], None],
+) -> _Pending | None:
+    """The job again with its item trimmed until ``request`` would fit (``truncate``), or None
+    when it cannot be (its overflow is then its result)."""
+    try:
+        if not truncate:
+            raise overflow
+        trimmed, record = trim_contexts(p.item, request, overflow, p.truncation)
+    except ContextOverflowError as error:
+        done(p.job, None, error)
+        return None
+    asks = p.metric.build(trimmed)
+    assert isinstance(asks, list)
+    return _Pending(p.job, p.metric, trimmed, asks, record)
 
 
 def _origin(request: JudgeRequest, p: _Pending) -> JudgeRequest:
     return replace(request, origin=CallOrigin(p.metric.name, p.item.id))
 
 
-def _explain(judge: Judge, decided: Sequence[_Pending]) -> dict[int, ContextOverflowError]:
+def _explain(
+    judge: Judge, decided: Sequence[_Pending]
+) -> dict[int, tuple[JudgeRequest, ContextOverflowError]]:
     """Ask one reason per decision that wants one, showing the verdict already made; the
     reasons go into the answers, the calls' generations are added to the job's. Returns the
     jobs whose reason call did not fit the window."""
@@ -369,11 +393,11 @@ def _explain(judge: Judge, decided: Sequence[_Pending]) -> dict[int, ContextOver
         [_origin(reason_request(p.asks[k], p.answers[k]), p) for k in ks]
         for p, ks in zip(decided, wanted, strict=True)
     ]
-    failed: dict[int, ContextOverflowError] = {}
-    for p, ks, outs in zip(decided, wanted, _ask(judge, requests), strict=True):
-        for k, out in zip(ks, outs, strict=True):
+    failed: dict[int, tuple[JudgeRequest, ContextOverflowError]] = {}
+    for p, ks, rs, outs in zip(decided, wanted, requests, _ask(judge, requests), strict=True):
+        for k, request, out in zip(ks, rs, outs, strict=True):
             if isinstance(out, ContextOverflowError):
-                failed.setdefault(p.job, out)
+                failed.setdefault(p.job, (request, out))
                 continue
             p.answers[k] = replace(p.answers[k], reason=out.value.reason)  # type: ignore[attr-defined]
             p.generations.append(out)
@@ -412,59 +436,6 @@ def _opening(request: JudgeRequest) -> tuple[str, str]:
     """A request's instructions and the shared part of its data."""
     last = request.messages[-1]["content"]
     return request.messages[0]["content"], last[: request.shared_chars]
-
-
-# --------------------------------------------------------------------------- truncation policy
-
-#: a trimmed piece keeps at least this many characters
-MIN_PIECE_CHARS = 80
-TRUNCATION_MARK = " [...]"
-
-
-def trim_contexts(
-    item: Item,
-    request: JudgeRequest,
-    overflow: ContextOverflowError,
-    previous: dict[str, Any] | None,
-) -> tuple[Item, dict[str, Any]]:
-    """The documented truncation policy: cut the longest context pieces down to a common length
-    (keeping each piece's beginning and at least :data:`MIN_PIECE_CHARS` characters), by the
-    overflow converted to characters at the prompt's own characters-per-token rate; the caller
-    retries until the prompt fits. Question, reference and response are never cut. Re-raises
-    ``overflow`` when every piece is already at the minimum.
-    """
-    contexts = item.contexts()
-    prompt_tokens = overflow.needed - worst_case_tokens(request.schema)
-    prompt_chars = sum(len(m["content"]) for m in request.messages)
-    chars_per_token = prompt_chars / max(prompt_tokens, 1)
-    excess = overflow.needed - overflow.available
-    cut = math.ceil(excess * chars_per_token) + len(TRUNCATION_MARK)
-    lengths = [len(c) for c in contexts]
-    if max(lengths) <= MIN_PIECE_CHARS:
-        raise overflow  # nothing left to trim: the item cannot fit this window
-    floor = sum(min(n, MIN_PIECE_CHARS) for n in lengths)
-    target = max(sum(lengths) - cut, floor)
-    low, high = MIN_PIECE_CHARS, max(lengths)  # the largest cap whose total fits the target
-    while low < high:
-        mid = (low + high + 1) // 2
-        if sum(min(n, mid) for n in lengths) <= target:
-            low = mid
-        else:
-            high = mid - 1
-    trimmed = [
-        c if len(c) <= low else c[: low - len(TRUNCATION_MARK)] + TRUNCATION_MARK for c in contexts
-    ]
-    original = (previous or {}).get("original_chars", lengths)
-    record = {
-        "policy": "trim-longest-contexts",
-        "original_chars": original,
-        "kept_chars": [len(c) for c in trimmed],
-        "pieces": [
-            i for i, (a, b) in enumerate(zip(original, trimmed, strict=True)) if a != len(b)
-        ],
-    }
-    values = {**item.values, "retrieved_contexts": trimmed}
-    return Item(id=item.id, index=item.index, values=values), record
 
 
 # --------------------------------------------------------------------------- reading data

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from pipeline_rules import expected_position, expected_recall, rule_reply
+from pipeline_rules import EXPECTED, expected_position, expected_recall, rule_records, rule_reply
 from pydantic import BaseModel
 
 from localjudge import ItemResult, evaluate
@@ -16,9 +16,12 @@ from localjudge.errors import (
     ContextOverflowError,
     InvalidItemError,
 )
-from localjudge.judge.schemas import worst_case_bytes
-from localjudge.metrics import ContextPosition, ContextRecall
-from localjudge.metrics.recall import recall_schema
+from localjudge.judge.cutoffs import Cutoffs
+from localjudge.judge.protocol import Generation, SoftDecision
+from localjudge.judge.schemas import worst_case_tokens
+from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
+from localjudge.metrics.instructions import RELEVANT
+from localjudge.metrics.statements import split_statements
 from localjudge.testing import ScriptedJudge, prompt_data
 
 
@@ -40,6 +43,31 @@ RECORDS[3]["retrieved_contexts"] = ["nothing here"]
 
 def question_of(call):
     return prompt_data(call.messages)["QUESTION"]
+
+
+def decision_calls(rec, metrics=("recall", "position")):
+    """The decision calls of a record (test_runner's records have no response): one per
+    reference statement for recall, one per piece for position."""
+    n = 0
+    if "recall" in metrics:
+        n += len(split_statements(rec["reference"]))
+    if "position" in metrics:
+        n += len(rec["retrieved_contexts"])
+    return n
+
+
+def all_calls(records, metrics=("recall", "position")):
+    """Decision calls plus, with reasons on, one reason call per decision."""
+    return sum(2 * decision_calls(r, metrics) for r in records)
+
+
+def subject_of(call):
+    """What a call is about: the STATEMENT of a recall call, the QUESTION and PASSAGE of a
+    position call; a reason call is told by its schema."""
+    data = prompt_data(call.messages)
+    if "STATEMENT" in data:
+        return ("recall", data["STATEMENT"])
+    return ("position", data["QUESTION"], data["PASSAGE"])
 
 
 # ---------------------------------------------------------------- order and streaming
@@ -64,9 +92,11 @@ def test_results_stream_in_item_then_metric_order_across_chunks():
     assert abs(results[1].result.value - (1 + 1 / 3) / (1 + 1 / 2 + 1 / 3)) < 1e-9
 
 
-def test_within_a_chunk_an_items_metrics_are_asked_together_item_by_item():
-    """An item's requests reach the judge next to each other (so that it evaluates their shared
-    question and contexts once), the chunk's items in order, all in one batch per chunk."""
+def test_within_a_chunk_calls_are_grouped_by_instructions_then_by_shared_opening():
+    """A chunk's calls reach the judge grouped by their instructions (recall's, then the
+    passage calls'), then by what they share (an item's contexts, a question and passage), so
+    the judge evaluates each shared opening once; the decisions in one batch per chunk, then
+    the reasons in another, in the same order."""
     judge = ScriptedJudge(rule_reply)
     batches: list[int] = []
     many = judge.generate_many
@@ -77,13 +107,19 @@ def test_within_a_chunk_an_items_metrics_are_asked_together_item_by_item():
 
     judge.generate_many = counted  # type: ignore[method-assign]
     list(evaluate(RECORDS, [ContextRecall(), ContextPosition()], judge, chunk_size=2))
-    order = [
-        ("recall" if c.schema.__name__.startswith("RecallVerdicts") else "position", question_of(c))
-        for c in judge.calls
-    ]
-    q = [f"question number {i}?" for i in range(5)]
-    assert order == [(m, q[i]) for i in range(5) for m in ("recall", "position")]
-    assert batches == [4, 4, 2]
+    expected = []
+    for chunk in (RECORDS[0:2], RECORDS[2:4], RECORDS[4:5]):
+        one_pass = [("recall", s) for rec in chunk for s in split_statements(rec["reference"])] + [
+            ("position", rec["user_input"], piece)
+            for rec in chunk
+            for piece in rec["retrieved_contexts"]
+        ]
+        expected += [(p, False) for p in one_pass] + [(p, True) for p in one_pass]
+    seen = [(subject_of(c), c.schema.__name__ == "Reason") for c in judge.calls]
+    assert seen == expected
+    # per chunk: its decisions in one batch, then their reasons in another
+    assert batches == [9, 9, 8, 8, 5, 5]
+    assert sum(batches) == all_calls(RECORDS)
     assert all(c.shared_chars > 0 for c in judge.calls)
 
 
@@ -102,17 +138,17 @@ def test_evaluate_is_lazy_and_yields_chunk_by_chunk():
     first = next(stream)
     assert (first.index, first.metric) == (0, "recall")
     assert pulled == ["r0", "r1"]
-    assert len(judge.calls) == 4
+    assert len(judge.calls) == all_calls(RECORDS[:2])
     for _ in range(3):  # the rest of the first chunk comes without judging more
         next(stream)
-    assert len(judge.calls) == 4
+    assert len(judge.calls) == all_calls(RECORDS[:2])
     assert pulled == ["r0", "r1"]
     nxt = next(stream)
     assert (nxt.index, nxt.metric) == (2, "recall")
     assert pulled == ["r0", "r1", "r2", "r3"]
-    assert len(judge.calls) == 8
+    assert len(judge.calls) == all_calls(RECORDS[:4])
     assert len(list(stream)) == 5
-    assert len(judge.calls) == 10
+    assert len(judge.calls) == all_calls(RECORDS)
 
 
 def test_on_result_is_called_once_per_item_and_metric_before_the_chunk_is_yielded():
@@ -176,31 +212,45 @@ def test_per_item_failures_become_error_rows_and_others_still_score():
         assert table[(i, "recall")].result.value == 0.5
         assert table[(i, "position")].error is None
     # only the scorable item x metric pairs reached the judge
-    assert len(judge.calls) == 5
+    assert len(judge.calls) == (
+        all_calls([records[0], records[5]]) + all_calls([records[1]], metrics=("position",))
+    )
+    subjects = {subject_of(c)[:2] for c in judge.calls}
+    assert subjects == {
+        ("recall", "yes fact 0."),
+        ("recall", "unknown 0."),
+        ("recall", "yes fact 5."),
+        ("recall", "unknown 5."),
+        ("position", "question number 0?"),
+        ("position", "question number 1?"),
+        ("position", "question number 5?"),
+    }
+
+
+def call_tokens(call):
+    """What the scripted judge's window check counts for a call: its words, plus the
+    worst-case output of its schema."""
+    return prompt_words(call.messages) + worst_case_tokens(call.schema)
 
 
 def test_context_overflow_becomes_an_error_row_with_both_numbers():
     long_item = record(1, user_input=" ".join(["word"] * 600) + "?")
     records = [record(0), long_item, record(2)]
-    # words of the short items' prompt, plus the recall schema's worst case, fit; the long one
-    # does not
-    worst = worst_case_bytes(recall_schema(2)) + 1
+    # every call of the short items (decisions and reasons) fits; the long one's do not
     probe = ScriptedJudge(rule_reply)
-    list(evaluate([record(0)], [ContextRecall()], probe))
-    short_words = sum(len(m["content"].split()) for m in probe.calls[0].messages)
-    n_ctx = short_words + worst + 100
+    list(evaluate([record(0)], [ContextPosition()], probe))
+    n_ctx = max(call_tokens(c) for c in probe.calls) + 100
 
     judge = ScriptedJudge(rule_reply, n_ctx=n_ctx)
-    results = list(evaluate(records, [ContextRecall()], judge))
+    results = list(evaluate(records, [ContextPosition()], judge))
     assert [r.error is None for r in results] == [True, False, True]
     error = results[1].error
     assert isinstance(error, ContextOverflowError)
     assert error.kind == "context_overflow"
     assert error.item_id == "r1"
-    long_words = sum(
-        len(m["content"].split())
-        for m in ContextRecall().build(make_item(long_item, index=1)).messages
-    )
+    first = ContextPosition().build(make_item(long_item, index=1))[0].request
+    long_words = prompt_words(first.messages)
+    worst = worst_case_tokens(RELEVANT.schema())
     assert error.needed == long_words + worst
     assert error.available == n_ctx
     assert error.message == (
@@ -208,11 +258,15 @@ def test_context_overflow_becomes_an_error_row_with_both_numbers():
         f"{long_words + worst} tokens but the context window holds {n_ctx}"
     )
     assert f"n_ctx={long_words + worst}" in error.hint
-    assert len(judge.calls) == 2
+    assert len(judge.calls) == all_calls([record(0), record(2)], metrics=("position",))
+    assert {question_of(c) for c in judge.calls} == {
+        record(0)["user_input"],
+        record(2)["user_input"],
+    }
 
 
 def test_a_non_item_error_from_the_judge_propagates():
-    judge = ScriptedJudge([{"statements": []}])  # violates one verdict per statement
+    judge = ScriptedJudge([{"supported": "maybe"}])  # not one of the decision's values
     with pytest.raises(ConstraintError):
         list(evaluate([record(0), record(1)], [ContextRecall()], judge))
 
@@ -238,7 +292,9 @@ def test_metrics_given_by_name_with_judge():
     assert results[0].result.value == 0.5
     # relevance: two 'high' pieces, the first used: base 2/3, one unused high: -0.1
     assert abs(results[2].result.value - (2 / 3 - 0.1)) < 1e-9
-    assert len(judge.calls) == 3
+    # recall: a decision and a reason per statement (2); position: per piece (3); relevance:
+    # per piece a grade, its reason and 'used' (3), and one 'missing' call
+    assert len(judge.calls) == 2 * 2 + 2 * 3 + (3 * 3 + 1)
 
 
 def test_metric_classes_and_instances_can_be_mixed():
@@ -305,7 +361,9 @@ def test_records_may_be_models_items_or_read_errors_and_aliases_and_mapping_appl
     assert values[3] is None
     assert results[3].error.message.startswith("line 4: invalid JSON")
     assert values[4] == 0.0
-    assert [question_of(c) for c in judge.calls] == ["q0?", "q1?", "q2?", "q4?"]
+    decisions = [c for c in judge.calls if c.schema.__name__ == "RelevantDecision"]
+    # one call per piece: q0 and q4 have one piece, q1 and q2 two
+    assert [question_of(c) for c in decisions] == ["q0?", "q1?", "q1?", "q2?", "q2?", "q4?"]
 
 
 def test_empty_input_yields_nothing():
@@ -332,37 +390,45 @@ def prompt_words(messages):
     return sum(len(m["content"].split()) for m in messages)
 
 
+LONG_PIECE = "yes fact 0. " + " ".join(f"w{i}" for i in range(800))
+
+
+def window_300_short(rec, metric):
+    """A window 300 words too small for the largest of ``metric``'s calls on ``rec``."""
+    probe = ScriptedJudge(rule_reply)
+    list(evaluate([rec], [metric], probe))
+    return max(call_tokens(c) for c in probe.calls) - 300
+
+
 def test_truncate_trims_the_longest_context_until_the_prompt_fits():
-    long_piece = "yes fact 0. " + " ".join(f"w{i}" for i in range(800))
-    rec = record(0, retrieved_contexts=[long_piece, "short noise"])
-    worst = worst_case_bytes(recall_schema(2)) + 1
-    full_words = prompt_words(ContextRecall().build(make_item(rec, index=0)).messages)
-    n_ctx = full_words + worst - 300  # 300 words too many
+    rec = record(0, retrieved_contexts=[LONG_PIECE, "short noise"])
+    metric = ContextRecall(reasons=False)
+    n_ctx = window_300_short(rec, metric)
 
     strict = ScriptedJudge(rule_reply, n_ctx=n_ctx)
-    [failed] = list(evaluate([rec], [ContextRecall()], strict))
+    [failed] = list(evaluate([rec], [metric], strict))
     assert isinstance(failed.error, ContextOverflowError)
 
     judge = ScriptedJudge(rule_reply, n_ctx=n_ctx)
-    metric = ContextRecall()
-    assert metric.settings() == {"reasons": True}  # truncation is the runner's, not the metric's
+    assert metric.settings() == {"reasons": False}  # truncation is the runner's, not the metric's
     [res] = list(evaluate([rec], [metric], judge, truncate=True))
     assert res.error is None
-    assert len(judge.calls) == 1  # overflowing attempts never reach the script
-    final = judge.calls[0]
-    assert prompt_words(final.messages) + worst <= n_ctx
-    data = prompt_data(final.messages)
-    # the question and the reference are never cut; the short piece is left alone
-    assert data["QUESTION"] == rec["user_input"]
-    assert [data["STATEMENT 0"], data["STATEMENT 1"]] == ["yes fact 0.", "unknown 0."]
-    assert data["CONTEXT 1"] == "short noise"
-    kept = data["CONTEXT 0"]
+    # one decision per statement, of the trimmed item: overflowing attempts never reach the
+    # script
+    assert len(judge.calls) == 2
+    assert all(call_tokens(c) <= n_ctx for c in judge.calls)
+    datas = [prompt_data(c.messages) for c in judge.calls]
+    # the reference is never cut; the short piece is left alone
+    assert [d["STATEMENT"] for d in datas] == ["yes fact 0.", "unknown 0."]
+    assert all(d["CONTEXT 1"] == "short noise" for d in datas)
+    kept = datas[0]["CONTEXT 0"]
+    assert all(d["CONTEXT 0"] == kept for d in datas)
     assert kept.endswith(" [...]")
-    assert long_piece.startswith(kept.removesuffix(" [...]"))
+    assert LONG_PIECE.startswith(kept.removesuffix(" [...]"))
     truncated = res.result.details["truncated"]
     assert truncated == {
         "policy": "trim-longest-contexts",
-        "original_chars": [len(long_piece), len("short noise")],
+        "original_chars": [len(LONG_PIECE), len("short noise")],
         "kept_chars": [len(kept), len("short noise")],
         "pieces": [0],
     }
@@ -370,10 +436,209 @@ def test_truncate_trims_the_longest_context_until_the_prompt_fits():
     assert res.result.value == 0.5
 
 
+def test_truncate_makes_the_reason_calls_fit_too():
+    rec = record(0, retrieved_contexts=[LONG_PIECE, "short noise"])
+    n_ctx = window_300_short(rec, ContextRecall())
+    judge = ScriptedJudge(rule_reply, n_ctx=n_ctx)
+    [res] = list(evaluate([rec], [ContextRecall()], judge, truncate=True))
+    assert res.error is None
+    assert [v.get("reason") for v in res.result.verdicts] == ["rule", "rule"]
+    assert all(call_tokens(c) <= n_ctx for c in judge.calls)
+
+
 def test_truncate_cannot_shorten_the_question():
+    # position shows the QUESTION in every call (recall shows only the contexts and a statement)
     rec = record(0, user_input=" ".join(["word"] * 6000) + "?")
     judge = ScriptedJudge(rule_reply, n_ctx=5000)
-    [res] = list(evaluate([rec], [ContextRecall()], judge, truncate=True))
+    [res] = list(evaluate([rec], [ContextPosition()], judge, truncate=True))
     assert isinstance(res.error, ContextOverflowError)
     assert res.error.available == 5000
     assert judge.calls == []
+
+
+# ---------------------------------------------------------------- one decision per call
+
+
+def without_reasons(verdicts):
+    return [{k: v for k, v in verdict.items() if k != "reason"} for verdict in verdicts]
+
+
+def test_reasons_never_move_a_decision():
+    """With the rule judge, ``reasons=False`` and ``reasons=True`` give the same scores, soft
+    scores and verdicts but for the "reason" keys; a reason call shows the verdict made."""
+    records = rule_records(3)
+    runs = {}
+    judges = {}
+    for reasons in (False, True):
+        judge = ScriptedJudge(rule_reply, certain=True)
+        metrics = [
+            ContextRecall(reasons=reasons),
+            ContextPosition(reasons=reasons),
+            ContextRelevance(reasons=reasons),
+        ]
+        runs[reasons] = list(evaluate(records, metrics, judge))
+        judges[reasons] = judge
+    plain, explained = runs[False], runs[True]
+    assert [(r.index, r.metric) for r in plain] == [(r.index, r.metric) for r in explained]
+    for a, b in zip(plain, explained, strict=True):
+        assert (
+            a.result.value == b.result.value == pytest.approx(EXPECTED[a.metric](records[a.index]))
+        )
+        assert a.result.soft_value == b.result.soft_value
+        assert a.result.details == b.result.details
+        assert all("reason" not in v for v in a.result.verdicts)
+        assert all(v["reason"] == "rule" for v in b.result.verdicts)
+        assert a.result.verdicts == without_reasons(b.result.verdicts)
+    assert not any(c.schema.__name__ == "Reason" for c in judges[False].calls)
+    # each reason call is its decision's prompt, then the verdict already made
+    decisions = {
+        c.messages[-1]["content"]: c for c in judges[True].calls if c.schema.__name__ != "Reason"
+    }
+    reason_calls = [c for c in judges[True].calls if c.schema.__name__ == "Reason"]
+    assert len(reason_calls) == sum(
+        len(v) for v in [r.result.verdicts for r in explained]
+    )  # one per verdict: relevance's 'used' and 'missing' get none
+    for call in reason_calls:
+        content = call.messages[-1]["content"]
+        prompt, _, rest = content.partition("\nVERDICT: ")
+        decision = decisions[prompt]
+        assert rest.startswith(decision.raw + "\n")
+        assert call.messages[0] == decision.messages[0]
+        assert call.shared_chars == decision.shared_chars
+
+
+GRADE_PROBS = {"0": 0.1, "1": 0.2, "2": 0.3, "3": 0.4}  # expected grade 2.0
+
+
+class SoftJudge(ScriptedJudge):
+    """The rule judge, but hesitant: 30% sure a statement is supported (it chooses "no"), and
+    a passage's grade spread over 0-3 by ``GRADE_PROBS`` (it chooses 3); certain of the rest."""
+
+    def __init__(self):
+        super().__init__(soft_reply, certain=True)
+
+    def generate(self, prompt, schema):
+        name = schema.__name__
+        if name == "SupportedDecision":
+            out = super().generate(prompt, schema)
+            verdict = SoftDecision("supported", {'"yes"': 0.3, '"no"': 0.7}, '"no"')
+        elif name == "GradeDecision":
+            out = super().generate(prompt, schema)
+            verdict = SoftDecision("grade", dict(GRADE_PROBS), "3")
+        else:
+            return super().generate(prompt, schema)
+        return Generation(out.value, out.raw, out.stats, decisions=(verdict,))
+
+
+def soft_reply(messages, schema):
+    if schema.__name__ == "SupportedDecision":
+        return {"supported": "no"}
+    if schema.__name__ == "GradeDecision":
+        return {"grade": 3}
+    return rule_reply(messages, schema)
+
+
+@pytest.mark.parametrize(
+    ("cutoffs", "attributed"),
+    [
+        (None, 0),  # the scripted judge has no cut-offs of its own: its choice, "no"
+        (Cutoffs(), 0),
+        (Cutoffs.from_json({"recall.supported": 0.2}, "test"), 1),
+        (Cutoffs.from_json({"recall.supported": 0.3}, "test"), 1),  # at the cut-off is yes
+        (Cutoffs.from_json({"recall.supported": 0.4}, "test"), 0),
+        (Cutoffs.from_json({"position.relevant": 0.1}, "test"), 0),  # another kind's cut-off
+    ],
+)
+def test_cutoffs_turn_a_soft_value_into_the_decision(cutoffs, attributed):
+    judge = SoftJudge()
+    ev = evaluate(rule_records(1), [ContextRecall()], judge, cutoffs=cutoffs)
+    [res] = list(ev)
+    verdicts = res.result.verdicts
+    assert [v["attributed"] for v in verdicts] == [attributed] * 2
+    assert res.result.value == attributed
+    assert all(v["probs"]["attributed"] == pytest.approx({"1": 0.3, "0": 0.7}) for v in verdicts)
+    assert res.result.soft_value == pytest.approx(0.3)
+    settings = ev.settings_by_metric["recall"]
+    mine = {k: v for k, v in (cutoffs or Cutoffs()).as_json().items() if k.startswith("recall.")}
+    assert settings["cutoffs"] == mine
+    assert settings["cutoffs_source"] == ("test" if mine else "argmax")
+
+
+@pytest.mark.parametrize(
+    ("cuts", "level"),
+    [
+        (None, "high"),  # no cut-offs: the grade the judge chose, 3
+        ([0.5, 1.5, 2.5], "medium"),  # expected grade 2.0 reaches two cut-offs
+        ([0.5, 1.0, 2.0], "high"),  # ... all three (at a cut-off counts)
+        ([0.5, 2.1, 2.5], "low"),
+        ([2.1, 2.2, 2.3], "none"),
+    ],
+)
+def test_graded_cutoffs_map_the_expected_grade_to_a_level(cuts, level):
+    cutoffs = Cutoffs.from_json({"relevance.grade": cuts} if cuts else {}, "test")
+    judge = SoftJudge()
+    ev = evaluate(rule_records(1), [ContextRelevance()], judge, cutoffs=cutoffs)
+    [res] = list(ev)
+    assert [p["relevance"] for p in res.result.verdicts] == [level, level]
+    for piece in res.result.verdicts:
+        assert piece["probs"]["relevance"] == pytest.approx(
+            {"none": 0.1, "low": 0.2, "medium": 0.3, "high": 0.4}
+        )
+    settings = ev.settings_by_metric["relevance"]
+    assert settings["cutoffs"] == ({"relevance.grade": cuts} if cuts else {})
+    assert settings["cutoffs_source"] == ("test" if cuts else "argmax")
+
+
+def test_the_settings_record_each_metrics_own_cutoffs():
+    cutoffs = Cutoffs.from_json(
+        {"recall.supported": 0.2, "position.relevant": 0.6, "relevance.grade": [1, 2, 2.5]},
+        "mine",
+    )
+    ev = evaluate([], ["recall", "position", "relevance"], ScriptedJudge([]), cutoffs=cutoffs)
+    got = {m: (s["cutoffs"], s["cutoffs_source"]) for m, s in ev.settings_by_metric.items()}
+    assert got == {
+        "recall": ({"recall.supported": 0.2}, "mine"),
+        "position": ({"position.relevant": 0.6}, "mine"),
+        "relevance": ({"relevance.grade": [1.0, 2.0, 2.5]}, "mine"),
+    }
+    none = evaluate([], ["recall"], ScriptedJudge([]), cutoffs=Cutoffs())
+    assert none.settings_by_metric["recall"]["cutoffs"] == {}
+    assert none.settings_by_metric["recall"]["cutoffs_source"] == "argmax"
+
+
+def opening_of(call):
+    return call.messages[0]["content"], call.messages[-1]["content"][: call.shared_chars]
+
+
+def assert_runs_are_contiguous(keys):
+    """Each key's positions in ``keys`` form one unbroken run."""
+    seen = []
+    for key in keys:
+        if seen and seen[-1] == key:
+            continue
+        assert key not in seen, f"{key!r} comes back after other calls"
+        seen.append(key)
+    return seen
+
+
+def test_calls_that_share_an_opening_are_adjacent():
+    """Position's and relevance's calls about the same passage (same QUESTION and PASSAGE)
+    reach the judge next to each other, and an item's recall calls (same CONTEXT passages)
+    too, though the runner builds the asks metric by metric."""
+    records = rule_records(3)
+    judge = ScriptedJudge(rule_reply)
+    list(evaluate(records, ["recall", "position", "relevance"], judge))
+    decisions = [c for c in judge.calls if c.schema.__name__ != "Reason"]
+    reasons = [c for c in judge.calls if c.schema.__name__ == "Reason"]
+    assert judge.calls == decisions + reasons  # one chunk: its decisions, then its reasons
+    for calls in (decisions, reasons):
+        groups = assert_runs_are_contiguous([opening_of(c) for c in calls])
+        assert len(groups) > 1
+    # every passage's opening holds its position call and relevance's grade and used calls
+    passage_groups = {}
+    for c in decisions:
+        if c.schema.__name__ in ("RelevantDecision", "GradeDecision", "UsedDecision"):
+            passage_groups.setdefault(opening_of(c), []).append(c.schema.__name__)
+    assert len(passage_groups) == sum(len(r["retrieved_contexts"]) for r in records)
+    for names in passage_groups.values():
+        assert sorted(names) == ["GradeDecision", "RelevantDecision", "UsedDecision"]

@@ -50,14 +50,13 @@ class Hesitant(ScriptedJudge):
 
     def generate(self, prompt: Any, schema: Any) -> Any:
         out = super().generate(prompt, schema)
-        decisions = []
-        for v in out.value.verdicts:
-            p_true = 0.7 if v.relevant else 0.2
-            chosen = "true" if v.relevant else "false"
-            decisions.append(
-                SoftDecision("relevant", {"true": p_true, "false": 1 - p_true}, chosen)
-            )
-        return Generation(out.value, out.raw, out.stats, decisions=tuple(decisions))
+        if schema.__name__ != "RelevantDecision":
+            return out  # a reason call: no decision to read
+        relevant = out.value.relevant == "yes"
+        p_yes = 0.7 if relevant else 0.2
+        chosen = '"yes"' if relevant else '"no"'
+        decision = SoftDecision("relevant", {'"yes"': p_yes, '"no"': 1 - p_yes}, chosen)
+        return Generation(out.value, out.raw, out.stats, decisions=(decision,))
 
 
 def test_position_soft_score_is_the_expected_score():
@@ -84,7 +83,8 @@ def test_soft_scores_reach_the_files_and_the_cache(tmp_path: Path):
     assert (tmp_path / "b" / "results.jsonl").read_bytes().replace(b"scripted", b"x") == (
         tmp_path / "a" / "results.jsonl"
     ).read_bytes().replace(b"scripted", b"x")
-    assert again.hits == 1
+    # every call came from the cache: a decision and a reason per piece
+    assert again.hits == judge.calls == 2 * len(RECORD["retrieved_contexts"])
 
 
 class BatchVariant(ScriptedJudge):
@@ -109,10 +109,12 @@ def test_a_batch_variant_judge_gets_a_partly_cached_batch_whole(tmp_path: Path):
     inner = BatchVariant(rule_reply)
     judge = CachingJudge(inner, cache)
     results = list(evaluate(records, [ContextPosition()], judge))
-    assert len(inner.batches) == 1
-    assert len(inner.batches[0]) == 3  # the whole batch, the cached item included
-    assert (judge.hits, judge.calls) == (1, 2)  # ... but only the new calls count and are stored
-    assert len(cache) == 3
+    calls = len(RECORD["retrieved_contexts"])  # per item: one decision call per piece
+    # the decisions, then the reasons: each batch whole, the cached item's calls included
+    assert [len(b) for b in inner.batches] == [3 * calls, 3 * calls]
+    # ... but only the new calls count and are stored
+    assert (judge.hits, judge.calls) == (2 * calls, 4 * calls)
+    assert len(cache) == 6 * calls
     assert [r.error for r in results] == [None] * 3
     # an invariant judge only gets what is missing
     plain = ScriptedJudge(rule_reply)
@@ -126,15 +128,16 @@ def test_a_batch_variant_judge_gets_a_partly_cached_batch_whole(tmp_path: Path):
 
     plain.generate_many = spy  # type: ignore[method-assign]
     list(evaluate(more, [ContextPosition()], CachingJudge(plain, cache)))
-    assert seen == [1]
+    assert seen == [calls, calls]
 
 
 def test_outcomes_reach_on_outcome_as_each_finishes_and_in_order():
     judge = CachingJudge(ScriptedJudge(rule_reply), Cache(":memory:"))
-    requests = [ContextPosition().build(_item(i)) for i in range(3)]
+    requests = [ask.request for i in range(3) for ask in ContextPosition().build(_item(i))]
+    assert len(requests) == 3 * len(RECORD["retrieved_contexts"])
     seen: list[int] = []
     out = generate_many(judge, requests, on_outcome=lambda i, o: seen.append(i))
-    assert seen == [0, 1, 2]
+    assert seen == list(range(len(requests)))
     assert all(isinstance(o, Generation) for o in out)
 
 

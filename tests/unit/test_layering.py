@@ -84,12 +84,12 @@ def test_eval_without_ray_never_imports_ray(tmp_path):
     code = f"""
     from localjudge.cli import main
     from localjudge.testing import ScriptedJudge
-    reply = {{"verdicts": [{{"index": 0, "reason": "r", "relevant": True}}]}}
+    reply = [{{"relevant": "yes"}}, {{"reason": "r"}}]  # the decision, then its reason
     try:
         main(
             ["eval", {str(data)!r}, "--metric", "position", "-o", {str(tmp_path / "out")!r},
              "--no-cache", "-q"],
-            obj={{"open_judge": lambda settings: ScriptedJudge([reply])}},
+            obj={{"open_judge": lambda settings: ScriptedJudge(reply)}},
             standalone_mode=False,
         )
     except SystemExit as exc:

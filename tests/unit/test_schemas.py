@@ -22,10 +22,9 @@ from localjudge.judge.schemas import (
     worst_case_bytes,
     worst_case_tokens,
 )
-from localjudge.metrics.base import REASON_CHARS
-from localjudge.metrics.position import position_schema
-from localjudge.metrics.recall import MAX_STATEMENTS, recall_schema
-from localjudge.metrics.relevance import MAX_MISSING, MISSING_CHARS, relevance_schema
+from localjudge.metrics.asks import REASON_CHARS, reason_schema
+from localjudge.metrics.instructions import GRADE, MAX_MISSING, RELEVANT, SUPPORTED, USED
+from localjudge.metrics.relevance import MISSING_CHARS, missing_schema
 
 WIDE = "\U0001f600"  # 4 bytes in UTF-8
 ASCII_MAX = "~"  # 1 byte, allowed in ascii-only strings
@@ -44,58 +43,21 @@ def checked_size(schema, value):
 
 # ---------------------------------------------------------------- worst case: the largest instance
 
-
-def largest_recall(n):
-    return {
-        "statements": [
-            {"index": i, "reason": ASCII_MAX * REASON_CHARS, "attributed": 1} for i in range(n)
-        ]
-    }
-
-
-def largest_position(n):
-    return {
-        "verdicts": [
-            {"index": i, "reason": ASCII_MAX * REASON_CHARS, "relevant": False} for i in range(n)
-        ]
-    }
-
-
-def largest_relevance(n):
-    return {
-        "pieces": [
-            {
-                "index": i,
-                "reason": ASCII_MAX * REASON_CHARS,
-                "relevance": "medium",
-                "used": False,
-            }
-            for i in range(n)
-        ],
-        "missing": [WIDE * MISSING_CHARS] * MAX_MISSING,
-    }
+# one decision per call: each schema is one key; a reason and the missing list are calls of
+# their own
 
 
 @pytest.mark.parametrize(
     ("schema", "largest"),
     [
-        (recall_schema(2), largest_recall(2)),
-        (recall_schema(MAX_STATEMENTS), largest_recall(MAX_STATEMENTS)),
-        (position_schema(3), largest_position(3)),
-        (position_schema(1), largest_position(1)),
-        (position_schema(12), largest_position(12)),  # two-digit indices
-        (relevance_schema(2), largest_relevance(2)),
-        (relevance_schema(11), largest_relevance(11)),
+        (SUPPORTED.schema(), {"supported": "yes"}),
+        (RELEVANT.schema(), {"relevant": "yes"}),
+        (USED.schema(), {"used": "yes"}),
+        (GRADE.schema(), {"grade": 3}),
+        (reason_schema(), {"reason": ASCII_MAX * REASON_CHARS}),
+        (missing_schema(), {"missing": [WIDE * MISSING_CHARS] * MAX_MISSING}),
     ],
-    ids=[
-        "recall2",
-        "recall16",
-        "position3",
-        "position1",
-        "position12",
-        "relevance2",
-        "relevance11",
-    ],
+    ids=["supported", "relevant", "used", "grade", "reason", "missing"],
 )
 def test_worst_case_is_the_size_of_the_largest_instance(schema, largest):
     size = checked_size(schema, largest)
@@ -103,26 +65,20 @@ def test_worst_case_is_the_size_of_the_largest_instance(schema, largest):
     assert worst_case_tokens(schema) == size + 1
 
 
-def test_recall_worst_case_by_hand():
-    # the judge writes no statement text: an index, a reason and 0/1 per statement
-    verdict = len('{"index":0,"reason":"","attributed":1}') + REASON_CHARS
-    expected = len('{"statements":[]}') + 2 * verdict + 1
-    assert worst_case_bytes(recall_schema(2)) == expected == 334
-    # 16 statements, six of them with two-digit indices, fit in far less than the 4,528
-    # bytes of the 8 judge-written statements the schema used to allow
-    assert worst_case_bytes(recall_schema(16)) == 16 * verdict + 6 + 15 + 17 == 2566
+def test_decision_worst_cases_by_hand():
+    # the judge writes one short value per call: no index, no reason, no statement text
+    assert worst_case_bytes(SUPPORTED.schema()) == len('{"supported":"yes"}') == 19
+    assert worst_case_bytes(RELEVANT.schema()) == len('{"relevant":"yes"}')
+    assert worst_case_bytes(GRADE.schema()) == len('{"grade":0}') == 11
 
 
-def test_position3_worst_case_by_hand():
-    verdict = len('{"index":0,"reason":"","relevant":false}') + REASON_CHARS
-    assert worst_case_bytes(position_schema(3)) == len('{"verdicts":[]}') + 3 * verdict + 2
+def test_reason_worst_case_by_hand():
+    assert worst_case_bytes(reason_schema()) == len('{"reason":""}') + REASON_CHARS == 133
 
 
-def test_relevance2_worst_case_by_hand():
-    piece = len('{"index":0,"reason":"","relevance":"medium","used":false}') + REASON_CHARS
+def test_missing_worst_case_by_hand():
     missing = len("[]") + 3 * (2 + 4 * MISSING_CHARS) + 2  # two commas
-    expected = len('{"pieces":[],"missing":}') + 2 * piece + 1 + missing
-    assert worst_case_bytes(relevance_schema(2)) == expected
+    assert worst_case_bytes(missing_schema()) == len('{"missing":}') + missing
 
 
 class Inner(StrictModel):
@@ -154,20 +110,15 @@ _ASCII = st.sampled_from([chr(c) for c in range(0x20, 0x7F) if chr(c) not in '"\
 
 @settings(max_examples=60, deadline=None)
 @given(
-    data=st.data(),
-    n=st.integers(min_value=1, max_value=MAX_STATEMENTS),
+    reason=st.text(_ASCII, min_size=1, max_size=REASON_CHARS),
+    missing=st.lists(
+        st.text(_ANY, min_size=1, max_size=MISSING_CHARS), min_size=0, max_size=MAX_MISSING
+    ),
 )
-def test_every_conforming_recall_output_fits_the_bound(data, n):
-    statements = [
-        {
-            "index": i,
-            "reason": data.draw(st.text(_ASCII, min_size=1, max_size=REASON_CHARS)),
-            "attributed": data.draw(st.sampled_from([0, 1])),
-        }
-        for i in range(n)
-    ]
-    schema = recall_schema(n)
-    assert checked_size(schema, {"statements": statements}) <= worst_case_bytes(schema)
+def test_every_conforming_reason_and_missing_output_fits_the_bound(reason, missing):
+    assert checked_size(reason_schema(), {"reason": reason}) <= worst_case_bytes(reason_schema())
+    schema = missing_schema()
+    assert checked_size(schema, {"missing": missing}) <= worst_case_bytes(schema)
 
 
 # ---------------------------------------------------------------- unbounded schemas
@@ -239,7 +190,7 @@ def test_schema_that_allows_extra_properties_by_default_is_refused():
 
 
 @pytest.mark.parametrize(
-    "schema", [recall_schema(2), position_schema(3), relevance_schema(2), Composite]
+    "schema", [SUPPORTED.schema(), GRADE.schema(), reason_schema(), missing_schema(), Composite]
 )
 def test_json_schema_is_compact_and_closed(schema):
     js = json_schema(schema)
@@ -247,7 +198,7 @@ def test_json_schema_is_compact_and_closed(schema):
     assert GUIDANCE == {"whitespace_flexible": False}
     assert js["additionalProperties"] is False
     objects = [js, *js.get("$defs", {}).values()]
-    assert len(objects) >= 2
+    assert len(objects) >= (2 if schema is Composite else 1)
     for node in objects:
         assert node["type"] == "object"
         assert node["additionalProperties"] is False
@@ -258,24 +209,31 @@ def test_json_schema_is_compact_and_closed(schema):
     assert json_schema(schema)["x-guidance"] == {"whitespace_flexible": False}
 
 
-def test_position_schema_fixes_the_count_and_the_indices():
-    js = json_schema(position_schema(3))
-    verdicts = js["properties"]["verdicts"]
-    assert verdicts["minItems"] == verdicts["maxItems"] == 3
-    consts = [
-        js["$defs"][ref["$ref"].rsplit("/", 1)[-1]]["properties"]["index"]["const"]
-        for ref in verdicts["prefixItems"]
-    ]
-    assert consts == [0, 1, 2]
+@pytest.mark.parametrize(
+    ("decision", "enum"),
+    [
+        (SUPPORTED, ["yes", "no"]),
+        (RELEVANT, ["yes", "no"]),
+        (USED, ["yes", "no"]),
+        (GRADE, [0, 1, 2, 3]),
+    ],
+)
+def test_a_decision_schema_has_its_one_key_and_its_values(decision, enum):
+    js = json_schema(decision.schema())
+    assert list(js["properties"]) == [decision.key] == js["required"]
+    assert js["properties"][decision.key]["enum"] == enum
+    assert "$defs" not in js
+    assert decision.schema() is decision.schema()  # one model per kind, reused
 
 
 def test_strings_exclude_what_json_would_escape():
-    js = json_schema(recall_schema(1))
-    statement = js["$defs"]["RecallVerdict0"]["properties"]
-    assert set(statement) == {"index", "reason", "attributed"}  # no text of the judge's own
-    assert statement["reason"]["maxLength"] == REASON_CHARS
-    assert statement["reason"]["pattern"].startswith("^[ !#-")
-    assert statement["attributed"]["enum"] == [0, 1]
+    js = json_schema(reason_schema())
+    assert set(js["properties"]) == {"reason"}
+    assert js["properties"]["reason"]["maxLength"] == REASON_CHARS
+    assert js["properties"]["reason"]["pattern"].startswith("^[ !#-")
+    item = json_schema(missing_schema())["properties"]["missing"]["items"]
+    assert item["maxLength"] == MISSING_CHARS
+    assert item["pattern"].startswith('^[^"')
 
 
 # ---------------------------------------------------------------- parse_output
@@ -330,15 +288,19 @@ def test_parse_output_rejects_non_compact_json(raw):
 
 
 @pytest.mark.parametrize(
-    "raw",
+    ("schema", "raw"),
     [
-        '{"verdicts":[{"index":0,"reason":"r","relevant":"yes"}]}',
-        '{"verdicts":[{"index":0,"reason":"r","relevant":1.0}]}',
+        (RELEVANT.schema(), '{"relevant":true}'),
+        (RELEVANT.schema(), '{"relevant":"Yes"}'),
+        (RELEVANT.schema(), '{"relevant":1}'),
+        (GRADE.schema(), '{"grade":"2"}'),
+        (GRADE.schema(), '{"grade":2.0}'),
+        (GRADE.schema(), '{"grade":4}'),
     ],
 )
-def test_parse_output_does_not_coerce(raw):
+def test_parse_output_does_not_coerce(schema, raw):
     with pytest.raises(ConstraintError):
-        parse_output(position_schema(1), raw)
+        parse_output(schema, raw)
 
 
 # ---------------------------------------------------------------- field helpers

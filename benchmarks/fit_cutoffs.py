@@ -1,0 +1,161 @@
+"""Fit a judge's cut-offs on the development sets and measure them on the halves held back.
+
+    python benchmarks/convert.py llmjudge --limit 0 --per-query 4 -o /work/runs/dev
+    python benchmarks/convert.py wice --limit 150 -o /work/runs/dev
+    python benchmarks/fit_cutoffs.py /work/runs/dev/llmjudge.jsonl /work/runs/dev/wice.jsonl \\
+        [-m qwen2.5-coder-1.5b] [--lists 30] [--claims 150] [--cache FILE] [-t 2] [--write]
+
+One run per dataset through the product (``localjudge.run.calibrate``: one decision per call,
+reasons off, the judge's argmax), then per kind of decision: the two-fold check (cut-offs
+fitted on half of the queries or claims, measured on the other half, and the other way round,
+with bootstrap intervals over queries or claims), the cut-offs fitted on all of it, s/item, and
+the share of items whose verdict vector is the most common one (judge and people).
+
+LLMJudge items carry a *proxy* response (the start of the best passage, see convert.py): it is
+dropped for position, which would otherwise be shown the answer as its EXPECTED ANSWER.
+WiCE: recall is fitted and measured on supported (1) against not supported (0); supported
+against partially + not is printed beside it (AUC of the soft value only: no cut-off is fitted
+on it). ``--write`` stores the cut-offs in ``localjudge/judge/registry.json`` for the judge's
+sha256, with this command line as their source.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from localjudge import load_judge
+from localjudge.run.calibrate import (
+    calibration_table,
+    fit_cutoffs,
+    judge_labelled,
+    observations,
+)
+from localjudge.stats.cutoffs_fit import Observation, agreement, hard
+
+REGISTRY = Path(__file__).resolve().parent.parent / "localjudge" / "judge" / "registry.json"
+
+
+def read(path: Path, limit: int) -> list[dict[str, Any]]:
+    """The first ``limit`` records (0: all)."""
+    records = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line]
+    return records[:limit] if limit else records
+
+
+def mode_share(vectors: list[tuple[Any, ...]]) -> float | None:
+    """The share of items whose vector is the most common one."""
+    if not vectors:
+        return None
+    return Counter(vectors).most_common(1)[0][1] / len(vectors)
+
+
+def run(name: str, records: list[dict[str, Any]], judge: Any, metrics: list[str]) -> dict:
+    start = time.perf_counter()
+    results = judge_labelled(records, judge, metrics=metrics)
+    wall = time.perf_counter() - start
+    failed = [r for r in results if r.error is not None]
+    calibration = fit_cutoffs(records, results, source=f"benchmarks/fit_cutoffs.py {name}")
+    print(f"\n## {name}: {len(records)} items, {len(failed)} failed, {wall:.0f} s")
+    for metric in metrics:
+        rows = [r for r in results if r.metric == metric and r.result is not None]
+        seconds = sum(r.result.stats.seconds for r in rows if r.result.stats)
+        if rows:
+            print(f"{metric}: {len(rows)} items, {seconds / len(rows):.2f} s/item (rows' seconds)")
+    print(calibration_table(calibration))
+    found = observations(records, results)
+    for kind, obs in found.items():
+        if not obs or kind not in calibration.cutoffs.values:
+            continue
+        cuts = calibration.cutoffs.values[kind]
+        graded = kind == "relevance.grade"
+        whole = agreement(obs, cuts, graded=graded)
+        print(
+            f"{kind}: fitted on all {len(obs)}: cut-offs {list(cuts)}; judge shares "
+            f"{[round(x, 2) for x in whole['judge_shares']]} people "
+            f"{[round(x, 2) for x in whole['human_shares']]}"
+        )
+    return {"calibration": calibration, "results": results, "found": found}
+
+
+def item_vectors(results: list, records: list, kind: str, cuts: Any) -> None:
+    """Print the verdict-vector mode share of ``kind``'s metric, judge (argmax and fitted) and
+    people."""
+    found: dict[int, list[Observation]] = {}
+    for res in results:
+        one = observations(records, [res]).get(kind) or []
+        if one:
+            found[res.index] = one
+    if not found:
+        return
+    argmax = [tuple(hard(obs, None)) for obs in found.values()]
+    fitted = [tuple(hard(obs, cuts)) for obs in found.values()]
+    people = [tuple(o.human for o in obs) for obs in found.values()]
+    print(
+        f"{kind}: most common verdict vector's share: judge argmax {mode_share(argmax):.2f}, "
+        f"fitted {mode_share(fitted):.2f}, people {mode_share(people):.2f} ({len(found)} items)"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("llmjudge", type=Path)
+    parser.add_argument("wice", type=Path)
+    parser.add_argument("-m", "--model", default="qwen2.5-coder-1.5b")
+    parser.add_argument("--lists", type=int, default=30, help="LLMJudge lists (0: all)")
+    parser.add_argument("--claims", type=int, default=150, help="WiCE claims (0: all)")
+    parser.add_argument("--cache", default=None, help="the judge-call cache (reruns are free)")
+    parser.add_argument("-t", "--threads", type=int, default=None)
+    parser.add_argument("--write", action="store_true", help="store the cut-offs in registry.json")
+    args = parser.parse_args(argv)
+    judge = load_judge(args.model, n_threads=args.threads, cache=args.cache or True)
+    print(f"judge {judge.identity.model} ({judge.identity.sha256[:12]})")
+    lists = read(args.llmjudge, args.lists)
+    no_proxy = [{k: v for k, v in r.items() if k != "response"} for r in lists]
+    claims = read(args.wice, args.claims)
+    position = run("LLMJudge dev, position", no_proxy, judge, ["position"])
+    relevance = run("LLMJudge dev, relevance", lists, judge, ["relevance"])
+    binary = [r for r in claims if r["labels"].get("recall") in (0, 1)]
+    recall = run("WiCE dev, recall (supported vs not)", binary, judge, ["recall"])
+    partial = [
+        {**r, "labels": {"recall": 0 if r["labels"]["recall"] == 0.5 else r["labels"]["recall"]}}
+        for r in claims
+    ]
+    obs = observations(partial, judge_labelled(partial, judge, metrics=["recall"]))
+    whole = agreement(obs["recall.supported"], None, graded=False)
+    print(
+        f"\nWiCE supported vs partially + not ({len(partial)} claims): "
+        f"AUC {whole['auc']['value']:.3f} {whole['auc']['ci95']}"
+    )
+    cutoffs = {}
+    for name, found in (
+        ("position.relevant", position),
+        ("relevance.grade", relevance),
+        ("recall.supported", recall),
+    ):
+        fitted = found["calibration"].cutoffs.values.get(name)
+        if fitted is not None:
+            cutoffs[name] = fitted[0] if len(fitted) == 1 else list(fitted)
+            source = lists if name != "recall.supported" else binary
+            item_vectors(found["results"], source if name != "position.relevant" else no_proxy,
+                         name, fitted)  # fmt: skip
+    print(f"\ncut-offs: {json.dumps(cutoffs)}")
+    if args.write:
+        data = json.loads(REGISTRY.read_text("utf-8"))
+        table = data.setdefault("cutoffs", {})
+        command = " ".join(["benchmarks/fit_cutoffs.py", *(argv or sys.argv[1:])])
+        table[judge.identity.sha256] = {
+            "values": cutoffs,
+            "source": f"{command}: LLMJudge dev ({len(lists)} lists), WiCE dev "
+            f"({len(binary)} claims, supported vs not)",
+        }
+        REGISTRY.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", "utf-8")
+        print(f"written to {REGISTRY}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""Speed of the one-decision-per-call protocol against its floor: the prompt tokens it evaluates.
+
+    python benchmarks/protocol_speed.py [-m MODEL] [--lists FILE] [--n-lists 20] [-t THREADS]
+                                        [-ngl N]
+
+Each decision is a few forced tokens, so evaluating prompts is the floor of a run's time. For
+each set and with reasons off and on, in a fresh process per set (no cache, the stored
+instruction prefix cleared first, so every prompt token is counted), the script prints:
+
+- prompt tokens evaluated per item, per metric (the rows' ``evaluated_prompt_tokens``);
+- s/item per metric (the rows' ``seconds``, which cover all the work done for them);
+- items/s over the three metrics, from the wall clock;
+- the bound: the evaluated prompt tokens at the machine's measured prompt throughput (a
+  ~1,000-token prompt evaluated alone, best of three), and the wall clock over that bound
+  (the target, reasons off: at most 1.3x).
+
+Sets: ``examples``, the 15 bundled examples (examples/rag.jsonl); ``top5``, LLMJudge dev lists
+of five passages (``--lists``: a file written by ``benchmarks/convert.py llmjudge``; their
+proxy response is also the reference, so recall has statements to check). Run it on an idle
+machine; compare within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from workers import run_worker  # noqa: E402
+
+WORKER = r"""
+import json, shutil, sys, tempfile, time
+from localjudge import evaluate, load_judge
+from localjudge.metrics import METRICS, MetricSettings
+from localjudge.judge.schemas import StrictModel
+from typing import Literal
+
+cfg = json.loads(sys.argv[1])
+records = json.loads(sys.stdin.read())
+cache_dir = tempfile.mkdtemp()
+judge = load_judge(cfg["model"], n_threads=cfg["threads"], n_gpu_layers=cfg["ngl"],
+                   cache=f"{cache_dir}/calls.sqlite3")
+bare = judge.inner if hasattr(judge, "inner") else judge
+
+
+class Yes(StrictModel):
+    answer: Literal["yes", "no"]
+
+
+text = " ".join(f"word{i} is a token of a long prompt about nothing." for i in range(120))
+rates = []
+for k in range(3):  # the machine's prompt throughput: a long prompt evaluated alone
+    out = bare.generate([{"role": "user", "content": f"{k} {text} Is it? yes or no."}], Yes)
+    rates.append(out.stats.evaluated_prompt_tokens / out.stats.seconds)
+rate = max(rates)
+report = {"prompt_tokens_per_s": rate, "runs": {}}
+for reasons in (False, True):
+    metrics = [cls.from_settings(MetricSettings(reasons=reasons)) for cls in METRICS.values()]
+    bare.generate([{"role": "user", "content": "warm up"}], Yes)
+    start = time.perf_counter()
+    # a run without the cache: every call made, its seconds its own
+    results = list(evaluate(records, metrics, bare))
+    wall = time.perf_counter() - start
+    per = {}
+    for r in results:
+        m = per.setdefault(r.metric, {"n": 0, "seconds": 0.0, "evaluated": 0, "errors": 0})
+        if r.result is None or r.result.stats is None:
+            m["errors"] += r.error is not None
+            continue
+        m["n"] += 1
+        m["seconds"] += r.result.stats.seconds
+        m["evaluated"] += r.result.stats.evaluated_prompt_tokens
+    report["runs"]["on" if reasons else "off"] = {"wall": wall, "per_metric": per}
+shutil.rmtree(cache_dir, ignore_errors=True)
+print(json.dumps(report))
+"""
+
+
+def top5(path: Path, n: int) -> list[dict[str, Any]]:
+    """``n`` LLMJudge lists, their proxy response also the reference."""
+    rows = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line][:n]
+    return [
+        {
+            "id": r["id"],
+            "user_input": r["user_input"],
+            "retrieved_contexts": r["retrieved_contexts"],
+            "response": r["response"],
+            "reference": r["response"],
+        }
+        for r in rows
+    ]
+
+
+def table(name: str, n_items: int, report: dict[str, Any]) -> None:
+    rate = report["prompt_tokens_per_s"]
+    print(f"\n{name}: {n_items} items; measured prompt throughput {rate:.0f} tokens/s")
+    print("reasons | metric | prompt tokens/item | s/item | bound s/item | ratio")
+    for which, run in report["runs"].items():
+        total_tokens = 0
+        for metric, m in run["per_metric"].items():
+            n = max(m["n"], 1)
+            total_tokens += m["evaluated"]
+            bound = m["evaluated"] / rate / n
+            ratio = (m["seconds"] / n) / bound if bound else float("nan")
+            print(
+                f"{which} | {metric} | {m['evaluated'] / n:.0f} | {m['seconds'] / n:.2f} | "
+                f"{bound:.2f} | {ratio:.2f}"
+            )
+        bound = total_tokens / rate
+        print(
+            f"{which} | all three | {total_tokens / n_items:.0f} | wall {run['wall']:.1f} s, "
+            f"{n_items / run['wall']:.3f} items/s | bound {bound:.1f} s | "
+            f"{run['wall'] / bound:.2f}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-m", "--model", default="qwen2.5-coder-1.5b")
+    parser.add_argument("--lists", type=Path, default=Path("/work/runs/dev/llmjudge.jsonl"))
+    parser.add_argument("--n-lists", type=int, default=20)
+    parser.add_argument("-t", "--threads", type=int, default=None)
+    parser.add_argument("-ngl", "--n-gpu-layers", type=int, default=0)
+    args = parser.parse_args()
+    cfg = {"model": args.model, "threads": args.threads, "ngl": args.n_gpu_layers}
+    examples = [
+        json.loads(line)
+        for line in (HERE.parent / "examples" / "rag.jsonl").read_text("utf-8").splitlines()
+        if line
+    ]
+    sets = [("examples", examples)]
+    if args.lists.is_file():
+        sets.append((f"top5 ({args.n_lists} LLMJudge dev lists)", top5(args.lists, args.n_lists)))
+    print(f"judge {args.model}, threads {args.threads or 'default'}, -ngl {args.n_gpu_layers}")
+    for name, records in sets:
+        report = run_worker(WORKER, cfg, records)
+        table(name, len(records), report)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,271 @@
+"""Fitting a judge's cut-offs on human labels, and measuring them on labels held back.
+
+Pure functions of :class:`Observation` s: one judge decision (its soft value and the value it
+chose) beside the human label of the same statement or passage, with the group it belongs to
+(a query, a claim, an item), which is what the data is split and resampled by.
+
+- A yes/no kind gets one cut-off on P(yes): the one that maximises balanced accuracy (recall,
+  whose target is balanced accuracy) or Cohen's kappa (the others) on the fitted part.
+- A graded kind (0-3) gets three ascending cut-offs on the expected grade, fitted by coordinate
+  ascent on the quadratic-weighted kappa from the cut-offs that match the people's share of each
+  grade, never letting a grade's share rise more than :data:`MAX_EXCESS_SHARE` above theirs.
+
+:func:`two_fold` fits on half of the groups and measures on the other half, and the other way
+round, beside the judge's argmax on the same halves, with bootstrap intervals over groups.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from localjudge.stats.bootstrap import interval
+
+__all__ = [
+    "MAX_EXCESS_SHARE",
+    "Observation",
+    "agreement",
+    "fit",
+    "hard",
+    "split_groups",
+    "two_fold",
+]
+
+#: a fitted grade's share may exceed the people's by at most this much
+MAX_EXCESS_SHARE = 0.20
+#: candidate cut-offs tried per position (quantiles of the soft values)
+CANDIDATES = 200
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One decision beside its human label: ``soft`` (P(yes), or the expected grade), ``chosen``
+    (the judge's own hard value: bool or grade) and ``human`` (bool or grade)."""
+
+    group: str
+    soft: float
+    chosen: int
+    human: int
+
+
+def hard(obs: Sequence[Observation], cutoffs: Sequence[float] | None) -> list[int]:
+    """The hard values: the soft values against ``cutoffs`` (the number reached), or the
+    judge's own choice without them."""
+    if cutoffs is None:
+        return [o.chosen for o in obs]
+    cuts = np.asarray(cutoffs)
+    return [int(np.sum(o.soft >= cuts)) for o in obs]
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def _kappa(human: np.ndarray, judge: np.ndarray, k: int, quadratic: bool) -> float | None:
+    if len(human) == 0:
+        return None
+    observed = np.zeros((k, k))
+    np.add.at(observed, (human, judge), 1)
+    observed /= observed.sum()
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
+    i, j = np.indices((k, k))
+    weights = ((i - j) ** 2 if quadratic else (i != j)).astype(float)
+    denominator = float(np.sum(weights * expected))
+    if denominator == 0.0:
+        return None
+    return 1.0 - float(np.sum(weights * observed)) / denominator
+
+
+def _relevant(human: np.ndarray, judge: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Grades as relevant (2 or 3) or not."""
+    return (human >= 2).astype(int), (judge >= 2).astype(int)
+
+
+def _balanced_accuracy(human: np.ndarray, judge: np.ndarray) -> float | None:
+    rates = [float(np.mean(judge[human == c] == c)) for c in (0, 1) if np.any(human == c)]
+    return float(np.mean(rates)) if len(rates) == 2 else None
+
+
+def _auc(human: np.ndarray, soft: np.ndarray) -> float | None:
+    pos, neg = soft[human == 1], soft[human == 0]
+    if len(pos) == 0 or len(neg) == 0:
+        return None
+    order = np.argsort(np.concatenate([pos, neg]), kind="mergesort")
+    ranks = np.empty(len(order))
+    values = np.concatenate([pos, neg])[order]
+    ranks[order] = _average_ranks(values)
+    u = float(ranks[: len(pos)].sum()) - len(pos) * (len(pos) + 1) / 2
+    return u / (len(pos) * len(neg))
+
+
+def _average_ranks(sorted_values: np.ndarray) -> np.ndarray:
+    ranks = np.arange(1, len(sorted_values) + 1, dtype=float)
+    start = 0
+    for end in range(1, len(sorted_values) + 1):
+        if end == len(sorted_values) or sorted_values[end] != sorted_values[start]:
+            ranks[start:end] = (start + 1 + end) / 2
+            start = end
+    return ranks
+
+
+def _statistics(graded: bool) -> dict[str, Callable[[Sequence[Observation], list[int]], Any]]:
+    def arrays(obs: Sequence[Observation], judged: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        return np.asarray([o.human for o in obs], dtype=int), np.asarray(judged, dtype=int)
+
+    if graded:
+        return {
+            "qwk": lambda o, j: _kappa(*arrays(o, j), 4, quadratic=True),
+            "kappa_relevant": lambda o, j: _kappa(*_relevant(*arrays(o, j)), 2, quadratic=False),
+        }
+    return {
+        "kappa": lambda o, j: _kappa(*arrays(o, j), 2, quadratic=False),
+        "balanced_accuracy": lambda o, j: _balanced_accuracy(*arrays(o, j)),
+    }
+
+
+def agreement(
+    obs: Sequence[Observation], cutoffs: Sequence[float] | None, *, graded: bool
+) -> dict[str, Any]:
+    """Agreement of the hard values (with ``cutoffs``, or the judge's argmax) with the people,
+    each figure with its bootstrap interval over groups; the soft values' ROC AUC (yes/no) and
+    the judge's and the people's share of each value."""
+    judged = hard(obs, cutoffs)
+    by_group: dict[str, list[int]] = {}
+    for n, o in enumerate(obs):
+        by_group.setdefault(o.group, []).append(n)
+    clusters = list(by_group.values())
+
+    def over(stat: Callable[[Sequence[Observation], list[int]], Any]) -> Callable[..., Any]:
+        def value(cs: Sequence[list[int]]) -> float | None:
+            picked = [n for c in cs for n in c]
+            result: float | None = stat([obs[n] for n in picked], [judged[n] for n in picked])
+            return result
+
+        return value
+
+    out: dict[str, Any] = {"n": len(obs), "groups": len(clusters)}
+    for name, stat in _statistics(graded).items():
+        out[name] = {"value": over(stat)(clusters), "ci95": interval(clusters, over(stat))}
+    if not graded:
+        human = np.asarray([o.human for o in obs])
+        soft = np.asarray([o.soft for o in obs])
+
+        def auc(cs: Sequence[list[int]]) -> float | None:
+            picked = [n for c in cs for n in c]
+            return _auc(human[picked], soft[picked])
+
+        out["auc"] = {"value": auc(clusters), "ci95": interval(clusters, auc)}
+    k = 4 if graded else 2
+    out["judge_shares"] = [float(np.mean(np.asarray(judged) == v)) for v in range(k)]
+    out["human_shares"] = [
+        float(np.mean(np.asarray([o.human for o in obs]) == v)) for v in range(k)
+    ]
+    return out
+
+
+# --------------------------------------------------------------------------- fitting
+
+
+def fit(obs: Sequence[Observation], *, graded: bool, objective: str = "kappa") -> tuple[float, ...]:
+    """The cut-offs that fit ``obs`` best (see the module's docstring); ``objective`` for a
+    yes/no kind: ``"kappa"`` or ``"balanced_accuracy"``."""
+    if not obs:
+        raise ValueError("no labelled decision to fit cut-offs on")
+    soft = np.asarray([o.soft for o in obs], dtype=float)
+    human = np.asarray([o.human for o in obs], dtype=int)
+    candidates = np.unique(np.quantile(soft, np.linspace(0, 1, CANDIDATES + 1)))
+    candidates = np.unique(np.concatenate([candidates, candidates + 1e-9]))
+    if not graded:
+        return (_fit_binary(soft, human, candidates, objective),)
+    return _fit_graded(soft, human, candidates)
+
+
+def _fit_binary(
+    soft: np.ndarray, human: np.ndarray, candidates: np.ndarray, objective: str
+) -> float:
+    best, best_value = 0.5, -np.inf
+    for c in candidates:
+        judged = (soft >= c).astype(int)
+        if objective == "balanced_accuracy":
+            value = _balanced_accuracy(human, judged)
+        else:
+            value = _kappa(human, judged, 2, quadratic=False)
+        if value is not None and value > best_value + 1e-12:
+            best, best_value = float(c), value
+    return best
+
+
+def _fit_graded(soft: np.ndarray, human: np.ndarray, candidates: np.ndarray) -> tuple[float, ...]:
+    shares = np.asarray([np.mean(human == g) for g in range(4)])
+    limit = shares + MAX_EXCESS_SHARE
+
+    def score(cuts: np.ndarray) -> float:
+        judged = np.sum(soft[:, None] >= cuts[None, :], axis=1)
+        if np.any(np.bincount(judged, minlength=4) / len(judged) > limit + 1e-12):
+            return -np.inf
+        value = _kappa(human, judged, 4, quadratic=True)
+        return -np.inf if value is None else value
+
+    # start where the judge's shares match the people's
+    cuts = np.quantile(soft, np.cumsum(shares)[:3])
+    cuts = np.maximum.accumulate(cuts)
+    best = score(cuts)
+    for _ in range(4):
+        improved = False
+        for i in range(3):
+            low = cuts[i - 1] if i > 0 else -np.inf
+            high = cuts[i + 1] if i < 2 else np.inf
+            for c in candidates[(candidates >= low) & (candidates <= high)]:
+                trial = cuts.copy()
+                trial[i] = c
+                value = score(trial)
+                if value > best + 1e-12:
+                    cuts, best, improved = trial, value, True
+        if not improved:
+            break
+    return tuple(float(c) for c in cuts)
+
+
+# --------------------------------------------------------------------------- held-out check
+
+
+def split_groups(groups: Sequence[str], seed: str = "localjudge") -> set[str]:
+    """Half of the distinct ``groups`` (by a seeded hash): the first fold."""
+    distinct = sorted(set(groups))
+    ranked = sorted(distinct, key=lambda g: hashlib.sha256(f"{seed}/{g}".encode()).hexdigest())
+    return set(ranked[: len(ranked) // 2])
+
+
+def two_fold(
+    obs: Sequence[Observation], *, graded: bool, objective: str = "kappa"
+) -> dict[str, Any]:
+    """Fit on one half of the groups, measure on the other, and the other way round; each fold
+    beside the judge's argmax on the same half; ``mean`` averages the two folds' figures."""
+    first = split_groups([o.group for o in obs])
+    halves = [
+        [o for o in obs if o.group in first],
+        [o for o in obs if o.group not in first],
+    ]
+    folds = []
+    for fit_on, measure_on in ((halves[0], halves[1]), (halves[1], halves[0])):
+        cuts = fit(fit_on, graded=graded, objective=objective)
+        folds.append(
+            {
+                "cutoffs": list(cuts),
+                "argmax": agreement(measure_on, None, graded=graded),
+                "fitted": agreement(measure_on, cuts, graded=graded),
+            }
+        )
+    mean: dict[str, dict[str, float | None]] = {}
+    for which in ("argmax", "fitted"):
+        mean[which] = {}
+        figures: dict[str, Any] = folds[0][which]  # type: ignore[assignment]
+        for name, figure in figures.items():
+            if isinstance(figure, dict):
+                values = [f[which][name]["value"] for f in folds]  # type: ignore[index]
+                ok = [v for v in values if v is not None]
+                mean[which][name] = float(np.mean(ok)) if len(ok) == len(values) else None
+    return {"folds": folds, "mean": mean}
