@@ -32,11 +32,10 @@ from localjudge.judge.protocol import (
     Generation,
     Judge,
     JudgeRequest,
-    Outcome,
-    generate_many,
 )
 from localjudge.metrics import METRICS, Metric, MetricResult
 from localjudge.metrics.asks import Answer, Ask, decide, reason_request, sum_stats
+from localjudge.run.grouping import ask_grouped
 from localjudge.run.outcome import Evaluation
 from localjudge.run.results import ItemResult
 from localjudge.run.truncation import trim_contexts
@@ -46,7 +45,9 @@ __all__ = [
     "OnJudging",
     "RecordLike",
     "evaluate",
+    "metric_settings",
     "read",
+    "resolve_cutoffs",
     "resolve_metrics",
     "score",
     "trim_contexts",
@@ -130,10 +131,7 @@ def evaluate(
     if mapping is not None and column_map is not None:
         raise ValueError("give mapping= or column_map=, not both")
     mapping = mapping if mapping is not None else column_map
-    if cutoffs is None:
-        from localjudge.judge.cutoffs_store import judge_cutoffs  # noqa: PLC0415
-
-        cutoffs = judge_cutoffs(judge.identity)
+    cutoffs = resolve_cutoffs(judge, cutoffs)
     entries = (_as_item(r, i, mapping) for i, r in enumerate(_records_of(records)))
 
     def stream() -> Iterator[ItemResult]:
@@ -154,10 +152,25 @@ def evaluate(
         metrics=[m.name for m in resolved],
         identity=judge.identity,
         settings_by_metric={
-            m.name: {"truncate": truncate, **m.settings(), **_cutoffs_of(m, used)} for m in resolved
+            m.name: metric_settings(m, truncate=truncate, cutoffs=used) for m in resolved
         },
         keep=keep,
     )
+
+
+def resolve_cutoffs(judge: Judge, cutoffs: Cutoffs | None = None) -> Cutoffs:
+    """``cutoffs``, or by default the judge's own (the registries')."""
+    if cutoffs is not None:
+        return cutoffs
+    from localjudge.judge.cutoffs_store import judge_cutoffs  # noqa: PLC0415
+
+    return judge_cutoffs(judge.identity)
+
+
+def metric_settings(metric: Metric, *, truncate: bool, cutoffs: Cutoffs) -> dict[str, Any]:
+    """What a run records of ``metric``'s settings: its own, ``truncate``, and the cut-offs of
+    its kinds of decision with their source ("argmax": none)."""
+    return {"truncate": truncate, **metric.settings(), **_cutoffs_of(metric, cutoffs)}
 
 
 def _cutoffs_of(metric: Metric, cutoffs: Cutoffs) -> dict[str, Any]:
@@ -314,7 +327,7 @@ def _decide(
         retry: list[_Pending] = []
         if on_judging is not None:
             on_judging([(p.item.index, p.item.id, p.metric.name) for p in pending])
-        outcomes = _ask(judge, [[_origin(a.request, p) for a in p.asks] for p in pending])
+        outcomes = ask_grouped(judge, [[_origin(a.request, p) for a in p.asks] for p in pending])
         for p, outs in zip(pending, outcomes, strict=True):
             overflow = next(
                 ((a, o) for a, o in zip(p.asks, outs, strict=True) if isinstance(o, Exception)),
@@ -394,7 +407,9 @@ def _explain(
         for p, ks in zip(decided, wanted, strict=True)
     ]
     failed: dict[int, tuple[JudgeRequest, ContextOverflowError]] = {}
-    for p, ks, rs, outs in zip(decided, wanted, requests, _ask(judge, requests), strict=True):
+    for p, ks, rs, outs in zip(
+        decided, wanted, requests, ask_grouped(judge, requests), strict=True
+    ):
         for k, request, out in zip(ks, rs, outs, strict=True):
             if isinstance(out, ContextOverflowError):
                 failed.setdefault(p.job, (request, out))
@@ -402,40 +417,6 @@ def _explain(
             p.answers[k] = replace(p.answers[k], reason=out.value.reason)  # type: ignore[attr-defined]
             p.generations.append(out)
     return failed
-
-
-def _ask(judge: Judge, groups: Sequence[Sequence[JudgeRequest]]) -> list[list[Outcome]]:
-    """Every request of ``groups`` in one ``generate_many``, calls that share their opening
-    (instructions, then the shared part of the data) next to each other; outcomes per group,
-    in each group's order."""
-    flat = [(g, k, r) for g, group in enumerate(groups) for k, r in enumerate(group)]
-    first_system: dict[str, int] = {}
-    first_opening: dict[tuple[str, str], int] = {}
-    for n, (_, _, r) in enumerate(flat):
-        first_system.setdefault(r.messages[0]["content"], n)
-        first_opening.setdefault(_opening(r), n)
-    order = sorted(
-        range(len(flat)),
-        key=lambda n: (
-            first_system[flat[n][2].messages[0]["content"]],
-            first_opening[_opening(flat[n][2])],
-            n,
-        ),
-    )
-    outcomes = generate_many(judge, [flat[n][2] for n in order]) if order else []
-    out: list[list[Outcome]] = [[] for _ in groups]
-    placed: list[tuple[int, int, Outcome]] = [
-        (flat[n][0], flat[n][1], o) for n, o in zip(order, outcomes, strict=True)
-    ]
-    for g, _, o in sorted(placed, key=lambda t: (t[0], t[1])):
-        out[g].append(o)
-    return out
-
-
-def _opening(request: JudgeRequest) -> tuple[str, str]:
-    """A request's instructions and the shared part of its data."""
-    last = request.messages[-1]["content"]
-    return request.messages[0]["content"], last[: request.shared_chars]
 
 
 # --------------------------------------------------------------------------- reading data

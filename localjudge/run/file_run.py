@@ -20,6 +20,7 @@ from typing import Any
 from localjudge.canonical import canonical_json, file_sha256, sha256_text
 from localjudge.data.items import ALIASES, FIELDS
 from localjudge.errors import UsageError
+from localjudge.judge.cutoffs import Cutoffs
 from localjudge.judge.isolation import InterruptLatch
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, Metric
@@ -28,7 +29,9 @@ from localjudge.run.evaluation import (
     CHUNK_SIZE,
     OnJudging,
     evaluate,
+    metric_settings,
     read,
+    resolve_cutoffs,
 )
 from localjudge.run.results import LABELLED, RESULTS, ItemResult, ResultRow, ResultsWriter, Summary
 from localjudge.run.rundir import finished_run, output_lock, refuse_replacing, run_differences
@@ -138,6 +141,7 @@ def judge_labelled(
     settings_by_metric: Mapping[str, Mapping[str, Any]],
     raw_output: bool = False,
     chunk_size: int = CHUNK_SIZE,
+    cutoffs: Cutoffs | None = None,
 ) -> dict[str, LabelledScores]:
     """Score the labelled file (bench's format: records with ``labels``) like the data, write
     its rows to ``out_dir/labelled.jsonl``, and pair each judge score with the metric's formula
@@ -166,6 +170,7 @@ def judge_labelled(
             truncate=truncate,
             chunk_size=chunk_size,
             keep=False,
+            cutoffs=cutoffs,
         ):
             row = writer.write(res)
             h = human.get((res.index, res.metric))
@@ -209,6 +214,7 @@ def eval_file(
     overwrite: bool = False,
     chunk_size: int = CHUNK_SIZE,
     only: Mapping[str, Collection[int]] | None = None,
+    cutoffs: Cutoffs | None = None,
 ) -> RunOutcome:
     """Score ``data`` with ``metrics`` and write ``results.jsonl`` and ``summary.json`` to
     ``out_dir``. ``fail_under`` maps metric names to thresholds for their mean;
@@ -231,6 +237,9 @@ def eval_file(
     is judged. An unfinished run there (``results.jsonl.partial``) is always taken over: that is
     how a rerun resumes.
 
+    ``cutoffs``: as :func:`evaluate` takes them (by default the judge's own); recorded in each
+    metric's settings.
+
     Pass a :class:`~localjudge.judge.caching.CachingJudge` to cache and resume."""
     mapping = dict(mapping or {})
     unknown = set(fail_under or {}) - {m.name for m in metrics}
@@ -243,7 +252,10 @@ def eval_file(
     records = read(data, fmt=fmt, mapping=mapping)  # fails now on an unreadable file
     with output_lock(out_dir):
         data_sha = file_sha256(data)
-        settings_by_metric = {m.name: {"truncate": truncate, **m.settings()} for m in metrics}
+        used = resolve_cutoffs(judge, cutoffs)
+        settings_by_metric = {
+            m.name: metric_settings(m, truncate=truncate, cutoffs=used) for m in metrics
+        }
         run_settings = {
             **(settings or {}),
             "metrics": settings_by_metric,
@@ -284,6 +296,7 @@ def eval_file(
                 settings_by_metric=settings_by_metric,
                 raw_output=raw_output,
                 chunk_size=chunk_size,
+                cutoffs=used,
             )
         calibrations = {}
         for name, pairs in labelled.items() if calibrate else ():

@@ -1,0 +1,169 @@
+"""localjudge calibrate: cut-offs fitted on a labelled file, checked on held-out halves, stored
+for the judge, and used (and recorded) by the next eval; changing them re-judges nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from localjudge.cli import main
+from localjudge.judge.cache import open_cache
+from localjudge.judge.caching import CachingJudge
+from localjudge.judge.cutoffs import Cutoffs
+from localjudge.judge.cutoffs_store import judge_cutoffs, store_cutoffs, user_cutoffs
+from localjudge.judge.protocol import Generation, SoftDecision
+from localjudge.judge.schemas import parse_output
+from localjudge.metrics import ContextPosition
+from localjudge.run.calibrate import calibrate
+from localjudge.run.evaluation import evaluate
+from localjudge.testing import ScriptedJudge, prompt_data
+
+
+class Hesitant(ScriptedJudge):
+    """Says no to everything, but gives passages and statements with 'yes' in them a higher
+    P(yes): its argmax is useless, a cut-off makes it perfect."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(self.reply, certain=False, **kwargs)
+
+    @staticmethod
+    def reply(messages: list[dict[str, str]], schema: type[Any]) -> Any:
+        name = schema.__name__
+        if name == "Missing":
+            return {"missing": []}
+        if name == "Reason":
+            return {"reason": "r"}
+        if name == "GradeDecision":
+            return {"grade": 0}
+        key = {"SupportedDecision": "supported", "RelevantDecision": "relevant"}
+        return {key.get(name, "used"): "no"}
+
+    def generate(self, prompt: Any, schema: Any) -> Generation[Any]:
+        out = super().generate(prompt, schema)
+        data = prompt_data(list(prompt))
+        text = data.get("STATEMENT") or data.get("PASSAGE") or ""
+        p = 0.3 if "yes" in text else 0.05
+        key = next(iter(schema.model_fields))
+        if schema.__name__ == "GradeDecision":
+            probs = {"0": 0.5, "1": 0.3, "2": 0.1, "3": 0.1}
+            if "yes" in text:
+                probs = {"0": 0.4, "1": 0.2, "2": 0.2, "3": 0.2}
+            decisions = (SoftDecision(key, probs, "0"),)
+        elif key in ("supported", "relevant", "used"):
+            decisions = (SoftDecision(key, {'"yes"': p, '"no"': 1 - p}, '"no"'),)
+        else:
+            decisions = ()
+        assert parse_output(schema, out.raw) == out.value
+        return Generation(out.value, out.raw, out.stats, decisions=decisions)
+
+
+def labelled(n: int = 40) -> list[dict[str, Any]]:
+    """Items whose 'yes' passages and statements people call relevant and supported."""
+    out = []
+    for i in range(n):
+        yes = i % 2 == 0
+        out.append(
+            {
+                "id": f"i{i}",
+                "user_input": f"question {i}?",
+                "retrieved_contexts": [f"{'yes' if yes else 'no'} fact {i}.", f"noise {i}"],
+                "reference": f"{'yes' if yes else 'no'} claim {i}.",
+                "labels": {"recall": 1.0 if yes else 0.0, "relevant": [yes, False]},
+                "source": {"qid": f"q{i // 2}"},
+            }
+        )
+    return out
+
+
+@pytest.fixture
+def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "models.json"
+    monkeypatch.setenv("LOCALJUDGE_MODELS", str(path))
+    return path
+
+
+def test_calibrate_fits_cutoffs_that_the_held_out_half_confirms(registry):
+    found = calibrate(labelled(), Hesitant(), metrics=["recall", "position"])
+    assert set(found.cutoffs.values) == {"recall.supported", "position.relevant"}
+    for kind, check in found.checks.items():
+        mean = check["mean"]
+        assert mean["argmax"]["kappa"] == pytest.approx(0.0), kind  # it always says no
+        assert mean["fitted"]["kappa"] == pytest.approx(1.0), kind
+        assert 0.05 < found.cutoffs.values[kind][0] <= 0.3
+        for fold in check["folds"]:
+            assert fold["fitted"]["kappa"]["ci95"] is not None
+    assert not registry.exists()  # the library call stores nothing
+
+
+def test_the_cli_prints_the_check_stores_the_cutoffs_and_eval_uses_them(tmp_path, registry):
+    data = tmp_path / "labelled.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in labelled()), "utf-8")
+    judge = Hesitant()
+    obj = {"open_judge": lambda settings: judge}
+    runner = CliRunner()
+    dry = runner.invoke(main, ["calibrate", str(data), "--dry-run", "--no-cache"], obj=obj)
+    assert dry.exit_code == 0, dry.output
+    assert "position.relevant" in dry.output
+    assert "argmax" in dry.output
+    assert "nothing stored (--dry-run)" in dry.output
+    assert not registry.exists()
+    done = runner.invoke(main, ["calibrate", str(data), "--no-cache"], obj=obj)
+    assert done.exit_code == 0, done.output
+    stored = user_cutoffs(judge.identity.sha256)
+    assert set(stored.values) >= {"recall.supported", "position.relevant"}
+    assert "calibrate labelled.jsonl" in stored.source
+    assert judge_cutoffs(judge.identity) == stored
+    out = tmp_path / "out"
+    ran = runner.invoke(
+        main, ["eval", str(data), "-o", str(out), "--no-cache", "-q", "--metric", "position"],
+        obj=obj,
+    )  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    # the fitted cut-off calls the 'yes' passages relevant, as people do
+    assert all(r["verdicts"][0]["relevant"] == (int(r["id"][1:]) % 2 == 0) for r in rows)
+    summary = json.loads((out / "summary.json").read_text())
+    assert "position.relevant" in json.dumps(summary)
+
+
+def test_changing_cutoffs_rejudges_nothing(tmp_path, registry):
+    records = [{k: v for k, v in r.items() if k not in ("labels", "source")} for r in labelled(6)]
+    cache = open_cache(tmp_path / "calls.sqlite3")
+    judge = CachingJudge(Hesitant(), cache)
+    bare = ContextPosition(reasons=False)
+    first = list(evaluate(records, [bare], judge, cutoffs=Cutoffs()))
+    calls = len(judge.inner.calls)
+    cuts = Cutoffs.from_json({"position.relevant": 0.2}, "test")
+    second = list(evaluate(records, [bare], judge, cutoffs=cuts))
+    assert len(judge.inner.calls) == calls  # every call came from the cache
+    assert [v["relevant"] for r in first for v in r.result.verdicts] == [False] * 12
+    flipped = [i % 2 == 0 and k == 0 for i in range(6) for k in range(2)]
+    assert [v["relevant"] for r in second for v in r.result.verdicts] == flipped
+    # the soft values are the same: only the hard verdicts moved
+    assert [r.result.soft_value for r in first] == [r.result.soft_value for r in second]
+    # with reasons on, a reason explains the verdict made: only the flipped ones are asked anew
+    list(evaluate(records, [ContextPosition()], judge, cutoffs=Cutoffs()))
+    calls = len(judge.inner.calls)
+    list(evaluate(records, [ContextPosition()], judge, cutoffs=cuts))
+    assert len(judge.inner.calls) - calls == sum(flipped)
+
+
+def test_stored_cutoffs_merge_kind_by_kind_and_a_bad_entry_names_itself(registry):
+    store_cutoffs("a" * 64, Cutoffs.from_json({"recall.supported": 0.2}, "one"))
+    store_cutoffs("a" * 64, Cutoffs.from_json({"position.relevant": 0.3}, "two"))
+    assert user_cutoffs("a" * 64).as_json() == {
+        "position.relevant": 0.3,
+        "recall.supported": 0.2,
+    }
+    assert not user_cutoffs("b" * 64)
+    data = json.loads(registry.read_text())
+    data["cutoffs"]["a" * 64]["values"] = {"recall.supported": "high"}
+    registry.write_text(json.dumps(data))
+    from localjudge.errors import ModelError  # noqa: PLC0415
+
+    with pytest.raises(ModelError, match=r"recall\.supported"):
+        user_cutoffs("a" * 64)
