@@ -58,6 +58,8 @@ class MetricResult:
     details: dict[str, Any] = field(default_factory=dict)
     #: the metric's formula in expectation over the judge's soft verdicts (None without them)
     soft_value: float | None = None
+    #: the judge calls made for it (decisions and reasons; cached ones too)
+    calls: int = 0
 
 
 @dataclass(frozen=True)

@@ -361,6 +361,7 @@ def _finish(
             stats=sum_stats([g.stats for g in gens]),
             cached=all(g.cached for g in gens),
             raw="\n".join(g.raw for g in gens),
+            calls=len(gens),
             details=result.details if details is None else details,
         ),
         None,

@@ -303,7 +303,7 @@ class ResultsWriter:
         self.tallies[res.metric].add(row)
         self.n_items += res.index != self._last_index
         self._last_index = res.index
-        self.calls += row["prompt_tokens"] is not None
+        self.calls += res.result.calls if res.result is not None else 0
         return row
 
     def __enter__(self) -> ResultsWriter:

@@ -62,7 +62,7 @@ def build_summary(
             "judge": judge.identity.as_dict(),
             "settings": dict(settings),
             "versions": versions(),
-            # a caching judge counts real calls; without one every row with tokens was one
+            # a caching judge counts real calls; without one, the rows count the calls made for them
             "judge_calls": caching.calls if caching is not None else writer.calls,
             "cache_hits": caching.hits if caching is not None else 0,
         },

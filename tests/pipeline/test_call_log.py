@@ -23,11 +23,29 @@ from localjudge.judge.caching import CachingJudge
 from localjudge.judge.calllog import EXPORT_FIELDS, CallFilter, cache_stats, iter_calls
 from localjudge.judge.protocol import JudgeRequest
 from localjudge.metrics import ContextPosition, ContextRecall
+from localjudge.metrics.instructions import PASSAGE_SYSTEM, RECALL_SYSTEM
+from localjudge.metrics.statements import split_statements
 from localjudge.run.file_run import eval_file
-from localjudge.testing import ScriptedJudge
+from localjudge.testing import ScriptedJudge, prompt_data
 
 RECORDS = rule_records(3)
 METRICS = ("recall", "position")
+
+
+def calls_of(record: dict[str, Any], metric: str) -> int:
+    """The judge calls one item makes for ``metric``: one decision per reference statement
+    (recall) or per piece (position), then, reasons being on, one reason per decision."""
+    if metric == "recall":
+        decisions = len(split_statements(record["reference"]))
+    else:
+        decisions = len(record["retrieved_contexts"])
+    return 2 * decisions
+
+
+#: calls per metric over all RECORDS, per item over METRICS, and in all
+PER_METRIC = {m: sum(calls_of(r, m) for r in RECORDS) for m in METRICS}
+PER_ITEM = {r["id"]: sum(calls_of(r, m) for m in METRICS) for r in RECORDS}
+N_CALLS = sum(PER_METRIC.values())
 
 
 @pytest.fixture(autouse=True)
@@ -85,9 +103,9 @@ def test_an_eval_run_logs_every_call_with_what_the_judge_saw(data, tmp_path):
     cache = tmp_path / "c.sqlite3"
     scripted = run_eval(data, cache)
     calls = list(iter_calls(cache, newest_first=False))
-    assert len(calls) == len(scripted.calls) == len(RECORDS) * len(METRICS)
+    assert len(calls) == len(scripted.calls) == N_CALLS
     assert sorted((c.metric, c.item_id) for c in calls) == sorted(
-        (m, r["id"]) for m in METRICS for r in RECORDS
+        (m, r["id"]) for m in METRICS for r in RECORDS for _ in range(calls_of(r, m))
     )
     by_prompt = {compact_json(c.messages): c for c in calls}
     for made in scripted.calls:  # each call the judge really made, exactly as it saw it
@@ -106,11 +124,14 @@ def test_an_eval_run_logs_every_call_with_what_the_judge_saw(data, tmp_path):
         assert logged.key == cache_key(
             scripted.identity, made.messages, made.schema, made.shared_chars
         )  # the key did not change
-    # the instructions (one text for every metric) are stored once, each item's data once
-    # per metric
+    # the instructions (one text per kind of call) are stored once, each call's data once
     distinct = {m["content"] for made in scripted.calls for m in made.messages}
     assert raw_rows(cache, "SELECT COUNT(*) FROM prompts") == [(len(distinct),)]
-    assert len(distinct) == 1 + len(calls)
+    assert {made.messages[0]["content"] for made in scripted.calls} == {
+        RECALL_SYSTEM,
+        PASSAGE_SYSTEM,
+    }
+    assert len(distinct) == 2 + len(calls)
 
 
 def test_a_cached_rerun_hits_every_call_and_counts_the_hits(data, tmp_path):
@@ -122,16 +143,15 @@ def test_a_cached_rerun_hits_every_call_and_counts_the_hits(data, tmp_path):
         eval_file(
             data, tmp_path / "again", judge=judge, metrics=[ContextRecall(), ContextPosition()]
         )
-    assert (judge.calls, judge.hits) == (0, 6)
+    assert (judge.calls, judge.hits) == (0, N_CALLS)
     calls = list(iter_calls(cache))
-    assert [c.hits for c in calls] == [1] * 6
+    assert [c.hits for c in calls] == [1] * N_CALLS
     assert all(c.last_hit_at is not None and c.intact for c in calls)
-    assert cache_stats(cache).hits == 6
+    assert cache_stats(cache).hits == N_CALLS
 
 
 def test_a_call_made_outside_a_run_has_no_metric_or_item(tmp_path):
-    request = ContextRecall().build(_item())
-    assert isinstance(request, JudgeRequest)
+    request = _request(ContextRecall())
     judge = CachingJudge(ScriptedJudge(rule_reply), open_cache(tmp_path / "c.sqlite3"))
     with judge.cache:
         judge.generate(request.messages, request.schema)
@@ -144,6 +164,13 @@ def _item() -> Any:
     from localjudge.data.items import make_item  # noqa: PLC0415
 
     return make_item(RECORDS[0], index=0)
+
+
+def _request(metric: Any) -> JudgeRequest:
+    """The request of the first call ``metric`` makes for RECORDS[0]."""
+    asks = metric.build(_item())
+    assert isinstance(asks, list)
+    return asks[0].request
 
 
 # ---------------------------------------------------------------- version 3 files
@@ -173,8 +200,7 @@ def _version_3_file(path: Path, key: str, raw: str) -> None:
 
 def test_a_version_3_cache_is_read_as_it_is_then_upgraded_in_place_and_still_hits(tmp_path):
     path = tmp_path / "c.sqlite3"
-    request = ContextRecall().build(_item())
-    assert isinstance(request, JudgeRequest)
+    request = _request(ContextRecall())
     scripted = ScriptedJudge([rule_reply])  # one reply: for the one call not cached
     raw = compact_json(rule_reply(list(request.messages), request.schema))
     key = cache_key(scripted.identity, list(request.messages), request.schema)
@@ -193,8 +219,7 @@ def test_a_version_3_cache_is_read_as_it_is_then_upgraded_in_place_and_still_hit
         assert judge.cache.schema_version == SCHEMA_VERSION == 4
         value = judge.generate(request.messages, request.schema)  # answered by the old row
         assert (value.raw, value.cached, judge.hits) == (raw, True, 1)
-        other = ContextPosition().build(_item())
-        assert isinstance(other, JudgeRequest)
+        other = _request(ContextPosition())
         judge.generate(other.messages, other.schema)
     calls = {c.key: c for c in iter_calls(path)}
     assert calls[key].hits == 1
@@ -216,10 +241,12 @@ def test_a_changed_log_field_drops_the_row_and_the_call_is_judged_again(
 ):
     cache = tmp_path / "c.sqlite3"
     run_eval(data, cache)
-    [(key,)] = raw_rows(cache, "SELECT key FROM calls WHERE item_id = 'r1' AND metric = 'recall'")
+    [(key,), *_] = raw_rows(
+        cache, "SELECT key FROM calls WHERE item_id = 'r1' AND metric = 'recall' ORDER BY key"
+    )
     execute(cache, f"UPDATE calls SET {column} = {value} WHERE key = ?", (key,))
     assert {c.key: c.intact for c in iter_calls(cache)}[key] is False
-    assert sum(c.intact is True for c in iter_calls(cache)) == 5
+    assert sum(c.intact is True for c in iter_calls(cache)) == N_CALLS - 1
     with Cache(cache) as opened:
         assert opened.get(key) is None
         assert opened.damaged_rows == 1
@@ -228,10 +255,12 @@ def test_a_changed_log_field_drops_the_row_and_the_call_is_judged_again(
 def test_a_changed_prompt_text_is_shown_as_missing_not_as_what_the_judge_saw(data, tmp_path):
     cache = tmp_path / "c.sqlite3"
     run_eval(data, cache)
-    execute(cache, "UPDATE prompts SET text = text || ' (edited)' WHERE text LIKE '%question 1?%'")
+    # every call about r1 shows its passage 'yes fact 1.' (as a CONTEXT, a PASSAGE or in the
+    # EXPECTED ANSWER); no other item's call does
+    execute(cache, "UPDATE prompts SET text = text || ' (edited)' WHERE text LIKE '%yes fact 1.%'")
     calls = list(iter_calls(cache))
     damaged = [c for c in calls if c.item_id == "r1"]
-    assert len(damaged) == len(METRICS)
+    assert len(damaged) == PER_ITEM["r1"]
     for c in damaged:
         assert c.intact is False
         assert c.messages is not None
@@ -273,7 +302,7 @@ def test_read_only_commands_leave_the_file_as_it_is(data, tmp_path):
         result = cli("cache", *args, "--cache", str(cache))
         assert result.exit_code == 0, (args, result.output)
     assert (cache.read_bytes(), cache.stat().st_mtime_ns) == before
-    assert len(list(iter_calls(cache))) == 6
+    assert len(list(iter_calls(cache))) == N_CALLS
 
 
 def test_reading_a_missing_cache_creates_nothing(tmp_path):
@@ -290,13 +319,18 @@ def test_stats_counts_per_model_and_metric(data, tmp_path):
     run_eval(data, cache, model="judge-b", out="out-b")
     stats = json.loads(cli("cache", "stats", "--json", "--cache", str(cache)).stdout)
     # the alias is part of the identity, so judge-b's calls are new calls
-    assert stats["calls"] == 12
-    assert {m["name"]: m["calls"] for m in stats["by_model"]} == {"judge-a": 6, "judge-b": 6}
-    assert {m["name"]: m["calls"] for m in stats["by_metric"]} == {"recall": 6, "position": 6}
+    assert stats["calls"] == 2 * N_CALLS
+    assert {m["name"]: m["calls"] for m in stats["by_model"]} == {
+        "judge-a": N_CALLS,
+        "judge-b": N_CALLS,
+    }
+    assert {m["name"]: m["calls"] for m in stats["by_metric"]} == {
+        m: 2 * n for m, n in PER_METRIC.items()
+    }
     assert stats["size_bytes"] >= cache.stat().st_size > 0
     assert stats["schema_version"] == 4
     text = cli("cache", "stats", "--cache", str(cache)).stdout
-    assert "calls: 12, cache hits: 0" in text
+    assert f"calls: {2 * N_CALLS}, cache hits: 0" in text
     assert "judge-a 000000000000" in text
 
 
@@ -307,19 +341,27 @@ def test_ls_lists_newest_first_with_filters_and_limit(data, tmp_path):
     for i in range(3):
         execute(cache, "UPDATE calls SET created_at = ? WHERE item_id = ?",
                 (f"2026-01-0{i + 1}T00:00:00+00:00", f"r{i}"))  # fmt: skip
-    lines = cli("cache", "ls", "--cache", str(cache)).stdout.splitlines()
+    lines = cli("cache", "ls", "--cache", str(cache), "--limit", "100").stdout.splitlines()
     assert lines[0].split()[:4] == ["stored", "model", "metric", "item"]
-    assert [line.split()[3] for line in lines[1:]] == ["r2", "r2", "r1", "r1", "r0", "r0"]
+    assert [line.split()[3] for line in lines[1:]] == [
+        r for r in ("r2", "r1", "r0") for _ in range(PER_ITEM[r])
+    ]
+    default = cli("cache", "ls", "--cache", str(cache)).stdout.splitlines()
+    assert len(default) == 1 + min(20, N_CALLS)  # 20 calls unless --limit says otherwise
     one = cli("cache", "ls", "--cache", str(cache), "--metric", "position", "--item", "r1")
-    [row] = one.stdout.splitlines()[1:]
-    assert row.split()[:5] == ["2026-01-02T00:00:00+00:00", "judge-a", "position", "r1",
-                               "PositionVerdicts2"]  # fmt: skip
-    assert '{"verdicts":[{"index":0' in row
+    rows = one.stdout.splitlines()[1:]
+    assert len(rows) == calls_of(RECORDS[1], "position")
+    for row in rows:
+        assert row.split()[:4] == ["2026-01-02T00:00:00+00:00", "judge-a", "position", "r1"]
+    # a decision per piece and a reason per decision; the relevant piece's decision shown
+    assert sorted(row.split()[4] for row in rows) == ["Reason", "Reason", "RelevantDecision",
+                                                      "RelevantDecision"]  # fmt: skip
+    assert sum(row.endswith('{"relevant":"yes"}') for row in rows) == 1
     limited = cli("cache", "ls", "--cache", str(cache), "--limit", "2").stdout.splitlines()
     assert [line.split()[3] for line in limited[1:]] == ["r2", "r2"]
     assert cli("cache", "ls", "--cache", str(cache), "--model", "nobody").stdout == ""
     by_sha = cli("cache", "ls", "--cache", str(cache), "--model", "00000000", "--limit", "50")
-    assert len(by_sha.stdout.splitlines()) == 7
+    assert len(by_sha.stdout.splitlines()) == 1 + N_CALLS
 
 
 def test_export_jsonl_and_csv_round_trip(data, tmp_path):
@@ -327,16 +369,18 @@ def test_export_jsonl_and_csv_round_trip(data, tmp_path):
     scripted = run_eval(data, cache)
     made = {compact_json(c.messages): c.raw for c in scripted.calls}
 
-    assert "exported 6 calls" in cli("cache", "export", "calls.jsonl", "--cache", str(cache)).stdout
+    exported = cli("cache", "export", "calls.jsonl", "--cache", str(cache)).stdout
+    assert f"exported {N_CALLS} calls" in exported
     rows = [json.loads(line) for line in Path("calls.jsonl").read_text("utf-8").splitlines()]
-    assert [list(r) for r in rows] == [list(EXPORT_FIELDS)] * 6
+    assert [list(r) for r in rows] == [list(EXPORT_FIELDS)] * N_CALLS
     assert {compact_json(r["messages"]): r["raw_output"] for r in rows} == made
     assert all(r["intact"] is True for r in rows)
 
-    assert "exported 6 calls" in cli("cache", "export", "calls.csv", "--cache", str(cache)).stdout
+    exported = cli("cache", "export", "calls.csv", "--cache", str(cache)).stdout
+    assert f"exported {N_CALLS} calls" in exported
     with Path("calls.csv").open(encoding="utf-8", newline="") as f:
         table = list(csv.DictReader(f))
-    assert [list(r) for r in table] == [list(EXPORT_FIELDS)] * 6
+    assert [list(r) for r in table] == [list(EXPORT_FIELDS)] * N_CALLS
     for json_row, csv_row in zip(rows, table, strict=True):
         assert json.loads(csv_row["messages"]) == json_row["messages"]
         assert csv_row["raw_output"] == json_row["raw_output"]
@@ -348,14 +392,14 @@ def test_export_jsonl_and_csv_round_trip(data, tmp_path):
     only = cli(
         "cache", "export", "r0.txt", "--format", "jsonl", "--item", "r0", "--cache", str(cache)
     )
-    assert "exported 2 calls" in only.stdout
+    assert f"exported {PER_ITEM['r0']} calls" in only.stdout
     assert {json.loads(x)["item_id"] for x in Path("r0.txt").read_text("utf-8").splitlines()} == {
         "r0"
     }
     out = cli(
         "cache", "export", "-", "--format", "csv", "--metric", "recall", "--cache", str(cache)
     )
-    assert len(list(csv.DictReader(io.StringIO(out.stdout)))) == 3
+    assert len(list(csv.DictReader(io.StringIO(out.stdout)))) == PER_METRIC["recall"]
 
 
 def test_export_needs_a_format_it_can_tell(tmp_path):
@@ -391,16 +435,17 @@ def test_prune_by_age_deletes_only_older_calls_and_their_unshared_prompts(data, 
     prompts_before = raw_rows(cache, "SELECT COUNT(*) FROM prompts")[0][0]
 
     dry = cli("cache", "prune", "--older-than", "30d", "--dry-run", "--cache", str(cache))
-    assert dry.stdout.startswith("would delete 2 calls")
+    r0 = PER_ITEM["r0"]
+    assert dry.stdout.startswith(f"would delete {r0} calls")
     result = cli("cache", "prune", "--older-than", "30d", "--cache", str(cache))
     assert result.exit_code == 0
-    assert result.stdout.startswith("deleted 2 calls")
-    assert "(4 left)" in result.stdout
+    assert result.stdout.startswith(f"deleted {r0} calls")
+    assert f"({N_CALLS - r0} left)" in result.stdout
     left = list(iter_calls(cache))
-    assert sorted(c.item_id for c in left) == ["r1", "r1", "r2", "r2"]
+    assert sorted(c.item_id for c in left) == ["r1"] * PER_ITEM["r1"] + ["r2"] * PER_ITEM["r2"]
     assert all(c.intact for c in left)  # the shared instructions are kept
-    # r0's two item prompts are gone, the instructions stay
-    assert raw_rows(cache, "SELECT COUNT(*) FROM prompts") == [(prompts_before - 2,)]
+    # r0's item prompts (one per call) are gone, the instructions stay
+    assert raw_rows(cache, "SELECT COUNT(*) FROM prompts") == [(prompts_before - r0,)]
     again = cli("cache", "prune", "--older-than", "30d", "--cache", str(cache))
     assert again.stdout.startswith("deleted 0 calls")
 
@@ -409,13 +454,13 @@ def test_prune_by_model_alias_or_sha(data, tmp_path):
     cache = tmp_path / "c.sqlite3"
     _two_judges(data, cache)
     result = cli("cache", "prune", "--model", "judge-b", "--cache", str(cache))
-    assert result.stdout.startswith("deleted 6 calls")
+    assert result.stdout.startswith(f"deleted {N_CALLS} calls")
     assert {c.model for c in iter_calls(cache)} == {"judge-a"}
     assert cli("cache", "prune", "--model", "0000000", "--cache", str(cache)).stdout.startswith(
         "deleted 0 calls"  # 7 hex digits are too few for a sha prefix: an alias, none such
     )
     result = cli("cache", "prune", "--model", "0" * 12, "--cache", str(cache))
-    assert result.stdout.startswith("deleted 6 calls")
+    assert result.stdout.startswith(f"deleted {N_CALLS} calls")
     assert raw_rows(cache, "SELECT COUNT(*) FROM prompts") == [(0,)]
 
 
@@ -433,10 +478,10 @@ def test_clear_asks_first_unless_yes(data, tmp_path):
     run_eval(data, cache)
     refused = CliRunner().invoke(main, ["cache", "clear", "--cache", str(cache)], input="n\n")
     assert refused.exit_code == 1  # Click's abort
-    assert "delete all 6 calls" in refused.output
-    assert len(list(iter_calls(cache))) == 6
+    assert f"delete all {N_CALLS} calls" in refused.output
+    assert len(list(iter_calls(cache))) == N_CALLS
     agreed = cli("cache", "clear", "--cache", str(cache), input="y\n")
-    assert "deleted 6 calls" in agreed.stdout
+    assert f"deleted {N_CALLS} calls" in agreed.stdout
     assert list(iter_calls(cache)) == []
     assert raw_rows(cache, "SELECT COUNT(*) FROM prompts") == [(0,)]
     with Cache(cache) as opened:  # still a sound cache of the current schema
@@ -447,7 +492,7 @@ def test_clear_asks_first_unless_yes(data, tmp_path):
     (stored / "a.kv").write_bytes(b"x")
     (stored / "notes.txt").write_text("not ours")
     cleared = cli("cache", "clear", "--yes", "--cache", str(cache)).stdout
-    assert "deleted 6 calls" in cleared
+    assert f"deleted {N_CALLS} calls" in cleared
     assert "and 1 stored instruction prefixes" in cleared
     assert cache_stats(cache).calls == 0
     assert [p.name for p in stored.iterdir()] == ["notes.txt"]
@@ -485,12 +530,23 @@ def test_eval_raw_output_puts_each_rows_judge_output_in_results(data, tmp_path):
     assert all("raw_output" not in r for r in plain)
     rows = run("--raw-output")
     assert list(rows[0])[-1] == "raw_output"
-    made = [c.raw for c in judges[-1].calls]
-    assert [r["raw_output"] for r in rows] == [*made, None]  # the invalid item: no call
+    assert rows[-1]["raw_output"] is None  # the invalid item: no call
     assert rows[-1]["error"] is not None
-    for row, raw in zip(rows, made, strict=False):
-        verdicts = json.loads(raw)["statements"]
-        assert [v["attributed"] for v in verdicts] == [v["attributed"] for v in row["verdicts"]]
+    calls = judges[-1].calls
+    for row, record in zip(rows, RECORDS, strict=False):
+        # the item's calls (its CONTEXT passages are in each): its decisions in statement
+        # order, then the reasons
+        mine = [
+            c
+            for c in calls
+            if prompt_data(c.messages)["CONTEXT 0"] == record["retrieved_contexts"][0]
+        ]
+        decisions = [c.raw for c in mine if c.schema.__name__ == "SupportedDecision"]
+        reasons = [c.raw for c in mine if c.schema.__name__ == "Reason"]
+        assert row["raw_output"].split("\n") == decisions + reasons
+        supported = [json.loads(raw)["supported"] == "yes" for raw in decisions]
+        assert supported == [bool(v["attributed"]) for v in row["verdicts"]]
+    assert sum(r["raw_output"].count("\n") + 1 for r in rows[:-1]) == len(calls)
     untimed = [{k: v for k, v in r.items() if k not in ("seconds", "raw_output")} for r in rows]
     assert untimed == [{k: v for k, v in r.items() if k != "seconds"} for r in plain]
 
@@ -498,6 +554,7 @@ def test_eval_raw_output_puts_each_rows_judge_output_in_results(data, tmp_path):
 def test_call_filter_sql_matches_what_it_names(data, tmp_path):
     cache = tmp_path / "c.sqlite3"
     _two_judges(data, cache)
-    assert len(list(iter_calls(cache, CallFilter(model="judge-b", metric="recall")))) == 3
-    assert len(list(iter_calls(cache, CallFilter(item="r2")))) == 4
+    recall_b = iter_calls(cache, CallFilter(model="judge-b", metric="recall"))
+    assert len(list(recall_b)) == PER_METRIC["recall"]
+    assert len(list(iter_calls(cache, CallFilter(item="r2")))) == 2 * PER_ITEM["r2"]
     assert list(iter_calls(cache, CallFilter(metric="recall", item="nope"))) == []

@@ -15,10 +15,19 @@ from pipeline_rules import EXPECTED, rule_records, rule_reply
 from localjudge.cli import main
 from localjudge.errors import ConstraintError, ModelError
 from localjudge.judge.caching import CachingJudge
+from localjudge.metrics.statements import split_statements
 from localjudge.run.settings import JudgeSettings, open_cache
 from localjudge.testing import ScriptedJudge
 
 RECORDS = rule_records(3)
+
+
+def calls_of(record: dict[str, Any]) -> int:
+    """The judge calls an item makes for the three metrics, reasons on: recall a decision and a
+    reason per reference statement, position per piece; relevance per piece a grade, its reason
+    and whether it was used, then one list of what is missing."""
+    pieces = len(record["retrieved_contexts"])
+    return 2 * len(split_statements(record["reference"])) + 2 * pieces + 3 * pieces + 1
 
 
 @pytest.fixture(autouse=True)
@@ -309,7 +318,7 @@ def test_ctrl_c_exits_130_and_a_rerun_resumes_from_the_cache(data, tmp_path) -> 
     assert second.exit_code == 0
     summary = json.loads((out / "summary.json").read_text("utf-8"))
     assert summary["run"]["cache_hits"] == 4  # the calls finished before Ctrl-C
-    assert summary["run"]["judge_calls"] == 9 - 4
+    assert summary["run"]["judge_calls"] == sum(calls_of(r) for r in RECORDS) - 4
 
 
 def _cached_factory() -> Factory:

@@ -21,11 +21,11 @@ RECORDS = rule_records(4)
 
 def everything_relevant(messages: Any, schema: Any) -> Any:
     """rule_reply, but position calls every piece relevant (the 'noise' piece flips)."""
-    reply = rule_reply(messages, schema)
-    if schema.__name__.startswith("PositionVerdicts"):
-        for v in reply["verdicts"]:
-            v["relevant"], v["reason"] = True, "everything counts"
-    return reply
+    if schema.__name__ == "RelevantDecision":
+        return {"relevant": "yes"}
+    if schema.__name__ == "Reason" and 'VERDICT: {"relevant":' in messages[-1]["content"]:
+        return {"reason": "everything counts"}
+    return rule_reply(messages, schema)
 
 
 def write(path: Path, records: list[dict[str, Any]]) -> Path:

@@ -10,10 +10,12 @@ import statistics
 import pytest
 from pipeline_rules import EXPECTED, rule_reply
 
+from localjudge.canonical import compact_json
 from localjudge.errors import UsageError
 from localjudge.judge.cache import Cache
 from localjudge.judge.caching import CachingJudge
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
+from localjudge.metrics.statements import split_statements
 from localjudge.run.file_run import detect_metrics, eval_file
 from localjudge.run.results import FORMAT_VERSION
 from localjudge.testing import ScriptedJudge
@@ -121,8 +123,23 @@ def without_timing(rows):
     return [{k: v for k, v in row.items() if k != "seconds"} for row in rows]
 
 
+def calls_of(rec, metric):
+    """The judge calls ``metric`` makes for ``rec``, reasons on: recall a decision per reference
+    statement, position one per piece, each with a reason; relevance per piece a grade (with a
+    reason) and whether it was used, then one list of what is missing."""
+    rec = normalized(rec)
+    pieces = len(rec["retrieved_contexts"])
+    if metric == "recall":
+        return 2 * len(split_statements(rec["reference"]))
+    if metric == "position":
+        return 2 * pieces
+    return 3 * pieces + 1
+
+
 # number of judge calls for the data: a, b, d x 3 metrics, c x (position, relevance)
-TOTAL_CALLS = 3 * 3 + 2
+TOTAL_CALLS = sum(calls_of(rec, m) for rec in GOOD for m in METRIC_NAMES) + sum(
+    calls_of(INVALID, m) for m in ("position", "relevance")
+)
 
 
 # ---------------------------------------------------------------- results.jsonl
@@ -145,9 +162,11 @@ def test_results_rows(tmp_path, data):
         assert list(row) == ROW_KEYS
         assert row["format"] == FORMAT_VERSION
         assert row["judge"] == {"model": "scripted", "sha256": "0" * 64}
+    # the scripted judge has no cut-offs: every decision is the value it chose
+    argmax = {"cutoffs": {}, "cutoffs_source": "argmax"}
     assert [r["settings"] for r in rows[:3]] == [
-        {"truncate": False, "reasons": True},
-        {"truncate": False, "scale": 1.0, "reasons": True},
+        {"truncate": False, "reasons": True, **argmax},
+        {"truncate": False, "scale": 1.0, "reasons": True, **argmax},
         {
             "truncate": False,
             "scale": 1.0,
@@ -155,6 +174,7 @@ def test_results_rows(tmp_path, data):
             "missing_per_item": 0.15,
             "max_missing": 0.5,
             "reasons": True,
+            **argmax,
         },
     ]
     # compact, non-ASCII kept as is
@@ -258,6 +278,7 @@ def test_summary(tmp_path, data):
     }
     assert run_info["data"] == str(data)
     assert run_info["data_sha256"] == hashlib.sha256(data.read_bytes()).hexdigest()
+    argmax = {"cutoffs": {}, "cutoffs_source": "argmax"}  # the scripted judge has no cut-offs
     assert run_info["n_items"] == 5
     assert run_info["judge"] == {
         "model": "scripted",
@@ -269,8 +290,8 @@ def test_summary(tmp_path, data):
         "n_ctx": 4096,
         "seed": 0,
         "metrics": {
-            "recall": {"truncate": False, "reasons": True},
-            "position": {"truncate": False, "scale": 1.0, "reasons": True},
+            "recall": {"truncate": False, "reasons": True, **argmax},
+            "position": {"truncate": False, "scale": 1.0, "reasons": True, **argmax},
             "relevance": {
                 "truncate": False,
                 "scale": 1.0,
@@ -278,6 +299,7 @@ def test_summary(tmp_path, data):
                 "missing_per_item": 0.15,
                 "max_missing": 0.5,
                 "reasons": True,
+                **argmax,
             },
         },
         "limit": None,
@@ -326,7 +348,7 @@ def test_limit_and_mapping(tmp_path):
     assert outcome.summary["run"]["n_items"] == 2
     assert outcome.summary["run"]["settings"]["limit"] == 2
     assert outcome.summary["run"]["settings"]["map"] == mapping
-    assert len(judge.calls) == 2
+    assert len(judge.calls) == sum(2 * len(r["docs"]) for r in recs[:2])  # a call, a reason
 
 
 # ---------------------------------------------------------------- thresholds
@@ -413,7 +435,14 @@ class CrashOnCall:
 
 @pytest.mark.parametrize("k", [1, 5, TOTAL_CALLS])
 def test_resume_after_an_interrupted_run(tmp_path, data, k):
-    uninterrupted = run(data, tmp_path / "ref", ScriptedJudge(rule_reply))
+    reference = ScriptedJudge(rule_reply)
+    uninterrupted = run(data, tmp_path / "ref", reference)
+    # the interrupted run makes the same calls in the same order; some calls are asked twice
+    # (item d's two 'no' pieces): the cache holds each once, and a rerun's lookup hits both
+    made = [compact_json([c.messages, c.schema.__name__]) for c in reference.calls]
+    assert len(made) == TOTAL_CALLS
+    before = set(made[: k - 1])
+    hits = sum(call in before for call in made)
 
     out = tmp_path / "out"
     cache_path = tmp_path / "cache.sqlite3"
@@ -421,7 +450,7 @@ def test_resume_after_an_interrupted_run(tmp_path, data, k):
         crashing = CrashOnCall(ScriptedJudge(rule_reply), k)
         with pytest.raises(KeyboardInterrupt):
             run(data, out, CachingJudge(crashing, cache))
-        assert len(cache) == k - 1
+        assert len(cache) == len(before)
     assert crashing.n == k
     assert (out / "results.jsonl.partial").exists()
     assert not (out / "results.jsonl").exists()
@@ -431,9 +460,9 @@ def test_resume_after_an_interrupted_run(tmp_path, data, k):
         inner = ScriptedJudge(rule_reply)
         judge = CachingJudge(inner, cache)
         resumed = run(data, out, judge)
-    assert len(inner.calls) == TOTAL_CALLS - (k - 1)
-    assert resumed.summary["run"]["judge_calls"] == TOTAL_CALLS - (k - 1)
-    assert resumed.summary["run"]["cache_hits"] == k - 1
+    assert len(inner.calls) == TOTAL_CALLS - hits
+    assert resumed.summary["run"]["judge_calls"] == TOTAL_CALLS - hits
+    assert resumed.summary["run"]["cache_hits"] == hits
     assert (out / "results.jsonl").exists()
     assert not (out / "results.jsonl.partial").exists()
     # timings differ between runs; everything else is the same

@@ -178,7 +178,10 @@ def test_cached_calls_are_not_sent(cluster, tmp_path, data):
     remote, judge = ray_run(
         data, tmp_path / "ray", tmp_path / "shared.sqlite", functools.partial(RecordingJudge, log)
     )
-    assert judge.hits == part.calls > 0
+    # every call the first four items made is found in the cache; the only other hits are
+    # those a local run has too (an item trimmed to fit asks again what already fitted)
+    assert part.calls > 0
+    assert judge.hits == part.calls + local_judge.hits
     assert len(logged(log)) == judge.calls == local_judge.calls - part.calls
     assert untimed(remote.results_path) == untimed(local.results_path)
 
@@ -276,7 +279,8 @@ def test_ctrl_c_on_the_driver_stops_and_leaves_a_resumable_run(cluster, tmp_path
     before = len(logged(log))
 
     resumed, judge = ray_run(data, out, cache, functools.partial(RecordingJudge, log))
-    assert judge.hits == kept
+    # what was kept is found; the other hits are a local run's too (a trimmed item's retry)
+    assert judge.hits == kept + local_judge.hits
     assert judge.calls == local_judge.calls - kept  # only what was missing went out
     assert len(logged(log)) - before == judge.calls
     assert untimed(resumed.results_path) == untimed(local.results_path)
