@@ -14,9 +14,10 @@ scored end to end with ``evaluate`` (no cache) once per configuration, each in a
   processor, statements written by the judge): items/s only, as that code keeps no counters.
 
 Per configuration it prints items/s, aggregate generated tokens/s, sampled and forced tokens per
-call, the share of time in prompt evaluation and the speed-up batching could give at most with
-that share (prompt evaluation is not batched across requests), the grammar's share of the time,
-peak RSS, and how many outputs differ from N=1. Run it on an idle machine; on a GPU box the same
+judge call (one per decision, one per reason), the share of time in prompt evaluation and the
+speed-up batching could give at most with that share (prompt evaluation is not batched across
+requests), the grammar's share of the time, peak RSS, and how many item x metric rows' raw
+outputs (all their calls' outputs) differ from N=1. Run it on an idle machine; on a GPU box the same
 command with ``-ngl -1``.
 """
 
@@ -50,6 +51,7 @@ print(json.dumps({
     "wall": wall,
     "errors": sum(r.error is not None for r in results),
     "raws": [r.result.raw if r.result else None for r in results],
+    "calls": sum(r.result.calls for r in results if r.result),
     "sampled": s.sampled, "forced": s.forced, "decode_calls": s.decode_calls,
     "decode_seconds": s.decode_seconds, "prompt_seconds": s.prompt_seconds,
     "grammar_seconds": s.grammar_seconds, "prompt_tokens": s.prompt_tokens_evaluated,
@@ -177,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         today = run({**base, "model": args.model}, records, code=str(Path(args.today).resolve()))
         print(f"  today done in {today['wall']:.1f} s", file=sys.stderr)
     ref = figures.get("N=1", figures["base"])["raws"]
-    calls = len(ref)
+    calls = max(figures["base"]["calls"], 1)  # judge calls: one per decision, one per reason
     header = (
         f"{'config':<6} {'items/s':>8} {'x base':>7} {'gen tok/s':>9} {'x base':>7} "
         f"{'sampled':>7} {'forced':>7} {'prompt%':>7} {'bound':>6} {'grammar%':>8} "

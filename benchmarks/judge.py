@@ -2,16 +2,22 @@
 
 Prints, per model:
 - cold start: a fresh process importing localjudge, loading the model and building the grammars
-  of the three metric schemas (first ever, with no cached token table, and again with it);
-- constrained / unconstrained: one judge call (grammar, forced tokens, validation and all)
-  against a plain llama.cpp greedy generation of the same number of tokens from the same cached
-  prefix (median of alternating repeats; the ratio is what the target is about, not the
-  seconds). Fast-forwarded tokens make a constrained call cheaper than the plain one;
-- prefix reuse: prompt tokens evaluated per call over 20 different recall items, against the
-  item-specific tokens (the user message) and the whole prompt;
+  of every kind of call the metrics make (the four decisions, relevance's ``missing`` list and
+  the reason) (first ever, with no cached token table, and again with it);
+- constrained / unconstrained, per kind of call (one decision per call: recall's
+  ``supported``, position's ``relevant``, relevance's ``grade`` and ``used``, the ``missing``
+  list, and a reason): one judge call (grammar, forced tokens, validation and all) against a
+  plain llama.cpp greedy generation of the same number of tokens from the same cached prefix
+  (median of alternating repeats; the ratio is what the target is about, not the seconds).
+  Fast-forwarded tokens make a constrained call cheaper than the plain one;
+- prefix reuse: prompt tokens evaluated per item over 20 different recall items (one call per
+  reference statement, an item's calls made together), against the item-specific tokens (the
+  item's shared CONTEXT opening once plus each call's own STATEMENT part) and the whole prompts;
 - tokens/s of generation over those calls.
 
-Run on an otherwise idle machine: python benchmarks/judge.py [--models smollm2-135m gemma3-270m]
+Run on an otherwise idle machine:
+    python benchmarks/judge.py [--models smollm2-135m gemma3-270m] [--repeats 5] [--items 20]
+                               [-t THREADS]
 """
 
 from __future__ import annotations
@@ -31,20 +37,22 @@ COLD_START = """
 import json, sys, time
 t0 = time.perf_counter()
 from localjudge import load_judge
-from localjudge.metrics.position import position_schema
-from localjudge.metrics.recall import recall_schema
-from localjudge.metrics.relevance import relevance_schema
-judge = load_judge(sys.argv[1], cache=False)
-for schema in (recall_schema(2), position_schema(5), relevance_schema(5)):
+from localjudge.metrics.asks import reason_schema
+from localjudge.metrics.instructions import GRADE, RELEVANT, SUPPORTED, USED
+from localjudge.metrics.relevance import missing_schema
+judge = load_judge(sys.argv[1], n_threads=json.loads(sys.argv[2]), cache=False)
+for decision in (SUPPORTED, RELEVANT, GRADE, USED):
+    judge._grammar(decision.schema())
+for schema in (missing_schema(), reason_schema()):
     judge._grammar(schema)
 print(json.dumps({"seconds": time.perf_counter() - t0}))
 """
 
 
-def cold_start(alias: str, cache_dir: str) -> float:
+def cold_start(alias: str, cache_dir: str, threads: int | None = None) -> float:
     env = {**os.environ, "LOCALJUDGE_CACHE_DIR": cache_dir}
     out = subprocess.run(
-        [sys.executable, "-c", COLD_START, alias],
+        [sys.executable, "-c", COLD_START, alias, json.dumps(threads)],
         env=env,
         capture_output=True,
         text=True,
@@ -111,6 +119,7 @@ class Unconstrained:
         assert self.ll.llama_decode(self.ctx, b) == 0
 
     def __call__(self, tokens: list[int], fixed: int, n: int) -> float:
+        fixed = max(1, min(fixed, len(tokens) - 1))
         ll, np = self.ll, self.np
         if tuple(tokens[:fixed]) != self.prefix:
             ll.llama_memory_seq_rm(self.mem, 1, -1, -1)
@@ -133,44 +142,70 @@ class Unconstrained:
         return time.perf_counter() - start
 
 
-def per_call_ratio(judge: object, repeats: int) -> dict[str, dict[str, float]]:
-    from localjudge.data.items import make_item
+def kinds_of_call(judge: Any, item: Any) -> dict[str, Any]:
+    """One request of each kind the metrics make for ``item``: the first ask of each decision
+    kind, relevance's ``missing`` call, and the reason call for recall's first decision (its
+    verdict the value the judge chooses)."""
     from localjudge.metrics import METRICS
+    from localjudge.metrics.asks import decide, reason_request
+
+    out: dict[str, Any] = {}
+    for cls in METRICS.values():
+        asks = cls().build(item)
+        assert isinstance(asks, list)
+        for ask in asks:
+            kind = ask.decision.kind if ask.decision else f"{cls.name}.missing"
+            out.setdefault(kind, ask)
+    first = out["recall.supported"]
+    [gen] = judge.generate_many([first.request])
+    out["reason"] = reason_request(first, decide(first, gen))
+    return {k: v if k == "reason" else v.request for k, v in out.items()}
+
+
+def per_call_ratio(judge: Any, repeats: int) -> dict[str, dict[str, float]]:
+    from localjudge.data.items import make_item
 
     out = {}
     item = make_item(items(1)[0], index=0)
     unconstrained = Unconstrained(judge)
-    for name, cls in METRICS.items():
-        metric = cls()
-        request = metric.build(item)
-        prepared = judge.render(request.messages)  # type: ignore[attr-defined]
-        first = judge.generate(request.messages, request.schema)  # type: ignore[attr-defined]
+    for kind, request in kinds_of_call(judge, item).items():
+        prepared = judge.render(request.messages, shared_chars=request.shared_chars)
+        [first] = judge.generate_many([request])
         n = first.stats.completion_tokens
         constrained_s, plain_s = [], []
         for _ in range(repeats):
-            constrained_s.append(judge.generate(request.messages, request.schema).stats.seconds)  # type: ignore[attr-defined]
-            plain_s.append(unconstrained(prepared.tokens, prepared.fixed, n))
+            [gen] = judge.generate_many([request])
+            constrained_s.append(gen.stats.seconds)
+            # the plain call holds the prefix the judge's call did not evaluate
+            held = len(prepared.tokens) - gen.stats.evaluated_prompt_tokens
+            plain_s.append(unconstrained(prepared.tokens, held, n))
         c, p = statistics.median(constrained_s), statistics.median(plain_s)
-        out[name] = {"tokens": n, "constrained_s": c, "unconstrained_s": p, "ratio": c / p}
+        out[kind] = {"tokens": n, "constrained_s": c, "unconstrained_s": p, "ratio": c / p}
     return out
 
 
-def prefix_reuse(judge: object, n_items: int) -> dict[str, float]:
+def prefix_reuse(judge: Any, n_items: int) -> dict[str, float]:
+    """Per item (the first one left out: it also reads the instructions), the prompt tokens its
+    recall calls evaluated, made together as the runner makes them, against its specific
+    tokens: its CONTEXT opening once, then each call's own part."""
     from localjudge.data.items import make_item
     from localjudge.metrics.recall import ContextRecall
 
-    metric = ContextRecall()
+    metric = ContextRecall(reasons=False)
     evaluated, specific, prompt, tokens, seconds = [], [], [], 0, 0.0
     for i, record in enumerate(items(n_items)):
-        request = metric.build(make_item(record, index=i))
-        gen = judge.generate(request.messages, request.schema)  # type: ignore[attr-defined]
-        user = request.messages[-1]["content"]
+        asks = metric.build(make_item(record, index=i))
+        assert isinstance(asks, list)
+        requests = [a.request for a in asks]
+        gens = judge.generate_many(requests)
+        rendered = [judge.render(r.messages, shared_chars=r.shared_chars) for r in requests]
         if i > 0:
-            evaluated.append(gen.stats.evaluated_prompt_tokens)
-            specific.append(judge.count_tokens(user))  # type: ignore[attr-defined]
-            prompt.append(gen.stats.prompt_tokens)
-        tokens += gen.stats.completion_tokens
-        seconds += gen.stats.seconds
+            evaluated.append(sum(g.stats.evaluated_prompt_tokens for g in gens))
+            opening = rendered[0].shared - rendered[0].fixed
+            specific.append(opening + sum(len(p.tokens) - p.shared for p in rendered))
+            prompt.append(sum(g.stats.prompt_tokens for g in gens))
+        tokens += sum(g.stats.completion_tokens for g in gens)
+        seconds += sum(g.stats.seconds for g in gens)
     excess = [e - s for e, s in zip(evaluated, specific, strict=True)]
     return {
         "prompt_tokens_mean": statistics.mean(prompt),
@@ -185,7 +220,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["smollm2-135m", "gemma3-270m"])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--items", type=int, default=20)
+    parser.add_argument("--items", type=int, default=20, help="recall items (at least 2)")
+    parser.add_argument("-t", "--threads", type=int, default=None)
     args = parser.parse_args()
     from localjudge import load_judge
 
@@ -199,9 +235,9 @@ def main() -> None:
             model_path = resolve_model(alias).path
             (Path(tmp) / "models").mkdir()
             (Path(tmp) / "models" / model_path.name).symlink_to(model_path)
-            first = cold_start(alias, tmp)
-            again = cold_start(alias, tmp)
-        judge = load_judge(alias, cache=False)
+            first = cold_start(alias, tmp, args.threads)
+            again = cold_start(alias, tmp, args.threads)
+        judge = load_judge(alias, n_threads=args.threads, cache=False)
         report[alias] = {
             "cold_start_first_s": first,
             "cold_start_s": again,
@@ -214,17 +250,17 @@ def main() -> None:
     for alias, r in report.items():
         print(f"== {alias}")
         print(
-            f"cold start (load + 3 grammars): {r['cold_start_s']:.2f} s "
+            f"cold start (load + 6 grammars): {r['cold_start_s']:.2f} s "
             f"(first ever, building the token table: {r['cold_start_first_s']:.2f} s)"
         )
-        for metric, c in r["per_call"].items():
+        for kind, c in r["per_call"].items():
             print(
-                f"  {metric:<10} {c['tokens']:>4} tokens  constrained {c['constrained_s']:.3f} s  "
+                f"  {kind:<18} {c['tokens']:>4} tokens  constrained {c['constrained_s']:.3f} s  "
                 f"unconstrained {c['unconstrained_s']:.3f} s  ratio {c['ratio']:.2f}"
             )
         p = r["prefix"]
         print(
-            f"  prefix reuse over {args.items} recall items: "
+            f"  prefix reuse over {args.items} recall items, per item: "
             f"prompt {p['prompt_tokens_mean']:.0f} tokens, "
             f"evaluated {p['evaluated_mean']:.1f}, item-specific {p['item_specific_mean']:.1f}, "
             f"worst evaluated - specific = {p['max_evaluated_minus_specific']}"

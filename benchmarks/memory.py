@@ -8,7 +8,7 @@ phase in a fresh process (so that the peak RSS of one phase does not hide the ne
 - ``read``: stream the file through ``localjudge.data.dataset.read_records``;
 - ``eval``: ``localjudge.run.file_run.eval_file`` (the streaming ``evaluate`` plus the
   ``results.jsonl`` writer) with a :class:`~localjudge.testing.ScriptedJudge` (no model) answering
-  every call from its schema;
+  every call (one decision per call, then a reason per decision) from its schema's one key;
 - ``summary``: the same run's end: the summary statistics (bootstrap CI) eval_file computes after
   the last row.
 
@@ -194,37 +194,21 @@ def phase_eval(
     from localjudge.run.file_run import eval_file
     from localjudge.testing import ScriptedJudge
 
-    replies: dict[type, dict[str, Any]] = {}
+    #: one decision per call: a fixed reply per output schema (its one key)
+    replies = {
+        "supported": {"supported": "yes"},
+        "relevant": {"relevant": "yes"},
+        "grade": {"grade": 3},
+        "used": {"used": "no"},
+        "missing": {"missing": []},
+        "reason": {"reason": "r"},
+    }
 
     def reply(messages: list[dict[str, str]], schema: type) -> dict[str, Any]:
         if not keep_calls:
             judge.calls.clear()  # ScriptedJudge records every call; see the module docstring
-        if schema not in replies:
-            fields = schema.model_fields
-            if "statements" in fields:
-                n = len(fields["statements"].annotation.__args__)
-                replies[schema] = {
-                    "statements": [
-                        {"index": i, "reason": "r", "attributed": i % 2} for i in range(n)
-                    ]
-                }
-            elif "verdicts" in fields:
-                n = len(fields["verdicts"].annotation.__args__)
-                replies[schema] = {
-                    "verdicts": [
-                        {"index": i, "reason": "r", "relevant": i % 2 == 0} for i in range(n)
-                    ]
-                }
-            else:
-                n = len(fields["pieces"].annotation.__args__)
-                replies[schema] = {
-                    "pieces": [
-                        {"index": i, "reason": "r", "relevance": "high", "used": i % 2 == 0}
-                        for i in range(n)
-                    ],
-                    "missing": [],
-                }
-        return replies[schema]
+        [key] = schema.model_fields  # type: ignore[attr-defined]
+        return replies[key]
 
     judge = ScriptedJudge(reply)
     metrics = [METRICS[m]() for m in metric_names]

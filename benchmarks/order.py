@@ -12,8 +12,12 @@ the run as given. Per metric it prints:
 - ``same``: the share of decisions that are the same in both orders (1.0 for a judge that reads
   content only);
 - ``yes@first`` / ``yes@last``: the yes-rate of the decision about whatever stands first and last
-  in the prompt, over both runs (a judge that favours a position shows it here, whatever the
+  in the item, over both runs (a judge that favours a position shows it here, whatever the
   passages say);
+
+One decision per call: a position or relevance call shows one passage alone, the same prompt in
+either order (``same`` below 1.0 there comes from how the engine batched the calls, not from
+what the judge read); a recall call shows one statement with every context, in the item's order.
 - ``items same``: the share of items whose whole verdict vector is the same.
 
 With ``--cache`` (e.g. the cache of a ``bench`` run over the same data), the run as given is

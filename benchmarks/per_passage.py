@@ -3,9 +3,12 @@
     python benchmarks/per_passage.py DATA [-m MODEL] [--layout alone|list] [--limit N]
                                      [--cache FILE] [-t THREADS] [--json FILE]
 
-A protocol experiment for the judge issue's item 3, not the product's protocol. The product asks
-for all of an item's passages in one output (one verdict per passage, in order); with the 1.5B
-judge those verdicts follow the passage's place more than its text (``order.py``). Here every
+A protocol experiment for the judge issue's item 3, with its own prompts (not the product's).
+When it was written the product asked for all of an item's passages in one output (one verdict
+per passage, in order), and with the 1.5B judge those verdicts followed the passage's place more
+than its text (``order.py``). The product now asks one decision per call too (its own
+instructions, ``localjudge.metrics.instructions``: yes/no and TREC grades 0-3, shown the PASSAGE
+alone); this script still compares the two layouts with its experimental prompts. Here every
 passage of every labelled item gets calls of its own, each ending on one decision:
 
 - ``relevant``: ``{"relevant": true|false}``, the context position decision;

@@ -1,24 +1,27 @@
-"""Prompt tokens read once: what an item's shared contexts and the stored instructions save, in
-one run.
+"""Prompt tokens read once: what shared openings and the stored instructions save, in one run.
 
     python benchmarks/prefix_reuse.py [-m MODEL ...] [--before DIR] [-ngl -1] [-t THREADS]
-                                      [--no-reasons]
+                                      [--no-reasons] [--items 64] [--limit N]
 
 For each judge (default: the default judge and SmolLM2), on the 15 bundled examples, on
 benchmarks/engine.py's 64 synthetic items (both with contexts of a sentence or two) and on 16
 items the size of a web search's top 5 (``top5x16``: five passages of about 95 words), each x 3
-metrics:
+metrics (``--limit N``: the first N items of each set):
 
 - **prompt tokens evaluated per item** for one metric (recall), two (recall, position) and three,
-  once the instructions are held, from the exact prompts the judge renders (the real-model tests
-  prove the engine evaluates exactly these); before this change every metric evaluated its whole
-  item part (``before``), and the ratio of two metrics to one;
+  once the instructions are held, from the exact prompts the judge renders for every call (one
+  decision per call; with reasons on, one reason call per decision too). Calls that share an
+  opening (recall: the item's CONTEXT passages; position and relevance: a passage's QUESTION and
+  PASSAGE, the same for both metrics) evaluate it once per pass, the decisions' then the
+  reasons' (``shared``), against every call evaluating its whole part after the instructions
+  (``unshared``); and the ratio of two metrics to one. ``calls``: the calls per item for the
+  three metrics; ``instr``: the instruction tokens held (each distinct system text's, once);
 - **cold start to first verdict**: a new process loads the judge and scores one item's recall,
   with an empty prefix store and with the instructions stored by an earlier process; the time
   after the load, and from process start;
 - **items/s end to end**, each set in a new process without the judge-call cache, the stored
   instructions in place (every run after a machine's first), and with ``--before DIR`` the same
-  through the localjudge checked out in DIR (a worktree of the commit before this change).
+  through the localjudge checked out in DIR (a worktree of an earlier commit).
 
 Beside each time it prints the bound prompt evaluation sets: the figure if evaluating prompt
 tokens took no time at all (items/s over the time spent outside prompt evaluation). Every
@@ -70,19 +73,29 @@ s = judge.engine.stats
 print(json.dumps({
     "from_start": end - T0, "load": loaded - T0, "wall": end - loaded,
     "prompt_seconds": s.prompt_seconds, "prompt_tokens": s.prompt_tokens_evaluated,
-    "errors": sum(r.error is not None for r in results), "calls": len(results),
+    "errors": sum(r.error is not None for r in results),
+    "calls": sum(r.result.calls for r in results if r.result is not None),
     "loads": getattr(s, "prefix_loads", 0),
 }))
 """
 
-#: the exact prompt tokens of every item x metric, as the judge renders them
+#: the exact prompt tokens of every call of every item x metric, as the judge renders them:
+#: per call [tokens, fixed, shared end, instructions key, opening key (per pass: decisions, then
+#: reasons)]
 TOKENS = r"""
-import json, sys
+import hashlib, json, sys
 from localjudge import load_judge
 from localjudge.data.items import make_item
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
+from localjudge.metrics.asks import Answer, reason_request
 cfg = json.loads(sys.argv[1])
 judge = load_judge(cfg["model"], n_threads=1, n_gpu_layers=0, cache=False)
+
+
+def key(tokens):
+    return hashlib.sha256(json.dumps(tokens).encode()).hexdigest()[:16]
+
+
 out = []
 for i, record in enumerate(json.loads(sys.stdin.read())):
     row = {}
@@ -90,11 +103,23 @@ for i, record in enumerate(json.loads(sys.stdin.read())):
     for metric in (ContextRecall(reasons=r), ContextPosition(reasons=r),
                    ContextRelevance(reasons=r)):
         try:
-            request = metric.build(make_item(record, index=i))
+            asks = metric.build(make_item(record, index=i))
         except Exception:
             continue
-        p = judge.render(request.messages, shared_chars=request.shared_chars)
-        row[metric.name] = [len(p.tokens), p.fixed, p.shared]
+        if not isinstance(asks, list):
+            continue
+        requests = [(a.request, "") for a in asks]
+        if r:  # one reason call per decision, its verdict the decision's first value; the
+            # runner asks them after every decision: their openings are read again
+            requests += [(reason_request(a, Answer(a.decision.values[0])), "reason:")
+                         for a in asks if a.decision is not None and a.explain]
+        calls = []
+        for q, step in requests:
+            p = judge.render(q.messages, shared_chars=q.shared_chars)
+            shared = p.shared if p.shared is not None else p.fixed
+            calls.append([len(p.tokens), p.fixed, shared, key(p.tokens[:p.fixed]),
+                          step + key(p.tokens[:shared])])
+        row[metric.name] = calls
     out.append(row)
 print(json.dumps(out))
 """
@@ -130,33 +155,38 @@ def run(code: str, cfg: dict[str, Any], records: list[Any], env: dict[str, str])
     return run_worker(code, cfg, records, env=env, cwd=env.get("LJ_CWD"))
 
 
-def per_item(rows: list[dict[str, list[int]]]) -> dict[str, float]:
-    """Prompt tokens evaluated per item with the instructions held: for 1, 2, 3 metrics now
-    (the shared part once, each metric's tail), and before (each metric its whole item part)."""
+def per_item(rows: list[dict[str, list[list[Any]]]]) -> dict[str, float]:
+    """Prompt tokens evaluated per item with the instructions held, for 1, 2 and 3 metrics:
+    each distinct opening of the item's calls once (its shared part: recall's CONTEXT passages,
+    a passage's QUESTION and PASSAGE, which position's and relevance's calls share) plus each
+    call's own tail (``shared``), against every call evaluating its whole part after the
+    instructions (``unshared``)."""
     full = [r for r in rows if len(r) == 3]
     n = max(len(full), 1)
 
-    def now(names: tuple[str, ...]) -> float:
+    def shared(names: tuple[str, ...]) -> float:
         total = 0
         for r in full:
-            first = r[names[0]]
-            total += first[2] - first[1]  # the shared part, once
-            total += sum(r[m][0] - r[m][2] for m in names)  # each metric's tail
+            calls = [c for m in names for c in r[m]]
+            openings = {c[4]: c[2] - c[1] for c in calls}
+            total += sum(openings.values()) + sum(c[0] - c[2] for c in calls)
         return total / n
 
-    def before(names: tuple[str, ...]) -> float:
-        return sum(r[m][0] - r[m][1] for r in full for m in names) / n
+    def unshared(names: tuple[str, ...]) -> float:
+        return sum(c[0] - c[1] for r in full for m in names for c in r[m]) / n
 
     one, two, three = ("recall",), ("recall", "position"), ("recall", "position", "relevance")
+    instructions = {c[3]: c[1] for r in full for calls in r.values() for c in calls}
     return {
         "items": len(full),
-        "instructions": full[0]["recall"][1] if full else 0,
-        "one": now(one),
-        "two": now(two),
-        "three": now(three),
-        "before_one": before(one),
-        "before_two": before(two),
-        "before_three": before(three),
+        "calls": sum(len(calls) for r in full for calls in r.values()) / n,
+        "instructions": sum(instructions.values()),
+        "one": shared(one),
+        "two": shared(two),
+        "three": shared(three),
+        "unshared_one": unshared(one),
+        "unshared_two": unshared(two),
+        "unshared_three": unshared(three),
     }
 
 
@@ -177,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-ngl", "--n-gpu-layers", type=int, default=0)
     parser.add_argument("-t", "--threads", type=int, default=None)
     parser.add_argument("--items", type=int, default=64)
+    parser.add_argument("--limit", type=int, default=None, help="at most N items of each set")
     parser.add_argument("--json", default=None, help="also write the figures to this file")
     parser.add_argument("--no-reasons", action="store_true", help="metrics without reasons")
     args = parser.parse_args(argv)
@@ -188,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         f"synthetic{args.items}": items(args.items),
         "top5x16": long_items(16),
     }
+    first = sets["examples"][1:2]  # the cold start's item
+    sets = {name: records[: args.limit or None] for name, records in sets.items()}
     real = default_cache_dir()
     figures: dict[str, Any] = {}
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}, -ngl {args.n_gpu_layers}, threads "
@@ -204,21 +237,20 @@ def main(argv: list[str] | None = None) -> int:
         }
         fig: dict[str, Any] = figures.setdefault(model, {})
         print(f"\n## {model}")
-        print("\nprompt tokens evaluated per item (instructions held):")
-        print(f"{'set':<12} {'items':>5} {'instr':>5} {'1 metric':>14} {'2 metrics':>16} "
-              f"{'3 metrics':>16} {'2 vs 1':>12}")  # fmt: skip
+        print("\nprompt tokens evaluated per item (instructions held), unshared -> shared:")
+        print(f"{'set':<12} {'items':>5} {'calls':>5} {'instr':>5} {'1 metric':>14} "
+              f"{'2 metrics':>16} {'3 metrics':>16} {'2 vs 1':>12}")  # fmt: skip
         for name, records in sets.items():
             t = per_item(run(TOKENS, base, records, env))
             fig[f"tokens_{name}"] = t
             print(
-                f"{name:<12} {t['items']:>5} {t['instructions']:>5} "
-                f"{t['before_one']:>6.0f} -> {t['one']:>4.0f} "
-                f"{t['before_two']:>6.0f} -> {t['two']:>6.0f} "
-                f"{t['before_three']:>6.0f} -> {t['three']:>6.0f} "
-                f"{t['before_two'] / t['before_one']:>5.2f} -> {t['two'] / t['one']:.2f}"
+                f"{name:<12} {t['items']:>5} {t['calls']:>5.1f} {t['instructions']:>5} "
+                f"{t['unshared_one']:>6.0f} -> {t['one']:>4.0f} "
+                f"{t['unshared_two']:>6.0f} -> {t['two']:>6.0f} "
+                f"{t['unshared_three']:>6.0f} -> {t['three']:>6.0f} "
+                f"{t['unshared_two'] / t['unshared_one']:>5.2f} -> {t['two'] / t['one']:.2f}"
             )
         # cold start: an empty store, then the store the first process left
-        first = sets["examples"][1:2]
         cold = run(WORKER, {**base, "first": True, "store": True}, first, env)
         warm = run(WORKER, {**base, "first": True, "store": True}, first, env)
         fig["cold"], fig["warm"] = cold, warm

@@ -7,54 +7,33 @@ scored, the script prints the share of items
 
 - ``off_ref``: recall with a statement that is not a verbatim span of the item's reference;
 - ``dup``: recall with a statement given twice (same text up to case and spaces);
-- ``copy_missing``: relevance with a *counted* missing item that repeats the prompt;
-- ``copy_reason``: rows (any metric) with a reason that repeats the prompt (allowed, counted);
+- ``copy_missing``: relevance with a missing item that repeats the instructions: one localjudge
+  discarded (``details.discarded_missing``) or, in runs made before it discarded them, a counted
+  one that repeats them;
+- ``copy_reason``: rows (any metric) with a reason that repeats the instructions (allowed,
+  counted);
 
 and the agreement figures of the run (ROC AUC for recall, kappa and Spearman otherwise).
 
-The copy check is this script's own, independent of localjudge's: a text repeats the prompt when
-it equals a sentence or a quoted string of the metric's instructions, contains one of at least
-four words, or names a capitalised word of the worked example that the item's data does not
-contain. The instructions are those of the ``localjudge`` on ``PYTHONPATH``: run it with the
-source tree that made the runs (``git worktree`` of the old commit for "before").
+The prompts have no worked examples any more (one decision per call; the judge copied an
+example's verdicts and names into its own), so the copy check is no longer this script's own
+test for an example's capitalised names: it is localjudge's
+:data:`localjudge.metrics.instructions.COPIES`, a text that equals a sentence of any call's
+instructions or question (system texts, decision questions, the reason question), or contains one
+of at least four words that the item's data does not contain. The instructions are those of the
+``localjudge`` on ``PYTHONPATH``: run it with the source tree that made the runs.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from localjudge.metrics import position, recall, relevance
-
-SYSTEMS = {"recall": recall.SYSTEM, "position": position.SYSTEM, "relevance": relevance.SYSTEM}
-
-
-def normal(text: str) -> str:
-    return " ".join(re.findall(r"\w+", text.casefold()))
-
-
-class Copies:
-    """The script's own test for text that repeats a metric's instructions."""
-
-    def __init__(self, system: str) -> None:
-        instructions, _, example = system.partition("Example.")
-        pieces = re.split(r"(?<=[.!?;:])\s+|\n", system) + re.findall(r'"([^"]+)"', system)
-        self.sentences = {normal(p) for p in pieces if normal(p)}
-        words = set(re.findall(r"\b[A-Z][a-z]{2,}\b", example))
-        self.names = {w.casefold() for w in words if w.casefold() not in normal(instructions)}
-
-    def __call__(self, text: str, data: str) -> bool:
-        n = normal(text)
-        if self.names & (set(n.split()) - set(normal(data).split())):
-            return True
-        padded = f" {n} "
-        return n in self.sentences or any(
-            len(s.split()) >= 4 and f" {s} " in padded for s in self.sentences
-        )
+from localjudge.metrics.base import PromptCopies
+from localjudge.metrics.instructions import COPIES
 
 
 def item_text(rec: Mapping[str, Any]) -> str:
@@ -68,8 +47,11 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def shares(rows: Iterable[Mapping[str, Any]], records: list[dict[str, Any]]) -> dict[str, Any]:
-    copies = {m: Copies(s) for m, s in SYSTEMS.items()}
+def shares(
+    rows: Iterable[Mapping[str, Any]],
+    records: list[dict[str, Any]],
+    copies: PromptCopies = COPIES,
+) -> dict[str, Any]:
     n: dict[str, int] = {}
     hits = {"off_ref": 0, "dup": 0, "copy_missing": 0, "copy_reason": 0}
     items: set[int] = set()
@@ -87,9 +69,11 @@ def shares(rows: Iterable[Mapping[str, Any]], records: list[dict[str, Any]]) -> 
             normals = [" ".join(s.split()).casefold() for s in statements]
             hits["dup"] += len(set(normals)) < len(normals)
         if metric == "relevance":
-            counted = (row.get("details") or {}).get("missing") or []
-            hits["copy_missing"] += any(copies[metric](m, data) for m in counted)
-        hits["copy_reason"] += any(copies[metric](str(v.get("reason", "")), data) for v in verdicts)
+            details = row.get("details") or {}
+            counted = details.get("missing") or []
+            discarded = details.get("discarded_missing") or []
+            hits["copy_missing"] += bool(discarded) or any(copies(m, data) for m in counted)
+        hits["copy_reason"] += any(copies(str(v.get("reason", "")), data) for v in verdicts)
     return {"n": n, **hits}
 
 

@@ -19,10 +19,12 @@ from typing import Any
 
 import pytest
 
+from localjudge.metrics.statements import split_statements
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "rag.jsonl"
 METRICS = ("recall", "position")
-#: the real items: the first six examples; each needs one judge call per metric
+#: the real items: the first six examples (see :func:`judge_calls` for what each costs)
 N_REAL = 6
 #: fields whose value depends on timing or on llama.cpp's KV-cache state, not on the verdict
 TIMING_FIELDS = ("seconds", "evaluated_prompt_tokens")
@@ -33,6 +35,16 @@ RUN_TIMEOUT = 600
 def real_records() -> list[dict[str, Any]]:
     lines = EXAMPLES.read_text("utf-8").splitlines()
     return [json.loads(line) for line in lines[:N_REAL]]
+
+
+def judge_calls(records: list[dict[str, Any]]) -> int:
+    """The judge calls of recall and position on ``records``, reasons on (eval's default): one
+    decision per reference statement (recall) and per context piece (position), and one reason
+    call per decision."""
+    decisions = sum(
+        len(split_statements(r["reference"])) + len(r["retrieved_contexts"]) for r in records
+    )
+    return 2 * decisions
 
 
 def filler(k: int) -> str:
@@ -49,13 +61,15 @@ def filler(k: int) -> str:
 
 def dataset_lines() -> list[str]:
     """18 records (two runner chunks of 16 + 2): the six real items at 0, 5, 10, 15 (first
-    chunk: 8 calls) and 16, 17 (second chunk: 4 calls); fillers elsewhere."""
+    chunk: N_FIRST_CALLS calls) and 16, 17 (second chunk: the rest); fillers elsewhere."""
     real = iter(json.dumps(r, ensure_ascii=False) for r in real_records())
     return [next(real) if i in (0, 5, 10, 15, 16, 17) else filler(i) for i in range(18)]
 
 
 N_RECORDS = 18
-N_CALLS = N_REAL * len(METRICS)
+#: the judge calls of a whole run of the dataset, and of its first chunk
+N_CALLS = judge_calls(real_records())
+N_FIRST_CALLS = judge_calls(real_records()[:4])
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from reliability_procs import (
     check_complete,
     eval_args,
     finish,
+    judge_calls,
     real_records,
     rows_of,
     run_to_end,
@@ -38,7 +39,7 @@ from localjudge.judge.cache import Cache
 from localjudge.judge.cache_format import cache_key
 from localjudge.judge.protocol import JudgeIdentity
 from localjudge.metrics import ContextPosition, ContextRecall
-from localjudge.metrics.base import JudgeRequest
+from localjudge.metrics.asks import Answer, reason_request
 
 pytestmark = pytest.mark.model
 
@@ -46,15 +47,28 @@ pytestmark = pytest.mark.model
 SLICES = {"a": slice(0, 4), "b": slice(2, 6)}
 
 
-def expected_keys(records: list[dict[str, Any]], identity: JudgeIdentity) -> set[str]:
-    """The cache keys of every judge call ``records`` need, computed without a model."""
+def expected_keys(
+    records: list[dict[str, Any]], rows: list[dict[str, Any]], identity: JudgeIdentity
+) -> set[str]:
+    """The cache keys of every judge call ``records`` need, computed without a model: each
+    decision call from the metric's asks, and each reason call from that ask and the verdict
+    the run's ``rows`` hold for it (a reason call's prompt shows the verdict)."""
     metrics = {"recall": ContextRecall(), "position": ContextPosition()}
+    by_item = {(r["index"], r["metric"]): r for r in rows}
     keys = set()
     for i, rec in enumerate(records):
         for name in METRICS:
-            request = metrics[name].build(make_item(rec, index=i))
-            assert isinstance(request, JudgeRequest)
-            keys.add(cache_key(identity, request.messages, request.schema, request.shared_chars))
+            asks = metrics[name].build(make_item(rec, index=i))
+            assert isinstance(asks, list)
+            verdicts = by_item[(i, name)]["verdicts"]
+            assert len(verdicts) == len(asks)
+            for ask, verdict in zip(asks, verdicts, strict=True):
+                yes = verdict["attributed"] if name == "recall" else verdict["relevant"]
+                reason = reason_request(ask, Answer("yes" if yes else "no"))
+                for request in (ask.request, reason):
+                    keys.add(
+                        cache_key(identity, request.messages, request.schema, request.shared_chars)
+                    )
     return keys
 
 
@@ -82,7 +96,7 @@ def test_two_processes_share_one_cache(lj: Env, tmp_path: Path) -> None:
         return summaries
 
     first = run_both("first")
-    n_calls = {name: len(records[part]) * len(METRICS) for name, part in SLICES.items()}
+    n_calls = {name: judge_calls(records[part]) for name, part in SLICES.items()}
     for name, summary in first.items():
         run = summary["run"]
         assert run["judge_calls"] + run["cache_hits"] == n_calls[name], run
@@ -91,9 +105,13 @@ def test_two_processes_share_one_cache(lj: Env, tmp_path: Path) -> None:
 
     identity = JudgeIdentity(**first["a"]["run"]["judge"])
     assert first["b"]["run"]["judge"] == identity.as_dict()
-    wanted = {name: expected_keys(records[part], identity) for name, part in SLICES.items()}
+    rows = {name: rows_of(outs[name] / "first" / "results.jsonl") for name in SLICES}
+    wanted = {
+        name: expected_keys(records[part], rows[name], identity) for name, part in SLICES.items()
+    }
+    assert {name: len(keys) for name, keys in wanted.items()} == n_calls
     union = wanted["a"] | wanted["b"]
-    assert len(union) == len(records) * len(METRICS)  # the overlap is stored once
+    assert len(union) == judge_calls(records)  # the overlap is stored once
     with Cache(cache) as c:
         assert set(c.keys()) == union
         assert len(c) == len(union)
@@ -105,7 +123,6 @@ def test_two_processes_share_one_cache(lj: Env, tmp_path: Path) -> None:
         conn.close()
 
     # the shared items get the same verdicts in both runs (same model, settings and item)
-    rows = {name: rows_of(outs[name] / "first" / "results.jsonl") for name in SLICES}
     shared = {r["id"] for r in records[2:4]}
 
     def by_id(name: str) -> list[dict[str, Any]]:

@@ -1,7 +1,8 @@
 """Killing ``localjudge eval`` (SIGKILL, SIGINT) at many points and starting it again.
 
 The dataset (see conftest) has 18 records in two runner chunks: the first chunk's rows reach
-``results.jsonl.partial`` after 8 judge calls, the second's after 4 more. Because the results file
+``results.jsonl.partial`` after its ``N_FIRST_CALLS`` judge calls (one per statement or piece,
+and one reason call per decision), the second's after the rest. Because the results file
 is written a chunk at a time, progress inside a chunk is watched through the cache (each judge
 call is committed there as it returns).
 
@@ -28,6 +29,7 @@ from pathlib import Path
 import pytest
 from reliability_procs import (
     N_CALLS,
+    N_FIRST_CALLS,
     N_RECORDS,
     Env,
     Reference,
@@ -88,7 +90,8 @@ def test_sigkill_at_many_points_then_resume_gives_the_uninterrupted_rows(
     args = eval_args(lj, out, cache)
     partial = out / "results.jsonl.partial"
     seed = random.randrange(1 << 30)
-    later = random.Random(seed).randint(9, N_CALLS - 1)  # a call inside the second chunk
+    # a call inside the second chunk
+    later = random.Random(seed).randint(N_FIRST_CALLS + 1, N_CALLS - 1)
     triggers = [
         ("very early, before any call", None),
         ("after the 1st call", lambda: cache_rows(cache) >= 1),

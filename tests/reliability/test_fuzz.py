@@ -269,46 +269,31 @@ BIG_RECORD = {
 
 
 def rule_reply(messages: list[dict[str, str]], schema: type[Any]) -> dict[str, Any]:
-    """A judge that follows fixed rules on the item's own data: recall attributes a statement
-    when it says yes or when any piece says yes; position calls a piece
-    relevant when it says yes; relevance grades yes-pieces high, no-pieces medium, others none,
-    marks every piece used when the response says yes, and reports one gap when the question
-    says no. The number of pieces comes from the schema and must match the prompt's blocks."""
+    """A judge that follows fixed rules on the item's own data, one decision per call: recall
+    supports a statement when it says yes or when any piece says yes; position calls a piece
+    relevant when it says yes; relevance grades yes-pieces high (3), no-pieces medium (2),
+    others none (0), marks every piece used when the response says yes, and reports one gap
+    when the question says no. Each call's prompt must hold the blocks its decision reads."""
     data = prompt_data(messages)
     contexts = [data[f"CONTEXT {i}"] for i in range(sum(k.startswith("CONTEXT ") for k in data))]
-    if "statements" in schema.model_fields:
-        n = len(schema.model_fields["statements"].annotation.__args__)
-        statements = [data[f"STATEMENT {i}"] for i in range(n)]
-        assert f"STATEMENT {n}" not in data, "schema and prompt disagree on the statements"
-        context_yes = any("yes" in c for c in contexts)
-        return {
-            "statements": [
-                {"index": i, "reason": "rule", "attributed": int("yes" in st or context_yes)}
-                for i, st in enumerate(statements)
-            ]
-        }
-    key = "verdicts" if "verdicts" in schema.model_fields else "pieces"
-    n = len(schema.model_fields[key].annotation.__args__)
-    assert n == len(contexts), f"schema has {n} pieces, prompt {len(contexts)} blocks"
-    if key == "verdicts":
-        return {
-            "verdicts": [
-                {"index": i, "reason": "rule", "relevant": "yes" in c}
-                for i, c in enumerate(contexts)
-            ]
-        }
-    return {
-        "pieces": [
-            {
-                "index": i,
-                "reason": "rule",
-                "relevance": "high" if "yes" in c else "medium" if "no" in c else "none",
-                "used": "yes" in data["RESPONSE"],
-            }
-            for i, c in enumerate(contexts)
-        ],
-        "missing": ["a gap"] if "no" in data["QUESTION"] else [],
-    }
+    name = schema.__name__
+    if name == "Reason":
+        return {"reason": "rule"}
+    if name == "SupportedDecision":
+        assert contexts, "a recall call without its CONTEXT passages"
+        supported = "yes" in data["STATEMENT"] or any("yes" in c for c in contexts)
+        return {"supported": "yes" if supported else "no"}
+    if name == "Missing":
+        assert contexts, "a missing call without its CONTEXT passages"
+        return {"missing": ["a gap"] if "no" in data["QUESTION"] else []}
+    assert not contexts, f"a {name} call sees one PASSAGE, not CONTEXT blocks"
+    passage = data["PASSAGE"]
+    if name == "RelevantDecision":
+        return {"relevant": "yes" if "yes" in passage else "no"}
+    if name == "GradeDecision":
+        return {"grade": 3 if "yes" in passage else 2 if "no" in passage else 0}
+    assert name == "UsedDecision", name
+    return {"used": "yes" if "yes" in data["RESPONSE"] else "no"}
 
 
 def _resolve(rec: Mapping[str, Any]) -> tuple[dict[str, Any], set[str]]:

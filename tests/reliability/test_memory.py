@@ -14,14 +14,16 @@ from typing import Any
 from localjudge.metrics import ContextPosition
 from localjudge.run.file_run import eval_file
 from localjudge.stats.bootstrap import mean_interval as bootstrap_ci
-from localjudge.testing import ScriptedJudge
+from localjudge.testing import ScriptedJudge, prompt_data
 
 
 def _reply_clearing(judge_box: list[ScriptedJudge]) -> Any:
     def reply(messages: list[dict[str, str]], schema: type[Any]) -> dict[str, Any]:
         judge_box[0].calls.clear()  # ScriptedJudge keeps every call; not what is measured here
-        n = len(schema.model_fields["verdicts"].annotation.__args__)
-        return {"verdicts": [{"index": i, "reason": "r", "relevant": i == 0} for i in range(n)]}
+        if schema.__name__ == "Reason":
+            return {"reason": "r"}
+        # one passage per call: relevant or not by its text, so scores vary between items
+        return {"relevant": "yes" if prompt_data(messages)["PASSAGE"][0] in "abc" else "no"}
 
     return reply
 

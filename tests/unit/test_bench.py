@@ -729,23 +729,32 @@ def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
     return path
 
 
+#: each record's contexts are unique to it: a call's PASSAGE or CONTEXT names its record
+GRADES = {"high": 3, "medium": 2, "low": 1, "none": 0}
+
+
 def _perfect_reply(messages: list[dict[str, str]], schema: type[Any]) -> dict[str, Any]:
-    """A judge that answers every prompt of LABELLED with its labels (unlabelled: anything)."""
+    """A judge that answers every call about LABELLED with its labels (unlabelled: anything).
+    One decision per call: the record and piece are read from the prompt's blocks."""
     data = prompt_data(messages)
-    labels = next(r.get("labels", {}) for r in LABELLED if r["user_input"] == data["QUESTION"])
-    n = sum(k.startswith("CONTEXT ") for k in data)
     name = schema.__name__
-    if name.startswith("RecallVerdicts"):
-        n_statements = sum(k.startswith("STATEMENT ") for k in data)
-        attributed = int(labels.get("recall", 0) >= 0.5)
-        return {
-            "statements": [
-                {"index": i, "reason": "r", "attributed": attributed} for i in range(n_statements)
-            ]
-        }
-    if name.startswith("PositionVerdicts"):
-        return {"verdicts": _pos(list(labels.get("relevant", [False] * n)[:n]))}
-    return {"pieces": _rel(list(labels.get("levels", ["none"] * n)[:n]), [True] * n), "missing": []}
+    if name == "Reason":
+        return {"reason": "r"}
+    if name == "Missing":
+        return {"missing": []}
+    if name == "SupportedDecision":
+        record = next(r for r in LABELLED if r["retrieved_contexts"][0] == data["CONTEXT 0"])
+        supported = record.get("labels", {}).get("recall", 0) >= 0.5
+        return {"supported": "yes" if supported else "no"}
+    record = next(r for r in LABELLED if data["PASSAGE"] in r["retrieved_contexts"])
+    labels, piece = record.get("labels", {}), record["retrieved_contexts"].index(data["PASSAGE"])
+    if name == "RelevantDecision":
+        relevant = labels.get("relevant", [False] * (piece + 1))[piece]
+        return {"relevant": "yes" if relevant else "no"}
+    if name == "GradeDecision":
+        return {"grade": GRADES[labels.get("levels", ["none"] * (piece + 1))[piece]]}
+    assert name == "UsedDecision", name
+    return {"used": "yes"}
 
 
 class FakeJudges:
@@ -757,6 +766,22 @@ class FakeJudges:
     def __call__(self, settings: JudgeSettings) -> ScriptedJudge:
         self.calls.append(settings.name)
         return ScriptedJudge(_perfect_reply, model=settings.name)
+
+
+def calls_for(records: list[dict[str, Any]], metrics: list[str]) -> int:
+    """The judge calls ``metrics`` make for ``records``: one per decision, and one per reason
+    (reasons on, as bench's default metrics have them)."""
+    from localjudge.data.items import make_item  # noqa: PLC0415
+    from localjudge.metrics import METRICS  # noqa: PLC0415
+
+    n = 0
+    for i, record in enumerate(records):
+        for name in metrics:
+            metric = METRICS[name]()
+            asks = metric.build(make_item(record, index=i))
+            reasons = [a for a in asks if a.decision is not None and a.explain]
+            n += len(asks) + (len(reasons) if metric.reasons else 0)
+    return n
 
 
 @pytest.fixture
@@ -779,8 +804,9 @@ def test_bench_file_writes_report_and_items(tmp_path, fake_judges):
         assert judge["identity"]["model"] == name
         assert judge["load_seconds"] >= 0.0
         assert judge["peak_rss_mb"] > 0.0
-        # every labelled item x metric (no cache); the unlabelled record is never judged
-        assert judge["judge_calls"] == 2 * 3
+        # every call of every labelled item x metric (no cache); the unlabelled record is never
+        # judged
+        assert judge["judge_calls"] == calls_for(LABELLED[:2], ["recall", "position", "relevance"])
         for metric in report["metrics"]:
             m = judge["metrics"][metric]
             assert (m["n_common"], m["n_failed"]) == (2, 0)
@@ -822,7 +848,9 @@ def test_a_metric_judges_only_the_items_whose_labels_cover_it(tmp_path, fake_jud
         open_judge=fake_judges,
     )
     judge = outcome.report["judges"]["one"]
-    assert judge["judge_calls"] == 2
+    assert judge["judge_calls"] == calls_for([claim_only], ["recall"]) + calls_for(
+        [ranked_only], ["position"]
+    )
     rows = read_results(tmp_path / "out" / "judges" / "0-one" / "results.jsonl")
     assert [(r["id"], r["metric"]) for r in rows] == [("claim", "recall"), ("ranked", "position")]
     assert judge["metrics"]["recall"]["n_items"] == 1

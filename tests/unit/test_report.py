@@ -23,7 +23,7 @@ from localjudge.run.report import histogram, render_report, verdict_table, write
 from localjudge.run.report_page import CSP, script_json
 from localjudge.run.results import BENCH
 from localjudge.stats import agreement
-from localjudge.testing import ScriptedJudge
+from localjudge.testing import ScriptedJudge, prompt_data
 
 # ---------------------------------------------------------------- an eval run, scripted
 
@@ -71,55 +71,31 @@ METRICS = ["recall", "position", "relevance"]
 N_ROWS = 5 * 3
 N_FAILED = 1 + 3  # no-response-4 relevance, and the malformed line for every metric
 
-_BLOCK = re.compile(r"^<<(?P<tag>[A-Z0-9 ]+)>>\n(?P<body>.*?)\n<</(?P=tag)>>$", re.M | re.S)
-
 
 def rule_reply(messages, schema):
-    """Recall: a reference statement is supported when a context contains it (without its
-    final full stop).
-    Position: a piece is relevant when it contains 'yes'. Relevance: 'yes' pieces are high, 'meh'
-    pieces low, others none; used when the response contains the piece; a question asking for a
-    year misses it. Reasons of pieces with markup in them quote it."""
-    data = {m["tag"]: m["body"] for m in _BLOCK.finditer(messages[-1]["content"])}
-    contexts = [data[f"CONTEXT {i}"] for i in range(sum(k.startswith("CONTEXT") for k in data))]
-
-    def reason(c):
-        return f"rule: {REASON_IMG}" if "<" in c else "rule"
-
-    if schema.__name__.startswith("RecallVerdicts"):
-        statements = [
-            data[f"STATEMENT {i}"] for i in range(sum(k.startswith("STATEMENT") for k in data))
-        ]
-        return {
-            "statements": [
-                {
-                    "index": i,
-                    "reason": "rule",
-                    "attributed": int(any(s.rstrip(".") in c for c in contexts)),
-                }
-                for i, s in enumerate(statements)
-            ]
-        }
-    if schema.__name__.startswith("PositionVerdicts"):
-        return {
-            "verdicts": [
-                {"index": i, "reason": reason(c), "relevant": "yes" in c}
-                for i, c in enumerate(contexts)
-            ]
-        }
-    level = {True: "high"}
-    return {
-        "pieces": [
-            {
-                "index": i,
-                "reason": reason(c),
-                "relevance": level.get("yes" in c, "low" if "meh" in c else "none"),
-                "used": c in data["RESPONSE"],
-            }
-            for i, c in enumerate(contexts)
-        ],
-        "missing": ["the <b>year</b> it opened"] if "year" in data["QUESTION"] else [],
-    }
+    """One decision per call, read from the prompt. Recall: a reference statement is supported
+    when a context contains it (without its final full stop). Position: a piece is relevant when
+    it contains 'yes'. Relevance: 'yes' pieces are graded high (3), 'meh' pieces low (1), others
+    none (0); used when the response contains the piece; a question asking for a year misses it.
+    Reasons of pieces with markup in them quote it."""
+    data = prompt_data(messages)
+    name = schema.__name__
+    if name == "SupportedDecision":
+        contexts = [data[k] for k in data if k.startswith("CONTEXT")]
+        statement = data["STATEMENT"].rstrip(".")
+        return {"supported": "yes" if any(statement in c for c in contexts) else "no"}
+    if name == "RelevantDecision":
+        return {"relevant": "yes" if "yes" in data["PASSAGE"] else "no"}
+    if name == "GradeDecision":
+        passage = data["PASSAGE"]
+        return {"grade": 3 if "yes" in passage else 1 if "meh" in passage else 0}
+    if name == "UsedDecision":
+        return {"used": "yes" if data["PASSAGE"] in data["RESPONSE"] else "no"}
+    if name == "Missing":
+        return {"missing": ["the <b>year</b> it opened"] if "year" in data["QUESTION"] else []}
+    assert name == "Reason", name
+    passage = data.get("PASSAGE", "")
+    return {"reason": f"rule: {REASON_IMG}" if "<" in passage else "rule"}
 
 
 def build_eval_run(root: Path) -> tuple[Path, Path]:
@@ -196,16 +172,14 @@ JUDGE_B = "<i>yes</i>-judge"
 
 def everything_reply(messages, schema):
     """A judge that calls every piece relevant, high and used, and every statement supported."""
-    reply = rule_reply(messages, schema)
-    for v in reply.get("statements", []):
-        v["attributed"] = 1
-    for v in reply.get("verdicts", []):
-        v["relevant"] = True
-    for v in reply.get("pieces", []):
-        v.update(relevance="high", used=True)
-    if "pieces" in reply:
-        reply["missing"] = []
-    return reply
+    answers = {
+        "SupportedDecision": {"supported": "yes"},
+        "RelevantDecision": {"relevant": "yes"},
+        "GradeDecision": {"grade": 3},
+        "UsedDecision": {"used": "yes"},
+        "Missing": {"missing": []},
+    }
+    return answers.get(schema.__name__) or rule_reply(messages, schema)
 
 
 def build_bench_run(root: Path) -> Path:
