@@ -13,7 +13,7 @@ import math
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,8 @@ from localjudge import load_judge
 from localjudge.data.items import make_item
 from localjudge.judge.protocol import Generation
 from localjudge.judge.schemas import worst_case_tokens
-from localjudge.metrics import ContextPosition, ContextRelevance, Metric, MetricResult
+from localjudge.metrics import METRICS, ContextPosition, ContextRelevance, Metric, MetricResult
+from localjudge.metrics.asks import Answer, Ask, decide, reason_request
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "rag.jsonl"
@@ -66,23 +67,22 @@ def judge(cache_root: Path) -> Any:
 
 @dataclass(frozen=True)
 class Judged:
-    """One real judge call made through a metric, and the metric's result."""
+    """The real judge calls made through a metric (decisions, then reasons), and its result."""
 
-    generation: Generation[Any]
+    generations: list[Generation[Any]]
     result: MetricResult
-    schema: type[Any]
+    asks: list[Ask]
     n_contexts: int
 
+    @property
+    def raw(self) -> str:
+        """The raw outputs of every call, one a line (what ``MetricResult.raw`` holds)."""
+        return "\n".join(g.raw for g in self.generations)
 
-def judged(judge: Any, metric: Metric, record: Mapping[str, Any]) -> Judged:
-    """Run ``metric`` on ``record`` with ``judge`` and check every promise of SPEC's "The judge's
-    output": the value validates, ``raw`` is compact JSON of exactly that value, the output fits
-    its bound, and position/relevance give exactly one verdict per piece, indexed 0..n-1."""
-    item = make_item(record, index=0)
-    request = metric.build(item)
-    assert not isinstance(request, MetricResult), "expected a judge call"
-    gen = judge.generate(request.messages, request.schema)
-    schema = request.schema
+
+def _check_output(judge: Any, gen: Generation[Any], schema: type[Any]) -> None:
+    """SPEC's "The judge's output" for one call: the value validates, ``raw`` is compact JSON of
+    exactly that value, and the output fits its bound and the window."""
     # valid: an instance of the schema, and raw parses back to the same value
     assert isinstance(gen.value, schema)
     assert schema.model_validate_json(gen.raw) == gen.value
@@ -93,17 +93,71 @@ def judged(judge: Any, metric: Metric, record: Mapping[str, Any]) -> Judged:
     assert 0 < gen.stats.completion_tokens <= worst_case_tokens(schema)
     assert gen.stats.prompt_tokens + gen.stats.completion_tokens <= judge.n_ctx
     assert 0 <= gen.stats.evaluated_prompt_tokens <= gen.stats.prompt_tokens
+
+
+def judged(judge: Any, metric: Metric, record: Mapping[str, Any]) -> Judged:
+    """Run ``metric`` on ``record`` with ``judge``, one call per ask (then one reason call per
+    explained decision when the metric has reasons on), checking every call's output against
+    SPEC's "The judge's output"; position/relevance give exactly one verdict per piece, indexed
+    0..n-1, each piece asked in order."""
+    item = make_item(record, index=0)
+    asks = metric.build(item)
+    assert not isinstance(asks, MetricResult), "expected judge calls"
+    assert asks, "expected at least one ask"
+    generations: list[Generation[Any]] = []
+    answers: list[Answer] = []
+    for ask in asks:
+        gen = judge.generate(ask.request.messages, ask.request.schema)
+        _check_output(judge, gen, ask.request.schema)
+        generations.append(gen)
+        answers.append(decide(ask, gen))
+    if metric.reasons:
+        for k, ask in enumerate(asks):
+            if ask.decision is None or not ask.explain:
+                continue
+            request = reason_request(ask, answers[k])
+            gen = judge.generate(request.messages, request.schema)
+            _check_output(judge, gen, request.schema)
+            generations.append(gen)
+            answers[k] = replace(answers[k], reason=gen.value.reason)
     n = len(record["retrieved_contexts"])
     if isinstance(metric, ContextPosition):
-        assert [v.index for v in gen.value.verdicts] == list(range(n))
+        assert [a.at for a in asks] == list(range(n))
     if isinstance(metric, ContextRelevance):
-        assert [p.index for p in gen.value.pieces] == list(range(n))
-        assert len(gen.value.missing) <= 3
-    result = metric.finish(item, gen.value)
+        # a grade and a used call per piece, in order, then the item's one missing call
+        assert [a.at for a in asks[:-1]] == [i for i in range(n) for _ in (0, 1)]
+        assert asks[-1].decision is None
+        assert len(answers[-1].value.missing) <= 3
+    result = metric.finish(item, answers)
+    if isinstance(metric, (ContextPosition, ContextRelevance)):
+        assert [v["index"] for v in result.verdicts] == list(range(n))
     assert not math.isnan(result.value)
     assert 0.0 <= result.value <= 1.0
     assert result.reason
-    return Judged(generation=gen, result=result, schema=schema, n_contexts=n)
+    return Judged(generations=generations, result=result, asks=list(asks), n_contexts=n)
+
+
+def n_calls(records: list[Mapping[str, Any]], metrics: tuple[str, ...] | list[str]) -> int:
+    """The judge calls a run of the named metrics (default settings: reasons on) makes on
+    ``records``: one per ask, plus one reason per explained decision."""
+    total = 0
+    for i, record in enumerate(records):
+        item = make_item(record, index=i)
+        for name in metrics:
+            metric = METRICS[name]()
+            asks = metric.build(item)
+            if isinstance(asks, MetricResult):
+                continue
+            total += len(asks)
+            if metric.reasons:
+                total += sum(a.decision is not None and a.explain for a in asks)
+    return total
+
+
+@pytest.fixture(scope="session")
+def count_calls() -> Callable[..., int]:
+    """:func:`n_calls`, as a fixture for the test modules."""
+    return n_calls
 
 
 @pytest.fixture(scope="session")

@@ -116,7 +116,13 @@ def test_bench_exits_0_and_prints_the_table(first_run: Any) -> None:
         assert f"judging with {name} ..." in proc.stderr
 
 
-def test_bench_json_has_both_judges_and_every_metric(first_report: dict[str, Any]) -> None:
+def _labelled() -> list[dict[str, Any]]:
+    return _jsonl(ROOT / DATA)[:LIMIT]
+
+
+def test_bench_json_has_both_judges_and_every_metric(
+    first_report: dict[str, Any], count_calls: Any
+) -> None:
     report = first_report
     assert report["format"] == BENCH.version
     assert report["n_labelled"] == LIMIT
@@ -132,7 +138,7 @@ def test_bench_json_has_both_judges_and_every_metric(first_report: dict[str, Any
         assert judge["load_seconds"] > 0
         assert judge["wall_seconds"] > 0
         assert judge["peak_rss_mb"] > 50
-        assert judge["judge_calls"] == LIMIT * len(METRICS)
+        assert judge["judge_calls"] == count_calls(_labelled(), METRICS)
         assert judge["cache_hits"] == 0
         assert set(judge["metrics"]) == set(METRICS)
         for metric, m in judge["metrics"].items():
@@ -189,14 +195,14 @@ def test_each_judge_has_its_own_eval_run(first_run: Any, first_report: dict[str,
         assert summary["run"]["judge"]["model"] == name
 
 
-def test_rerun_makes_no_judge_call_and_agrees(second_run: Any) -> None:
+def test_rerun_makes_no_judge_call_and_agrees(second_run: Any, count_calls: Any) -> None:
     proc, out, before_report, before_files = second_run
     assert proc.returncode == 0, proc.stderr
     report = json.loads((out / "bench.json").read_text("utf-8"))
     for name in JUDGES:
         judge = report["judges"][name]
         assert judge["judge_calls"] == 0, name
-        assert judge["cache_hits"] == LIMIT * len(METRICS), name
+        assert judge["cache_hits"] == count_calls(_labelled(), METRICS), name
         assert judge["identity"] == before_report["judges"][name]["identity"]
     # the same agreement numbers (cached rows keep the original call's stats, so all of it)
     assert _agreement(report) == _agreement(before_report)

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from localjudge import ContextPosition, ContextRecall, ContextRelevance, load_judge
+from localjudge import ContextPosition, ContextRecall, ContextRelevance, evaluate, load_judge
 from localjudge.data.items import make_item
 from localjudge.judge.registry import DEFAULT_ALIAS, builtin_registry, model_sha256, resolve_model
+from localjudge.metrics import MetricResult
 
 pytestmark = pytest.mark.model
 
@@ -48,7 +49,7 @@ def test_recall_tells_a_supported_statement_from_an_unsupported_one(
     }
     judged = check_call(default_judge, ContextRecall(), record)
     verdicts = [v["attributed"] for v in judged.result.verdicts]
-    assert verdicts == [1, 0], judged.generation.raw
+    assert verdicts == [1, 0], judged.raw
 
 
 def test_position_and_relevance_find_the_one_relevant_piece(
@@ -65,12 +66,67 @@ def test_position_and_relevance_find_the_one_relevant_piece(
     relevance = check_call(default_judge, ContextRelevance(), record)
     order = ["none", "low", "medium", "high"]
     levels = [order.index(v["relevance"]) for v in relevance.result.verdicts]
-    assert levels[0] > levels[1], relevance.generation.raw  # the tower above the bananas
+    assert levels[0] > levels[1], relevance.raw  # the tower above the bananas
 
 
 def test_the_same_call_again_gives_the_same_bytes(default_judge: Any) -> None:
     record = {"user_input": QUESTION, "retrieved_contexts": CONTEXTS, "reference": "Paris."}
-    request = ContextPosition().build(make_item(record, index=0))
+    asks = ContextPosition().build(make_item(record, index=0))
+    assert not isinstance(asks, MetricResult)
+    request = asks[0].request
     first = default_judge.generate(request.messages, request.schema)
     again = default_judge.generate(request.messages, request.schema)
     assert again.raw == first.raw
+
+
+FOUR = [
+    "The Eiffel Tower is a wrought-iron tower on the Champ de Mars in Paris, France.",
+    "Bananas are rich in potassium and grow in tropical regions.",
+    "Gustave Eiffel's company designed and built the tower for the 1889 World's Fair.",
+    "The Louvre in Paris is the world's most-visited art museum.",
+]
+
+
+def _per_passage(verdict: dict[str, object]) -> dict[str, object]:
+    """A passage's verdict without its place in the list (and without probabilities)."""
+    return {k: v for k, v in verdict.items() if k not in ("index", "probs", "reason")}
+
+
+def _close(a: dict[str, dict[str, float]], b: dict[str, dict[str, float]]) -> bool:
+    return a.keys() == b.keys() and all(
+        a[k].keys() == b[k].keys() and all(abs(a[k][v] - b[k][v]) <= 1e-6 for v in a[k]) for k in a
+    )
+
+
+def test_content_not_place_a_passage_gets_the_same_decision_wherever_it_is_ranked(
+    default_judge: Any,
+) -> None:
+    """Each passage is judged in a call that sees it alone, never its rank: the same item with
+    its contexts reversed gives every passage the same decisions and the same probabilities."""
+    record = {
+        "id": "original",
+        "user_input": "Who built the Eiffel Tower, and where is it?",
+        "retrieved_contexts": FOUR,
+        "reference": "Gustave Eiffel's company built the Eiffel Tower in Paris.",
+        "response": "Gustave Eiffel's company built it; it stands in Paris.",
+    }
+    reversed_record = {**record, "id": "reversed", "retrieved_contexts": FOUR[::-1]}
+    metrics = [ContextPosition(reasons=False), ContextRelevance(reasons=False)]
+    results = list(evaluate([record, reversed_record], metrics, default_judge))
+    assert [(r.id, r.metric) for r in results] == [
+        ("original", "position"),
+        ("original", "relevance"),
+        ("reversed", "position"),
+        ("reversed", "relevance"),
+    ]
+    assert all(r.result is not None for r in results), [r.error for r in results]
+    n = len(FOUR)
+    for original, moved in zip(results[:2], results[2:], strict=True):
+        assert original.result is not None
+        assert moved.result is not None
+        first, second = original.result.verdicts, moved.result.verdicts
+        assert len(first) == len(second) == n
+        for i in range(n):
+            a, b = first[i], second[n - 1 - i]
+            assert _per_passage(a) == _per_passage(b), (original.metric, i, a, b)
+            assert _close(a["probs"], b["probs"]), (original.metric, i, a["probs"], b["probs"])

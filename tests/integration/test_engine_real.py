@@ -1,5 +1,5 @@
 """The batched engine on the real default judge: outputs independent of --parallel, continuous
-batching, forced tokens, soft verdicts, reasons off."""
+batching, forced tokens, soft verdicts, reasons off (the same decisions)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,13 @@ from typing import Any
 
 import pytest
 
-from localjudge import ContextOverflowError, load_judge
+from localjudge import ContextOverflowError, evaluate, load_judge
 from localjudge.data.items import make_item
 from localjudge.judge.protocol import Generation, JudgeRequest
 from localjudge.judge.schemas import parse_output
-from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
+from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance, MetricResult
+from localjudge.metrics.asks import Ask
+from localjudge.metrics.instructions import GRADE
 
 pytestmark = pytest.mark.model
 
@@ -25,14 +27,19 @@ RECORDS = [
 ][:5]
 
 
-def requests(*metrics: Any) -> list[JudgeRequest]:
-    out = []
+def asks(*metrics: Any, records: list[dict[str, Any]] = RECORDS) -> list[Ask]:
+    """Every decision (and generated) call of ``metrics`` on ``records``, metric by metric."""
+    out: list[Ask] = []
     for metric in metrics:
-        for i, rec in enumerate(RECORDS):
-            request = metric.build(make_item(rec, index=i))
-            assert isinstance(request, JudgeRequest)
-            out.append(request)
+        for i, rec in enumerate(records):
+            built = metric.build(make_item(rec, index=i))
+            assert not isinstance(built, MetricResult)
+            out.extend(built)
     return out
+
+
+def requests(*metrics: Any, records: list[dict[str, Any]] = RECORDS) -> list[JudgeRequest]:
+    return [a.request for a in asks(*metrics, records=records)]
 
 
 @pytest.fixture(scope="module")
@@ -60,10 +67,9 @@ def test_more_requests_than_slots_come_back_in_order_with_an_overflow_in_place(
     batched: Any,
 ) -> None:
     batch = requests(ContextPosition())
-    too_long = ContextPosition().build(
-        make_item({**RECORDS[0], "retrieved_contexts": ["word " * 9000]}, index=9)
+    [too_long] = requests(
+        ContextPosition(), records=[{**RECORDS[0], "retrieved_contexts": ["word " * 9000]}]
     )
-    assert isinstance(too_long, JudgeRequest)
     mixed = [*batch[:2], too_long, *batch[2:]]
     seen: list[int] = []
     out = batched.generate_many(mixed, on_outcome=lambda i, o: seen.append(i))
@@ -73,8 +79,10 @@ def test_more_requests_than_slots_come_back_in_order_with_an_overflow_in_place(
     for request, outcome in zip([*batch[:2], *batch[2:]], [*out[:2], *out[3:]], strict=True):
         assert isinstance(outcome, Generation)
         assert parse_output(request.schema, outcome.raw) == outcome.value
-        n = len(request.messages[-1]["content"].split("<<CONTEXT ")) - 1
-        assert len(outcome.value.verdicts) == n
+        # one passage per call, and its one decision
+        assert request.messages[-1]["content"].count("<<PASSAGE>>") == 1
+        assert outcome.value.relevant in ("yes", "no")
+        assert [d.key for d in outcome.decisions] == ["relevant"]
 
 
 def test_forced_tokens_are_not_sampled(judge: Any) -> None:
@@ -88,32 +96,71 @@ def test_forced_tokens_are_not_sampled(judge: Any) -> None:
 
 
 def test_soft_verdicts_come_with_every_decision(judge: Any) -> None:
-    [request] = requests(ContextRelevance())[:1]
-    out = judge.generate_many([request])[0]
-    assert isinstance(out, Generation)
-    pieces = out.value.pieces
-    levels = [d for d in out.decisions if d.key == "relevance"]
-    used = [d for d in out.decisions if d.key == "used"]
-    assert len(levels) == len(used) == len(pieces)
-    for d in out.decisions:
+    """Each decision call gives one soft verdict on its one key, over exactly its allowed values,
+    whose chosen value is the value decoded; the generated ``missing`` call gives none."""
+    item_asks = asks(ContextRelevance(), records=RECORDS[:1])
+    outs = judge.generate_many([a.request for a in item_asks])
+    n = len(RECORDS[0]["retrieved_contexts"])
+    assert len(outs) == 2 * n + 1
+    for ask, out in zip(item_asks, outs, strict=True):
+        assert isinstance(out, Generation)
+        if ask.decision is None:
+            assert out.decisions == ()
+            continue
+        [d] = out.decisions
+        assert d.key == ask.decision.key
         assert sum(d.probs.values()) == pytest.approx(1.0)
         assert d.chosen in d.probs
-    assert [json.loads(d.chosen) for d in levels] == [p.relevance for p in pieces]
-    assert [d.chosen == "true" for d in used] == [p.used for p in pieces]
-    assert set(levels[0].probs) == {'"high"', '"medium"', '"low"', '"none"'}
+        assert json.loads(d.chosen) == getattr(out.value, d.key)
+        assert {json.loads(v) for v in d.probs} == set(ask.decision.values)
+    grade = next(o for a, o in zip(item_asks, outs, strict=True) if a.decision is GRADE)
+    assert set(grade.decisions[0].probs) == {"0", "1", "2", "3"}
 
 
 def test_without_reasons_only_decisions_are_decoded(judge: Any) -> None:
     record = RECORDS[1]
-    with_reasons = requests(ContextPosition())[1]
-    plain = ContextPosition(reasons=False).build(make_item(record, index=1))
-    assert isinstance(plain, JudgeRequest)
-    full, bare = judge.generate_many([with_reasons, plain])
-    assert isinstance(full, Generation)
-    assert isinstance(bare, Generation)
-    assert all("reason" not in v for v in json.loads(bare.raw)["verdicts"])
-    assert bare.stats.completion_tokens < full.stats.completion_tokens / 2
-    item = make_item(record, index=1)
-    result = ContextPosition(reasons=False).finish(item, bare.value, bare.decisions)
-    assert result.reason.endswith(".")  # still built from the verdicts
-    assert result.soft_value is not None
+    [full] = evaluate([record], [ContextPosition()], judge)
+    [bare] = evaluate([record], [ContextPosition(reasons=False)], judge)
+    assert full.result is not None
+    assert bare.result is not None
+    n = len(record["retrieved_contexts"])
+    # reasons off: one output per passage, each its decision alone
+    lines = bare.result.raw.split("\n")
+    assert len(lines) == n
+    assert all(set(json.loads(line)) == {"relevant"} for line in lines)
+    assert all("reason" not in v for v in bare.result.verdicts)
+    # reasons on: a reason call after each decision
+    assert len(full.result.raw.split("\n")) == 2 * n
+    assert all("reason" in v for v in full.result.verdicts)
+    assert bare.result.stats is not None
+    assert full.result.stats is not None
+    # the same decisions decoded, and nothing else: no reason call, no reason tokens
+    assert full.result.raw.split("\n")[:n] == lines
+    assert bare.result.stats.completion_tokens < full.result.stats.completion_tokens
+    assert bare.result.stats.prompt_tokens < full.result.stats.prompt_tokens / 2
+    assert bare.result.reason.endswith(".")  # still built from the verdicts
+    assert bare.result.soft_value is not None
+
+
+def _without_reasons(verdicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in verdict.items() if k != "reason"} for verdict in verdicts]
+
+
+def test_no_reasons_gives_the_same_decisions_and_soft_values(judge: Any) -> None:
+    """A reason is asked after its decision, in a call of its own: turning reasons off
+    (``--no-reasons``) leaves every decision, its probabilities and the scores as they were."""
+    records = RECORDS[:3]
+    names = [ContextRecall, ContextPosition, ContextRelevance]
+    on = list(evaluate(records, [m() for m in names], judge))
+    off = list(evaluate(records, [m(reasons=False) for m in names], judge))
+    assert len(on) == len(off) == len(records) * len(names)
+    for a, b in zip(on, off, strict=True):
+        assert (a.index, a.metric) == (b.index, b.metric)
+        assert a.result is not None, a.error
+        assert b.result is not None, b.error
+        assert all("reason" in v for v in a.result.verdicts), a.metric
+        assert all("reason" not in v for v in b.result.verdicts), b.metric
+        assert _without_reasons(a.result.verdicts) == b.result.verdicts, a.metric
+        assert a.result.value == b.result.value
+        assert a.result.soft_value is not None
+        assert a.result.soft_value == b.result.soft_value

@@ -61,7 +61,7 @@ def test_gemma_scores_one_item_per_metric(
     gemma: Any, check_call: Any, metric_cls: type[Metric]
 ) -> None:
     out = check_call(gemma, metric_cls(), ITEM)
-    assert out.generation.stats.prompt_tokens > 0
+    assert all(g.stats.prompt_tokens > 0 for g in out.generations)
     if metric_cls is not ContextRecall:
         assert len(out.result.verdicts) == 3
 
@@ -76,8 +76,8 @@ def test_a_long_item_does_not_change_the_next_short_ones_verdicts(gemma: Any) ->
     )
     long_item = {**ITEM, "retrieved_contexts": [long_piece, *ITEM["retrieved_contexts"]]}
     metric = ContextPosition()
-    long_request = metric.build(make_item(long_item, index=0))
-    short_request = metric.build(make_item(ITEM, index=1))
+    long_request = metric.build(make_item(long_item, index=0))[0].request  # the long passage
+    short_request = metric.build(make_item(ITEM, index=1))[0].request
     assert window is not None
     assert len(gemma.render(long_request.messages).tokens) > 2 * int(window)
     gemma.generate(long_request.messages, long_request.schema)

@@ -55,7 +55,7 @@ def test_flash_attn_on_and_off_judge_and_template_kwargs_reach_the_render(
     # the kwargs are keys of the cache: another value is another call
     other = load_judge("smollm2-135m", n_threads=1, n_ctx=2048, cache=False)
     assert other.identity.settings["chat_template_kwargs"] == {}
-    schema = ContextPosition().build(make_item(RECORD, index=0)).schema
+    schema = ContextPosition().build(make_item(RECORD, index=0))[0].request.schema
     assert cache_key(judge.identity, messages, schema) != cache_key(
         other.identity, messages, schema
     )

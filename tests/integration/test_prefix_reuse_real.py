@@ -1,6 +1,7 @@
 """Every prompt token read once, on the real engine (SmolLM2, and Gemma for its sliding window):
-an item's contexts evaluated once for all its metrics, the instructions stored for the next
-process, any shared opening reused, and verdicts that do not depend on any of it."""
+an opening (the item's contexts, or its question and one passage) evaluated once for all the
+calls that share it, the instructions stored for the next process, any shared opening reused,
+and verdicts that do not depend on any of it."""
 
 from __future__ import annotations
 
@@ -16,7 +17,13 @@ from localjudge.data.items import make_item
 from localjudge.judge.prefix_store import PREFIX_DIR
 from localjudge.judge.protocol import JudgeRequest
 from localjudge.judge.schemas import StrictModel
-from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance, Metric
+from localjudge.metrics import (
+    ContextPosition,
+    ContextRecall,
+    ContextRelevance,
+    Metric,
+    MetricResult,
+)
 
 pytestmark = pytest.mark.model
 
@@ -42,6 +49,36 @@ def raws(judge: Any, metrics: list[Metric], records: list[dict[str, Any]]) -> di
 OTHER = next(r for r in RECORDS if r not in FULL and r.get("reference"))
 
 
+def requests_of(metric: Metric, record: dict[str, Any], index: int = 0) -> list[JudgeRequest]:
+    """The decision (and generated) calls ``metric`` makes for ``record``."""
+    asks = metric.build(make_item(record, index=index))
+    assert not isinstance(asks, MetricResult)
+    return [a.request for a in asks]
+
+
+def read_once(judge: Any, metrics: list[Metric], records: list[dict[str, Any]]) -> int:
+    """The prompt tokens ``records`` x ``metrics`` (reasons off) cost when every token is read
+    once: each instruction text other than recall's (held by :func:`evaluated`) once, each
+    distinct opening (the item's contexts; its question and one passage) once, and each call's
+    own tail."""
+    held = judge.render(requests_of(ContextRecall(), OTHER)[0].messages)
+    instructions = {tuple(held.tokens[: held.fixed])}
+    openings: set[tuple[int, ...]] = set()
+    cost = 0
+    for i, record in enumerate(records):
+        for metric in metrics:
+            for request in requests_of(metric, record, i):
+                p = judge.render(request.messages, shared_chars=request.shared_chars)
+                shared = p.shared if p.shared is not None else p.fixed
+                fixed, opening = tuple(p.tokens[: p.fixed]), tuple(p.tokens[:shared])
+                cost += (fixed not in instructions) * len(fixed)
+                cost += (opening not in openings) * (shared - p.fixed)
+                cost += len(p.tokens) - shared
+                instructions.add(fixed)
+                openings.add(opening)
+    return cost
+
+
 def evaluated(judge: Any, metrics: list[Metric], records: list[dict[str, Any]]) -> int:
     """Prompt tokens the engine evaluated for ``records`` x ``metrics``, with the instructions
     held and none of the records' own tokens."""
@@ -60,25 +97,26 @@ def warm(judge: Any) -> Any:
 
 
 def test_a_second_metric_costs_its_tail_not_the_contexts_again(warm: Any) -> None:
-    """The item's question and contexts are evaluated once for its metrics: adding position to
-    recall costs at most 1.35x the prompt tokens of recall alone (it was 2x)."""
-    one = evaluated(warm, [ContextRecall()], FULL)
-    two = evaluated(warm, [ContextRecall(), ContextPosition()], FULL)
-    three = evaluated(warm, THREE, FULL)
-    assert two <= 1.35 * one, (one, two)
-    assert three <= 1.7 * one, (one, three)
-    # and each item's shared part was evaluated exactly once: the rest are the metrics' tails
-    tails = 0
-    shared = 0
-    for i, record in enumerate(FULL):
-        item = make_item(record, index=i)
-        for metric in THREE:
-            request = metric.build(item)
-            assert isinstance(request, JudgeRequest)
-            p = warm.render(request.messages, shared_chars=request.shared_chars)
-            tails += len(p.tokens) - p.shared
-        shared += p.shared - p.fixed
-    assert three == shared + tails
+    """An opening is evaluated once for every call that shares it: recall's statements read
+    their item's contexts once, and relevance's calls on a passage reuse the question and
+    passage that position's call on it evaluated (relevance alone reads them again)."""
+    recall = [ContextRecall(reasons=False)]
+    position = [ContextPosition(reasons=False)]
+    relevance = [ContextRelevance(reasons=False)]
+    one = evaluated(warm, recall, FULL)
+    assert one == read_once(warm, recall, FULL)
+    fresh = sum(  # every call from its instructions on
+        len(p.tokens) - p.fixed
+        for i, r in enumerate(FULL)
+        for p in (warm.render(q.messages) for q in requests_of(recall[0], r, i))
+    )
+    assert one < fresh
+    alone = evaluated(warm, position, FULL) + evaluated(warm, relevance, FULL)
+    both = evaluated(warm, position + relevance, FULL)
+    assert both == read_once(warm, position + relevance, FULL)
+    # what sharing saved: at least each passage's question and text, read once and not twice
+    passages = sum(len(r["retrieved_contexts"]) for r in FULL)
+    assert alone - both >= passages * 10, (alone, both)
 
 
 def test_verdicts_do_not_depend_on_the_metrics_run_together_or_on_parallel(
@@ -99,8 +137,7 @@ def test_verdicts_do_not_depend_on_the_metrics_run_together_or_on_parallel(
 def test_a_prompt_after_other_calls_gives_what_a_fresh_context_gives(warm: Any) -> None:
     """Whatever the cells hold from earlier calls, a prompt's output is the one it gets in a new
     context (every prompt is cut at the same points, whichever part is reused)."""
-    request = ContextRelevance().build(make_item(FULL[0], index=0))
-    assert isinstance(request, JudgeRequest)
+    request = requests_of(ContextRelevance(), FULL[0])[-1]  # the generated `missing` call
     warm.engine.close()
     fresh = warm.generate_many([request])[0].raw
     for _ in range(2):  # now with this very prompt held, and after other items
@@ -150,7 +187,7 @@ from localjudge import load_judge
 from localjudge.metrics import ContextRecall
 from localjudge.data.items import make_item
 judge = load_judge(sys.argv[1], n_threads=1, cache=False, store_prefix=True)
-request = ContextRecall().build(make_item(json.loads(sys.argv[2]), index=0))
+request = ContextRecall().build(make_item(json.loads(sys.argv[2]), index=0))[0].request
 gen = judge.generate_many([request])[0]
 s = judge.engine.stats
 print(json.dumps({"raw": gen.raw, "evaluated": gen.stats.evaluated_prompt_tokens,
@@ -250,8 +287,7 @@ def test_a_sliding_window_model_reuses_only_whole_prefixes(isolated_env: Path) -
     new context."""
     gemma = load_judge("gemma3-270m", n_threads=2, cache=False)
     records = [LONG, {**LONG, "user_input": "How many ships were in Lunport in year 3?"}]
-    request = ContextRelevance().build(make_item(LONG, index=0))
-    assert isinstance(request, JudgeRequest)
+    request = requests_of(ContextRelevance(), LONG)[-1]  # all the contexts
     assert len(gemma.render(request.messages).tokens) > 1200
     alone: dict[Any, str] = {}
     for metric in THREE:

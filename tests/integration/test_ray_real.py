@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -26,7 +27,7 @@ def comparable(path):
     return re.sub(r'"evaluated_prompt_tokens":[0-9]+', '"evaluated_prompt_tokens":_', text)
 
 
-def test_smollm2_on_ray_matches_a_local_run(tmp_path):
+def test_smollm2_on_ray_matches_a_local_run(tmp_path, count_calls):
     metrics = [ContextPosition(), ContextRecall()]
     local_judge = open_judge(
         JudgeSettings(model="smollm2-135m", n_threads=1, cache=tmp_path / "a.sqlite")
@@ -61,7 +62,9 @@ def test_smollm2_on_ray_matches_a_local_run(tmp_path):
         )
     finally:
         ray.shutdown()
-    assert judge.calls == 8  # every call made on the workers, each cached by the driver
+    records = [json.loads(line) for line in EXAMPLES.read_text("utf-8").splitlines()][:4]
+    # every call made on the workers, each cached by the driver
+    assert judge.calls == count_calls(records, [m.name for m in metrics])
     assert stored.read_bytes() == cells  # an actor's, the same cells for the same key
     assert comparable(remote.results_path) == comparable(local.results_path)
     assert '"score":null' not in remote.results_path.read_text("utf-8")

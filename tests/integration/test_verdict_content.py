@@ -19,6 +19,7 @@ from localjudge.metrics import (
     recall,
     relevance,
 )
+from localjudge.metrics.instructions import MISSING_QUESTION, MISSING_SYSTEM
 from localjudge.metrics.statements import split_statements
 
 pytestmark = pytest.mark.model
@@ -51,9 +52,10 @@ def check_content(records: list[dict[str, Any]], results: list[Any]) -> dict[str
             assert len(res.verdicts) == len(rec["retrieved_contexts"])
             assert [v["index"] for v in res.verdicts] == list(range(len(res.verdicts)))
         if r.metric == "relevance":
+            # the missing list is written after the instructions of its own call
+            missing_prompt = f"{SYSTEMS['relevance']}\n{MISSING_SYSTEM}\n{MISSING_QUESTION}"
             prompt = {
-                " ".join(s.split()).casefold()
-                for s in split_statements(SYSTEMS["relevance"], 10_000)
+                " ".join(s.split()).casefold() for s in split_statements(missing_prompt, 10_000)
             }
             for item in res.details["missing"]:
                 folded = " ".join(item.split()).casefold()
