@@ -16,7 +16,9 @@ dropped for position, which would otherwise be shown the answer as its EXPECTED 
 WiCE: recall is fitted and measured on supported (1) against not supported (0); supported
 against partially + not is printed beside it (AUC of the soft value only: no cut-off is fitted
 on it). ``--write`` stores the cut-offs in ``localjudge/judge/registry.json`` for the judge's
-sha256, with this command line as their source.
+sha256, with this command line as their source: only those whose held-out figure (the mean of
+the two folds: kappa, QWK, balanced accuracy) beats the judge's argmax on the same halves; a
+kind left out keeps the argmax.
 """
 
 from __future__ import annotations
@@ -45,6 +47,18 @@ def read(path: Path, limit: int) -> list[dict[str, Any]]:
     """The first ``limit`` records (0: all)."""
     records = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line]
     return records[:limit] if limit else records
+
+
+def spread(records: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The first ``limit`` records taken round-robin over their queries (``source.qid``): the
+    first list of every query, then the second, ..., so that a few lists still span the
+    queries (agreement varies more between queries than within one)."""
+    by_query: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        by_query.setdefault(str(r.get("source", {}).get("qid")), []).append(r)
+    rounds = max(len(v) for v in by_query.values())
+    ordered = [q[k] for k in range(rounds) for q in by_query.values() if k < len(q)]
+    return ordered[:limit] if limit else ordered
 
 
 def mode_share(vectors: list[tuple[Any, ...]]) -> float | None:
@@ -106,7 +120,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("llmjudge", type=Path)
     parser.add_argument("wice", type=Path)
     parser.add_argument("-m", "--model", default="qwen2.5-coder-1.5b")
-    parser.add_argument("--lists", type=int, default=30, help="LLMJudge lists (0: all)")
+    parser.add_argument(
+        "--lists", type=int, default=50, help="LLMJudge lists, round-robin over queries (0: all)"
+    )
     parser.add_argument("--claims", type=int, default=150, help="WiCE claims (0: all)")
     parser.add_argument("--cache", default=None, help="the judge-call cache (reruns are free)")
     parser.add_argument("-t", "--threads", type=int, default=None)
@@ -114,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     judge = load_judge(args.model, n_threads=args.threads, cache=args.cache or True)
     print(f"judge {judge.identity.model} ({judge.identity.sha256[:12]})")
-    lists = read(args.llmjudge, args.lists)
+    lists = spread(read(args.llmjudge, 0), args.lists)
     no_proxy = [{k: v for k, v in r.items() if k != "response"} for r in lists]
     claims = read(args.wice, args.claims)
     position = run("LLMJudge dev, position", no_proxy, judge, ["position"])
@@ -132,18 +148,24 @@ def main(argv: list[str] | None = None) -> None:
         f"AUC {whole['auc']['value']:.3f} {whole['auc']['ci95']}"
     )
     cutoffs = {}
-    for name, found in (
-        ("position.relevant", position),
-        ("relevance.grade", relevance),
-        ("recall.supported", recall),
+    for name, found, objective in (
+        ("position.relevant", position, "kappa"),
+        ("relevance.grade", relevance, "qwk"),
+        ("recall.supported", recall, "balanced_accuracy"),
     ):
         fitted = found["calibration"].cutoffs.values.get(name)
-        if fitted is not None:
+        if fitted is None:
+            continue
+        source = lists if name != "recall.supported" else binary
+        item_vectors(found["results"], source if name != "position.relevant" else no_proxy,
+                     name, fitted)  # fmt: skip
+        mean = found["calibration"].checks[name]["mean"]
+        before, after = mean["argmax"][objective], mean["fitted"][objective]
+        if before is not None and after is not None and after > before:
             cutoffs[name] = fitted[0] if len(fitted) == 1 else list(fitted)
-            source = lists if name != "recall.supported" else binary
-            item_vectors(found["results"], source if name != "position.relevant" else no_proxy,
-                         name, fitted)  # fmt: skip
-    print(f"\ncut-offs: {json.dumps(cutoffs)}")
+        else:  # a cut-off that does worse on held-out data than the argmax is not shipped
+            print(f"{name}: not shipped: held-out {objective} {after} against argmax {before}")
+    print(f"\ncut-offs shipped: {json.dumps(cutoffs)}")
     if args.write:
         data = json.loads(REGISTRY.read_text("utf-8"))
         table = data.setdefault("cutoffs", {})

@@ -146,10 +146,13 @@ run_options = _options(
         "it (recorded in the result's details.truncated).",
     ),
     click.option(
-        "--no-reasons",
-        is_flag=True,
-        help="The judge decides without writing a reason per verdict (faster; the result's "
-        "reason is still built from the verdicts).",
+        "--reasons/--no-reasons",
+        "reasons",
+        default=False,
+        show_default=True,
+        help="Also ask the judge a reason for each decision, after it (a call each; the "
+        "decisions and scores are the same either way, and the result's reason is always built "
+        "from the decisions).",
     ),
     click.option(
         "--html", is_flag=True, help="Also write OUT/report.html (see `localjudge report`)."

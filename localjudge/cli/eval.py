@@ -180,7 +180,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
             "reference (recall) or response (relevance)",
             hint="name fields with --map, e.g. --map user_input=question",
         )
-    scale, truncate, no_reasons = p.pop("scale"), p.pop("truncate"), p.pop("no_reasons")
+    scale, truncate, reasons = p.pop("scale"), p.pop("truncate"), p.pop("reasons")
     labels, calibrate, html = p.pop("labels"), p.pop("calibrate"), p.pop("html")
     raw_output = p.pop("raw_output")
     junit_path: Path | None = p.pop("junit")
@@ -189,7 +189,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
     with output_lock(out_dir):  # before the judge loads: a second run is refused at once
         settings = judge_settings(p.pop("model"), **p)
         judge = ray.open(settings) if ray is not None else (factory or open_judge)(settings)
-        metrics = build_metrics(names, MetricSettings(scale=scale, reasons=not no_reasons))
+        metrics = build_metrics(names, MetricSettings(scale=scale, reasons=reasons))
         total = found.n_records if found and progress else None
         junit = None
         if junit_path is not None:
@@ -198,7 +198,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
                 "limit": limit,
                 "truncate": truncate,
                 "scale": scale,
-                "reasons": not no_reasons,
+                "reasons": reasons,
                 "map": mapping,
                 "format": fmt,
                 "max_failure_rate": max_failure_rate,

@@ -70,7 +70,8 @@ class MetricSettings:
 
     scale: float = 1.0
     penalties: RelevancePenalties = field(default_factory=RelevancePenalties)
-    reasons: bool = True
+    #: off by default: a reason is a generated call per decision (README, "Metrics")
+    reasons: bool = False
 
 
 # --------------------------------------------------------------------------- human labels

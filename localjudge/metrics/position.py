@@ -76,7 +76,7 @@ class ContextPosition(Metric):
     def from_settings(cls, settings: MetricSettings) -> ContextPosition:
         return cls(scale=settings.scale, reasons=settings.reasons)
 
-    def __init__(self, scale: float = 1.0, *, reasons: bool = True) -> None:
+    def __init__(self, scale: float = 1.0, *, reasons: bool = False) -> None:
         position_score([], scale=scale)  # validates scale with the scoring function's message
         self.scale = scale
         self.reasons = reasons

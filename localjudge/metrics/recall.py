@@ -72,7 +72,7 @@ class ContextRecall(Metric):
     def from_settings(cls, settings: MetricSettings) -> ContextRecall:
         return cls(reasons=settings.reasons)
 
-    def __init__(self, *, reasons: bool = True) -> None:
+    def __init__(self, *, reasons: bool = False) -> None:
         self.reasons = reasons
 
     def settings(self) -> dict[str, Any]:

@@ -135,7 +135,7 @@ class ContextRelevance(Metric):
         penalties: RelevancePenalties | None = None,
         scale: float = 1.0,
         *,
-        reasons: bool = True,
+        reasons: bool = False,
     ) -> None:
         self.penalties = penalties or RelevancePenalties()
         relevance_score(["none"], [False], 0, self.penalties, scale)  # validates scale

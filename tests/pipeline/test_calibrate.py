@@ -146,9 +146,9 @@ def test_changing_cutoffs_rejudges_nothing(tmp_path, registry):
     # the soft values are the same: only the hard verdicts moved
     assert [r.result.soft_value for r in first] == [r.result.soft_value for r in second]
     # with reasons on, a reason explains the verdict made: only the flipped ones are asked anew
-    list(evaluate(records, [ContextPosition()], judge, cutoffs=Cutoffs()))
+    list(evaluate(records, [ContextPosition(reasons=True)], judge, cutoffs=Cutoffs()))
     calls = len(judge.inner.calls)
-    list(evaluate(records, [ContextPosition()], judge, cutoffs=cuts))
+    list(evaluate(records, [ContextPosition(reasons=True)], judge, cutoffs=cuts))
     assert len(judge.inner.calls) - calls == sum(flipped)
 
 
