@@ -19,7 +19,7 @@ from localjudge.data.items import make_item
 from localjudge.errors import ConstraintError, InvalidItemError, ItemError
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.metrics.asks import reason_schema
-from localjudge.metrics.base import delimit
+from localjudge.metrics.base import MetricSettings, delimit
 from localjudge.metrics.instructions import (
     GRADE,
     GRADE_QUESTION,
@@ -188,7 +188,7 @@ def test_recall_spec_worked_example():
         reference, 1, 0, reasons=["context 1 says so", "no context mentions a name"]
     )
     result = score(
-        ContextRecall(),
+        ContextRecall(reasons=True),
         judge,
         user_input="埃菲尔铁塔在哪里？",
         retrieved_contexts=["巴黎是法国的首都。", "埃菲尔铁塔位于巴黎。"],
@@ -282,7 +282,8 @@ def test_recall_score_and_reason(attributed, reason):
 def test_recall_turns_the_yes_no_decision_into_a_0_1_attribution():
     # one item, one statement: the test controls the only decision call and its reason call
     judge = ScriptedJudge(['{"supported":"yes"}', '{"reason":"r"}'])
-    result = score(ContextRecall(), judge, user_input="q", retrieved_contexts=["c"], reference="a")
+    metric = ContextRecall(reasons=True)
+    result = score(metric, judge, user_input="q", retrieved_contexts=["c"], reference="a")
     assert result.value == 1.0
     assert result.verdicts == [{"index": 0, "statement": "a", "reason": "r", "attributed": 1}]
     assert type(result.verdicts[0]["attributed"]) is int
@@ -360,7 +361,7 @@ def test_recall_reference_without_a_statement_is_an_item_error(reference):
 def test_recall_counts_reasons_that_copy_the_prompt(reason, data, copied):
     judge = recall_judge("One. Two.", 1, 0, reasons=[reason, "No passage says it."])
     result = score(
-        ContextRecall(),
+        ContextRecall(reasons=True),
         judge,
         user_input="Where is it?",
         retrieved_contexts=[data],
@@ -432,7 +433,8 @@ def test_position_scale_flows_to_the_score():
     result = score(metric, judge, user_input="q", retrieved_contexts=CTX3)
     assert abs(result.value - exact_position([1, 0, 1], scale=10)) < 1e-9
     assert abs(result.value - 80 / 11) < 1e-9
-    assert metric.settings() == {"scale": 10, "reasons": True}
+    # the default: no reason calls (MetricSettings' default too)
+    assert metric.settings() == {"scale": 10, "reasons": MetricSettings().reasons}
 
 
 @pytest.mark.parametrize("scale", [0, -1, float("nan"), float("inf")])
@@ -516,7 +518,7 @@ def test_relevance_custom_penalties_spec_value():
         "unused_high": 0.05,
         "missing_per_item": 0.1,
         "max_missing": 0.3,
-        "reasons": True,
+        "reasons": MetricSettings().reasons,  # the default
     }
 
 
@@ -602,7 +604,11 @@ def test_relevance_reason(pieces, missing, reason):
     contexts = [f"piece {i}" for i in range(len(pieces))]
     judge = relevance_judge(contexts, pieces, missing)
     result = score(
-        ContextRelevance(), judge, user_input="q", retrieved_contexts=contexts, response="r"
+        ContextRelevance(reasons=True),
+        judge,
+        user_input="q",
+        retrieved_contexts=contexts,
+        response="r",
     )
     assert result.reason == reason
     assert result.verdicts == passage_verdicts(pieces)
@@ -702,10 +708,10 @@ def test_position_and_relevance_count_reasons_that_copy_the_prompt():
         )
     )
     record = {"user_input": "q?", "retrieved_contexts": ["a", "b"], "response": "r"}
-    position = score(ContextPosition(), judge, **record)
+    position = score(ContextPosition(reasons=True), judge, **record)
     assert position.details == {"copied_reasons": [0]}
     assert position.value == exact_position([1, 0])
-    relevance = score(ContextRelevance(), judge, **record)
+    relevance = score(ContextRelevance(reasons=True), judge, **record)
     assert [p["reason"] for p in relevance.verdicts] == ["piece 0", "piece 1"]
     assert relevance.details == {"missing": []}  # "piece 0", "piece 1" copy nothing
 
@@ -1105,8 +1111,9 @@ def test_no_marker_brackets_survive_inside_data(text):
 
 # ---------------------------------------------------------------- schema violations
 
-# a metric's calls come in a known order for one item of one piece: recall's decision then its
-# reason; relevance's grade, used, missing, then the grade's reason
+# a metric's calls come in a known order for one item of one piece, with reasons on (as the test
+# asks): recall's decision then its reason; relevance's grade, used, missing, then the grade's
+# reason
 VIOLATIONS = [
     # an extra property; the judge may not write a statement or a reason in a decision call
     (ContextRecall, [{"supported": "yes", "score": 1.0}]),
@@ -1146,7 +1153,7 @@ def test_reply_that_violates_the_schema_raises_constraint_error(metric_cls, repl
     judge = ScriptedJudge(replies)
     record = dict(FULL, retrieved_contexts=["piece 0"])
     with pytest.raises(ConstraintError) as info:
-        score(metric_cls(), judge, **record)
+        score(metric_cls(reasons=True), judge, **record)
     assert not isinstance(info.value, ItemError)  # fatal: never swallowed as an item row
     assert "does not match schema" in info.value.message
     # nothing invalid is recorded as a successful call: only the valid replies before it
@@ -1169,8 +1176,8 @@ def test_scripted_reply_may_be_built_from_the_prompt():
         )
         expected = exact_position([i % 2 == 0 for i in range(n)])
         assert abs(result.value - expected) < 1e-9
-    # a decision and its reason per piece
-    assert len(judge.calls) == 2 * (1 + 4 + 7)
+    # a decision per piece, and its reason when the metric asks reasons (off by default)
+    assert len(judge.calls) == (1 + metric.reasons) * (1 + 4 + 7)
     assert math.isclose(
         score(metric, judge, user_input="q", retrieved_contexts=["c0"]).value,
         1.0,
@@ -1219,3 +1226,18 @@ def test_every_call_asks_exactly_one_decision(reasons):
         # a reason per decision but 'used' and 'missing', only with reasons on
         explained = sum(v for k, v in counts.items() if k not in ("UsedDecision", "Missing"))
         assert reasons_asked == (explained if reasons else 0)
+
+
+def test_reasons_are_off_by_default():
+    """Without ``reasons=True`` a metric asks only its decisions and its verdicts carry no
+    reason; the metrics' own default is MetricSettings' default."""
+    assert MetricSettings().reasons is False
+    for metric_cls in (ContextRecall, ContextPosition, ContextRelevance):
+        metric = metric_cls()
+        assert metric.reasons is False
+        assert metric_cls.from_settings(MetricSettings()).reasons is False
+        judge = ScriptedJudge(rule_reply)
+        result = score(metric, judge, **ONE_ITEM)
+        assert judge.calls == decisions_of(judge)  # no Reason call
+        assert all("reason" not in v for v in result.verdicts)
+        assert metric.settings()["reasons"] is False

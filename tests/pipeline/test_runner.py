@@ -56,9 +56,9 @@ def decision_calls(rec, metrics=("recall", "position")):
     return n
 
 
-def all_calls(records, metrics=("recall", "position")):
-    """Decision calls plus, with reasons on, one reason call per decision."""
-    return sum(2 * decision_calls(r, metrics) for r in records)
+def all_calls(records, metrics=("recall", "position"), *, reasons):
+    """Decision calls plus, with ``reasons`` on, one reason call per decision."""
+    return sum((1 + reasons) * decision_calls(r, metrics) for r in records)
 
 
 def subject_of(call):
@@ -106,7 +106,8 @@ def test_within_a_chunk_calls_are_grouped_by_instructions_then_by_shared_opening
         return many(requests, **kwargs)
 
     judge.generate_many = counted  # type: ignore[method-assign]
-    list(evaluate(RECORDS, [ContextRecall(), ContextPosition()], judge, chunk_size=2))
+    metrics = [ContextRecall(reasons=True), ContextPosition(reasons=True)]
+    list(evaluate(RECORDS, metrics, judge, chunk_size=2))
     expected = []
     for chunk in (RECORDS[0:2], RECORDS[2:4], RECORDS[4:5]):
         one_pass = [("recall", s) for rec in chunk for s in split_statements(rec["reference"])] + [
@@ -119,7 +120,7 @@ def test_within_a_chunk_calls_are_grouped_by_instructions_then_by_shared_opening
     assert seen == expected
     # per chunk: its decisions in one batch, then their reasons in another
     assert batches == [9, 9, 8, 8, 5, 5]
-    assert sum(batches) == all_calls(RECORDS)
+    assert sum(batches) == all_calls(RECORDS, reasons=True)
     assert all(c.shared_chars > 0 for c in judge.calls)
 
 
@@ -132,23 +133,26 @@ def test_evaluate_is_lazy_and_yields_chunk_by_chunk():
             yield rec
 
     judge = ScriptedJudge(rule_reply)
-    stream = evaluate(source(), [ContextRecall(), ContextPosition()], judge, chunk_size=2)
+    metrics = [ContextRecall(), ContextPosition()]
+    reasons = metrics[0].reasons  # the default, the same for both
+    assert metrics[1].reasons == reasons
+    stream = evaluate(source(), metrics, judge, chunk_size=2)
     assert pulled == []
     assert judge.calls == []
     first = next(stream)
     assert (first.index, first.metric) == (0, "recall")
     assert pulled == ["r0", "r1"]
-    assert len(judge.calls) == all_calls(RECORDS[:2])
+    assert len(judge.calls) == all_calls(RECORDS[:2], reasons=reasons)
     for _ in range(3):  # the rest of the first chunk comes without judging more
         next(stream)
-    assert len(judge.calls) == all_calls(RECORDS[:2])
+    assert len(judge.calls) == all_calls(RECORDS[:2], reasons=reasons)
     assert pulled == ["r0", "r1"]
     nxt = next(stream)
     assert (nxt.index, nxt.metric) == (2, "recall")
     assert pulled == ["r0", "r1", "r2", "r3"]
-    assert len(judge.calls) == all_calls(RECORDS[:4])
+    assert len(judge.calls) == all_calls(RECORDS[:4], reasons=reasons)
     assert len(list(stream)) == 5
-    assert len(judge.calls) == all_calls(RECORDS)
+    assert len(judge.calls) == all_calls(RECORDS, reasons=reasons)
 
 
 def test_on_result_is_called_once_per_item_and_metric_before_the_chunk_is_yielded():
@@ -185,7 +189,10 @@ def test_per_item_failures_become_error_rows_and_others_still_score():
         record(5),
     ]
     judge = ScriptedJudge(rule_reply)
-    results = list(evaluate(records, [ContextRecall(), ContextPosition()], judge))
+    metrics = [ContextRecall(), ContextPosition()]
+    reasons = metrics[0].reasons  # the default, the same for both
+    assert metrics[1].reasons == reasons
+    results = list(evaluate(records, metrics, judge))
     table = {(r.index, r.metric): r for r in results}
     assert len(results) == 12
 
@@ -213,7 +220,8 @@ def test_per_item_failures_become_error_rows_and_others_still_score():
         assert table[(i, "position")].error is None
     # only the scorable item x metric pairs reached the judge
     assert len(judge.calls) == (
-        all_calls([records[0], records[5]]) + all_calls([records[1]], metrics=("position",))
+        all_calls([records[0], records[5]], reasons=reasons)
+        + all_calls([records[1]], metrics=("position",), reasons=reasons)
     )
     subjects = {subject_of(c)[:2] for c in judge.calls}
     assert subjects == {
@@ -236,7 +244,7 @@ def call_tokens(call):
 def test_context_overflow_becomes_an_error_row_with_both_numbers():
     long_item = record(1, user_input=" ".join(["word"] * 600) + "?")
     records = [record(0), long_item, record(2)]
-    # every call of the short items (decisions and reasons) fits; the long one's do not
+    # every call of the short items (decisions, and reasons if asked) fits; the long one's do not
     probe = ScriptedJudge(rule_reply)
     list(evaluate([record(0)], [ContextPosition()], probe))
     n_ctx = max(call_tokens(c) for c in probe.calls) + 100
@@ -258,7 +266,10 @@ def test_context_overflow_becomes_an_error_row_with_both_numbers():
         f"{long_words + worst} tokens but the context window holds {n_ctx}"
     )
     assert f"n_ctx={long_words + worst}" in error.hint
-    assert len(judge.calls) == all_calls([record(0), record(2)], metrics=("position",))
+    reasons = ContextPosition().reasons  # the default
+    assert len(judge.calls) == all_calls(
+        [record(0), record(2)], metrics=("position",), reasons=reasons
+    )
     assert {question_of(c) for c in judge.calls} == {
         record(0)["user_input"],
         record(2)["user_input"],
@@ -292,9 +303,15 @@ def test_metrics_given_by_name_with_judge():
     assert results[0].result.value == 0.5
     # relevance: two 'high' pieces, the first used: base 2/3, one unused high: -0.1
     assert abs(results[2].result.value - (2 / 3 - 0.1)) < 1e-9
-    # recall: a decision and a reason per statement (2); position: per piece (3); relevance:
-    # per piece a grade, its reason and 'used' (3), and one 'missing' call
-    assert len(judge.calls) == 2 * 2 + 2 * 3 + (3 * 3 + 1)
+    # names get each metric's default settings: a reason per decision only if those ask it
+    explain = {m.name: int(m().reasons) for m in (ContextRecall, ContextPosition, ContextRelevance)}
+    # recall: a decision (and a reason) per statement (2); position: per piece (3); relevance:
+    # per piece a grade (and its reason) and 'used' (3), and one 'missing' call
+    assert len(judge.calls) == (
+        (1 + explain["recall"]) * 2
+        + (1 + explain["position"]) * 3
+        + ((2 + explain["relevance"]) * 3 + 1)
+    )
 
 
 def test_metric_classes_and_instances_can_be_mixed():
@@ -438,9 +455,10 @@ def test_truncate_trims_the_longest_context_until_the_prompt_fits():
 
 def test_truncate_makes_the_reason_calls_fit_too():
     rec = record(0, retrieved_contexts=[LONG_PIECE, "short noise"])
-    n_ctx = window_300_short(rec, ContextRecall())
+    metric = ContextRecall(reasons=True)
+    n_ctx = window_300_short(rec, metric)
     judge = ScriptedJudge(rule_reply, n_ctx=n_ctx)
-    [res] = list(evaluate([rec], [ContextRecall()], judge, truncate=True))
+    [res] = list(evaluate([rec], [metric], judge, truncate=True))
     assert res.error is None
     assert [v.get("reason") for v in res.result.verdicts] == ["rule", "rule"]
     assert all(call_tokens(c) <= n_ctx for c in judge.calls)
@@ -627,7 +645,8 @@ def test_calls_that_share_an_opening_are_adjacent():
     too, though the runner builds the asks metric by metric."""
     records = rule_records(3)
     judge = ScriptedJudge(rule_reply)
-    list(evaluate(records, ["recall", "position", "relevance"], judge))
+    metrics = [cls(reasons=True) for cls in (ContextRecall, ContextPosition, ContextRelevance)]
+    list(evaluate(records, metrics, judge))
     decisions = [c for c in judge.calls if c.schema.__name__ != "Reason"]
     reasons = [c for c in judge.calls if c.schema.__name__ == "Reason"]
     assert judge.calls == decisions + reasons  # one chunk: its decisions, then its reasons

@@ -73,7 +73,8 @@ def test_soft_scores_reach_the_files_and_the_cache(tmp_path: Path):
     data.write_text(json.dumps(RECORD) + "\n", "utf-8")
     cache = Cache(tmp_path / "c.sqlite3")
     judge = CachingJudge(Hesitant(rule_reply), cache)
-    first = eval_file(data, tmp_path / "a", judge=judge, metrics=[ContextPosition()])
+    metric = ContextPosition()
+    first = eval_file(data, tmp_path / "a", judge=judge, metrics=[metric])
     row = json.loads((tmp_path / "a" / "results.jsonl").read_text("utf-8"))
     assert row["soft_score"] == pytest.approx((0.7 + 0.1 + 0.7 / 3) / (11 / 6))
     assert first.summary["metrics"]["position"]["soft_mean"] == pytest.approx(row["soft_score"])
@@ -83,8 +84,8 @@ def test_soft_scores_reach_the_files_and_the_cache(tmp_path: Path):
     assert (tmp_path / "b" / "results.jsonl").read_bytes().replace(b"scripted", b"x") == (
         tmp_path / "a" / "results.jsonl"
     ).read_bytes().replace(b"scripted", b"x")
-    # every call came from the cache: a decision and a reason per piece
-    assert again.hits == judge.calls == 2 * len(RECORD["retrieved_contexts"])
+    # every call came from the cache: a decision per piece (and its reason, if asked)
+    assert again.hits == judge.calls == (1 + metric.reasons) * len(RECORD["retrieved_contexts"])
 
 
 class BatchVariant(ScriptedJudge):
@@ -101,20 +102,23 @@ class BatchVariant(ScriptedJudge):
         return super().generate_many(requests, on_outcome=on_outcome)
 
 
-def test_a_batch_variant_judge_gets_a_partly_cached_batch_whole(tmp_path: Path):
+@pytest.mark.parametrize("reasons", [False, True])  # off is the default
+def test_a_batch_variant_judge_gets_a_partly_cached_batch_whole(tmp_path: Path, reasons: bool):
     records = [{**RECORD, "id": f"r{i}", "user_input": f"question {i}?"} for i in range(3)]
     cache = Cache(tmp_path / "c.sqlite3")
+    metric = ContextPosition(reasons=reasons)
+    passes = 1 + metric.reasons  # the decisions, then (if asked) their reasons
     # a first run that got through one item only
-    list(evaluate(records[:1], [ContextPosition()], CachingJudge(ScriptedJudge(rule_reply), cache)))
+    list(evaluate(records[:1], [metric], CachingJudge(ScriptedJudge(rule_reply), cache)))
     inner = BatchVariant(rule_reply)
     judge = CachingJudge(inner, cache)
-    results = list(evaluate(records, [ContextPosition()], judge))
+    results = list(evaluate(records, [metric], judge))
     calls = len(RECORD["retrieved_contexts"])  # per item: one decision call per piece
-    # the decisions, then the reasons: each batch whole, the cached item's calls included
-    assert [len(b) for b in inner.batches] == [3 * calls, 3 * calls]
+    # a batch per pass, each whole, the cached item's calls included
+    assert [len(b) for b in inner.batches] == [3 * calls] * passes
     # ... but only the new calls count and are stored
-    assert (judge.hits, judge.calls) == (2 * calls, 4 * calls)
-    assert len(cache) == 6 * calls
+    assert (judge.hits, judge.calls) == (passes * calls, passes * 2 * calls)
+    assert len(cache) == passes * 3 * calls
     assert [r.error for r in results] == [None] * 3
     # an invariant judge only gets what is missing
     plain = ScriptedJudge(rule_reply)
@@ -127,8 +131,8 @@ def test_a_batch_variant_judge_gets_a_partly_cached_batch_whole(tmp_path: Path):
         return original(requests, on_outcome=on_outcome)
 
     plain.generate_many = spy  # type: ignore[method-assign]
-    list(evaluate(more, [ContextPosition()], CachingJudge(plain, cache)))
-    assert seen == [calls, calls]
+    list(evaluate(more, [metric], CachingJudge(plain, cache)))
+    assert seen == [calls] * passes
 
 
 def test_outcomes_reach_on_outcome_as_each_finishes_and_in_order():

@@ -41,7 +41,8 @@ STATS = GenerationStats(
 )
 
 
-def scored(value, metric="recall", index=0, stats=STATS, details=None):
+def scored(value, metric="recall", index=0, stats=STATS, details=None, calls=2):
+    """A recall result of one verdict with its reason: a decision call and a reason call."""
     result = MetricResult(
         metric=metric,
         value=value,
@@ -49,6 +50,7 @@ def scored(value, metric="recall", index=0, stats=STATS, details=None):
         verdicts=[{"statement": "巴黎", "reason": "r", "attributed": 1}],
         stats=stats,
         details=details or {},
+        calls=calls,
     )
     return ItemResult(index=index, id=f"i{index}", metric=metric, result=result, error=None)
 
@@ -255,14 +257,17 @@ def _row(index: int, **changes):
 def test_results_writer_renames_only_a_complete_run(tmp_path):
     path = tmp_path / "out" / "results.jsonl"
     settings = {"recall": {"truncate": False}}
+    first = scored(0.5)
     with ResultsWriter(path, JUDGE, settings) as writer:
-        writer.write(scored(0.5))
+        writer.write(first)
         assert not path.exists()
         assert (tmp_path / "out" / "results.jsonl.partial").is_file()
     assert path.is_file()
     assert not (tmp_path / "out" / "results.jsonl.partial").exists()
     assert [r["score"] for r in read_results(path)] == [0.5]
-    assert (writer.n_items, writer.calls) == (1, 1)
+    # the writer counts the result's judge calls, not its rows
+    assert first.result.calls > 1
+    assert (writer.n_items, writer.calls) == (1, first.result.calls)
 
     def interrupted() -> None:
         with ResultsWriter(path.with_name("b.jsonl"), JUDGE, settings) as w:
