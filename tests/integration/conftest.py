@@ -137,14 +137,21 @@ def judged(judge: Any, metric: Metric, record: Mapping[str, Any]) -> Judged:
     return Judged(generations=generations, result=result, asks=list(asks), n_contexts=n)
 
 
-def n_calls(records: list[Mapping[str, Any]], metrics: tuple[str, ...] | list[str]) -> int:
-    """The judge calls a run of the named metrics (default settings: reasons on) makes on
-    ``records``: one per ask, plus one reason per explained decision."""
+def n_calls(
+    records: list[Mapping[str, Any]],
+    metrics: tuple[str, ...] | list[str],
+    reasons: bool | None = None,
+) -> int:
+    """The judge calls a run of the named metrics makes on ``records``: one per ask, plus, when
+    the metric has reasons on, one reason per explained decision. ``reasons``: whether the run
+    asked them (an eval or bench run given ``--reasons``; its summary.json records it per
+    metric); None: the metrics' default settings (reasons off)."""
     total = 0
+    options = {} if reasons is None else {"reasons": reasons}
     for i, record in enumerate(records):
         item = make_item(record, index=i)
         for name in metrics:
-            metric = METRICS[name]()
+            metric = METRICS[name](**options)
             asks = metric.build(item)
             if isinstance(asks, MetricResult):
                 continue

@@ -120,6 +120,14 @@ def _labelled() -> list[dict[str, Any]]:
     return _jsonl(ROOT / DATA)[:LIMIT]
 
 
+def _reasons(judge: dict[str, Any]) -> bool:
+    """Whether a judge's run asked reasons (bench's default: no), as the summary.json beside
+    its results records it."""
+    summary = json.loads((Path(judge["results"]).parent / "summary.json").read_text("utf-8"))
+    [reasons] = {m["reasons"] for m in summary["run"]["settings"]["metrics"].values()}
+    return bool(reasons)
+
+
 def test_bench_json_has_both_judges_and_every_metric(
     first_report: dict[str, Any], count_calls: Any
 ) -> None:
@@ -138,7 +146,8 @@ def test_bench_json_has_both_judges_and_every_metric(
         assert judge["load_seconds"] > 0
         assert judge["wall_seconds"] > 0
         assert judge["peak_rss_mb"] > 50
-        assert judge["judge_calls"] == count_calls(_labelled(), METRICS)
+        assert _reasons(judge) is False  # bench's default
+        assert judge["judge_calls"] == count_calls(_labelled(), METRICS, _reasons(judge))
         assert judge["cache_hits"] == 0
         assert set(judge["metrics"]) == set(METRICS)
         for metric, m in judge["metrics"].items():
@@ -202,7 +211,7 @@ def test_rerun_makes_no_judge_call_and_agrees(second_run: Any, count_calls: Any)
     for name in JUDGES:
         judge = report["judges"][name]
         assert judge["judge_calls"] == 0, name
-        assert judge["cache_hits"] == count_calls(_labelled(), METRICS), name
+        assert judge["cache_hits"] == count_calls(_labelled(), METRICS, _reasons(judge)), name
         assert judge["identity"] == before_report["judges"][name]["identity"]
     # the same agreement numbers (cached rows keep the original call's stats, so all of it)
     assert _agreement(report) == _agreement(before_report)

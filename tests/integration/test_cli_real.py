@@ -53,6 +53,12 @@ def _examples() -> list[dict[str, Any]]:
     return _rows(Path(__file__).resolve().parents[2] / "examples" / "rag.jsonl")
 
 
+def _reasons(summary: dict[str, Any]) -> bool:
+    """Whether the run asked reasons (eval's default: no), as its summary records it."""
+    [reasons] = {m["reasons"] for m in summary["run"]["settings"]["metrics"].values()}
+    return bool(reasons)
+
+
 def test_full_example_run_scores_every_item_and_metric(first_run: Any, count_calls: Any) -> None:
     proc, out, _ = first_run
     assert proc.returncode == 0, proc.stderr
@@ -71,8 +77,10 @@ def test_full_example_run_scores_every_item_and_metric(first_run: Any, count_cal
         assert row["judge"]["model"] == "smollm2-135m"
     summary = json.loads((out / "summary.json").read_text("utf-8"))
     assert summary["run"]["n_items"] == N_ITEMS
-    # one call per decision and per reason, and relevance's missing call per item
-    assert summary["run"]["judge_calls"] == count_calls(_examples(), METRICS)
+    # one call per decision (and per reason if the run asked them: it did not, eval's default),
+    # and relevance's missing call per item
+    assert _reasons(summary) is False
+    assert summary["run"]["judge_calls"] == count_calls(_examples(), METRICS, _reasons(summary))
     assert summary["run"]["cache_hits"] == 0
     assert set(summary["metrics"]) == set(METRICS)
 
@@ -100,7 +108,7 @@ def test_second_run_is_served_from_the_cache_byte_identically(
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((out2 / "summary.json").read_text("utf-8"))
     assert summary["run"]["judge_calls"] == 0
-    assert summary["run"]["cache_hits"] == count_calls(_examples(), METRICS)
+    assert summary["run"]["cache_hits"] == count_calls(_examples(), METRICS, _reasons(summary))
     assert (out2 / "results.jsonl").read_bytes() == (out1 / "results.jsonl").read_bytes()
 
 
@@ -145,7 +153,7 @@ def test_a_small_window_gives_overflow_rows_and_exit_0(
     assert "-c/--n-ctx" in error["hint"]
     summary = json.loads((out / "summary.json").read_text("utf-8"))
     # the short items' calls; the long item's overflow is not a call
-    assert summary["run"]["judge_calls"] == count_calls(short, ["position"])
+    assert summary["run"]["judge_calls"] == count_calls(short, ["position"], _reasons(summary))
 
 
 def test_the_pytest_example_runs_and_passes(tmp_path: Path) -> None:

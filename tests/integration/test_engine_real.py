@@ -119,7 +119,7 @@ def test_soft_verdicts_come_with_every_decision(judge: Any) -> None:
 
 def test_without_reasons_only_decisions_are_decoded(judge: Any) -> None:
     record = RECORDS[1]
-    [full] = evaluate([record], [ContextPosition()], judge)
+    [full] = evaluate([record], [ContextPosition(reasons=True)], judge)
     [bare] = evaluate([record], [ContextPosition(reasons=False)], judge)
     assert full.result is not None
     assert bare.result is not None
@@ -151,7 +151,7 @@ def test_no_reasons_gives_the_same_decisions_and_soft_values(judge: Any) -> None
     (``--no-reasons``) leaves every decision, its probabilities and the scores as they were."""
     records = RECORDS[:3]
     names = [ContextRecall, ContextPosition, ContextRelevance]
-    on = list(evaluate(records, [m() for m in names], judge))
+    on = list(evaluate(records, [m(reasons=True) for m in names], judge))
     off = list(evaluate(records, [m(reasons=False) for m in names], judge))
     assert len(on) == len(off) == len(records) * len(names)
     for a, b in zip(on, off, strict=True):

@@ -132,7 +132,8 @@ NASTY: dict[str, dict[str, Any]] = {
 def test_output_is_valid_compact_and_complete_on_nasty_inputs(
     judge: Any, check_call: Any, metric_name: str, case: str
 ) -> None:
-    out = check_call(judge, METRICS[metric_name](), NASTY[case])
+    # reasons on (off by default): the reason calls, free text, face the nasty inputs too
+    out = check_call(judge, METRICS[metric_name](reasons=True), NASTY[case])
     if metric_name == "recall":
         reference = NASTY[case]["reference"]
         statements = [v["statement"] for v in out.result.verdicts]
@@ -154,10 +155,11 @@ def first_request(metric: Metric, record: dict[str, Any], index: int = 0) -> Jud
 
 def test_score_helper_matches_generate(judge: Any) -> None:
     """Metric.score (the public convenience) returns the same raw text as direct calls: every
-    decision in the metric's order, then every reason."""
+    decision in the metric's order, then (reasons on) every reason."""
     record = NASTY["unicode"]
-    result = score(ContextRelevance(), judge, cutoffs=NO_CUTOFFS, **record)
-    asks = ContextRelevance().build(make_item(record, index=0))
+    metric = ContextRelevance(reasons=True)
+    result = score(metric, judge, cutoffs=NO_CUTOFFS, **record)
+    asks = metric.build(make_item(record, index=0))
     gens = [judge.generate(a.request.messages, a.request.schema) for a in asks]
     for ask, gen in zip(asks, list(gens), strict=True):
         if ask.decision is not None and ask.explain:
@@ -633,9 +635,11 @@ def test_network_is_blocked_in_this_process_while_the_judge_runs(
         socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     with pytest.raises(pytest_socket.SocketBlockedError):
         socket.create_connection(("127.0.0.1", 9))
-    out = check_call(judge, ContextRecall(), X)
+    metric = ContextRecall()
+    out = check_call(judge, metric, X)
     assert out.raw
-    assert len(out.generations) == 2 * len(out.asks)  # a decision and a reason per statement
+    # a decision per statement, and a reason per statement if the metric asks reasons
+    assert len(out.generations) == (1 + metric.reasons) * len(out.asks)
     with pytest.raises(pytest_socket.SocketBlockedError):
         socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
 

@@ -33,7 +33,13 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "rag.jsonl"
 RECORDS = [json.loads(line) for line in EXAMPLES.read_text("utf-8").splitlines() if line.strip()]
 #: items with every field, for all three metrics
 FULL = [r for r in RECORDS if r.get("reference") and r.get("response")][:5]
-THREE: list[Metric] = [ContextRecall(), ContextPosition(), ContextRelevance()]
+#: the three metrics with reasons on (off by default): the reason calls, whose prompts extend
+#: their decisions', are compared too
+THREE: list[Metric] = [
+    ContextRecall(reasons=True),
+    ContextPosition(reasons=True),
+    ContextRelevance(reasons=True),
+]
 
 
 def raws(judge: Any, metrics: list[Metric], records: list[dict[str, Any]]) -> dict[Any, str]:

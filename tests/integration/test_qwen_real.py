@@ -47,7 +47,7 @@ def test_the_small_qwen_is_joined_to_its_sha256(qwen: Any, isolated_env: Path) -
 
 
 def test_the_small_qwen_answers_a_constrained_call(qwen: Any, check_call: Any) -> None:
-    out = check_call(qwen, ContextPosition(), ITEM)
+    out = check_call(qwen, ContextPosition(reasons=True), ITEM)  # reasons: off by default
     assert all(g.stats.prompt_tokens > 0 for g in out.generations)
     assert len(out.result.verdicts) == 2
     assert all("reason" in v for v in out.result.verdicts)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from localjudge import evaluate
+from localjudge import ContextPosition, ContextRecall, ContextRelevance, evaluate
 
 pytestmark = pytest.mark.model
 
@@ -25,8 +25,14 @@ RECORDS = [
 def test_the_rows_seconds_add_up_to_the_wall_time(judge: Any) -> None:
     """Every judge call's time is in exactly one row: the rows' seconds (decisions and reasons,
     all three metrics) are within 10% of the run's wall time, the judge loaded before it."""
+    # reasons on (off by default): the reason calls' time must reach the rows as well
+    metrics = [
+        ContextRecall(reasons=True),
+        ContextPosition(reasons=True),
+        ContextRelevance(reasons=True),
+    ]
     start = time.perf_counter()
-    rows = list(evaluate(RECORDS, ["recall", "position", "relevance"], judge))
+    rows = list(evaluate(RECORDS, metrics, judge))
     wall = time.perf_counter() - start
     assert len(rows) == 3 * len(RECORDS)
     assert all(r.error is None for r in rows), [r.error for r in rows if r.error]

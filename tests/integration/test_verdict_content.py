@@ -80,7 +80,12 @@ def check_content(records: list[dict[str, Any]], results: list[Any]) -> dict[str
 
 
 def test_the_default_judge_on_the_examples(judge: Any) -> None:
-    metrics = [ContextRecall(), ContextPosition(), ContextRelevance()]
+    # reasons on (off by default): the reasons are content checked here too
+    metrics = [
+        ContextRecall(reasons=True),
+        ContextPosition(reasons=True),
+        ContextRelevance(reasons=True),
+    ]
     results = list(evaluate(RECORDS, metrics, judge))
     assert len(results) == 3 * len(RECORDS)
     check_content(RECORDS, results)
@@ -94,6 +99,6 @@ def test_the_default_judge_on_the_examples(judge: Any) -> None:
 
 def test_gemma_on_the_examples(isolated_env: Path) -> None:
     gemma = load_judge("gemma3-270m", n_threads=2, cache=False)
-    metrics = [ContextRecall(), ContextRelevance()]
+    metrics = [ContextRecall(reasons=True), ContextRelevance(reasons=True)]
     results = list(evaluate(RECORDS, metrics, gemma))
     check_content(RECORDS, results)

@@ -22,7 +22,7 @@ from localjudge.judge.cache_format import SCHEMA_VERSION, cache_key
 from localjudge.judge.caching import CachingJudge
 from localjudge.judge.calllog import EXPORT_FIELDS, CallFilter, cache_stats, iter_calls
 from localjudge.judge.protocol import JudgeRequest
-from localjudge.metrics import ContextPosition, ContextRecall
+from localjudge.metrics import ContextPosition, ContextRecall, Metric
 from localjudge.metrics.instructions import PASSAGE_SYSTEM, RECALL_SYSTEM
 from localjudge.metrics.statements import split_statements
 from localjudge.run.file_run import eval_file
@@ -32,14 +32,23 @@ RECORDS = rule_records(3)
 METRICS = ("recall", "position")
 
 
+#: the runs here ask for reasons (off by default), so that the log holds every kind of call: the
+#: decisions and the reason calls
+REASONS = True
+
+
+def metrics() -> list[Metric]:
+    return [ContextRecall(reasons=REASONS), ContextPosition(reasons=REASONS)]
+
+
 def calls_of(record: dict[str, Any], metric: str) -> int:
     """The judge calls one item makes for ``metric``: one decision per reference statement
-    (recall) or per piece (position), then, reasons being on, one reason per decision."""
+    (recall) or per piece (position), then, with REASONS on, one reason per decision."""
     if metric == "recall":
         decisions = len(split_statements(record["reference"]))
     else:
         decisions = len(record["retrieved_contexts"])
-    return 2 * decisions
+    return (1 + REASONS) * decisions
 
 
 #: calls per metric over all RECORDS, per item over METRICS, and in all
@@ -67,9 +76,7 @@ def run_eval(data: Path, cache: Path, *, model: str = "judge-a", out: str = "out
     scripted = ScriptedJudge(rule_reply, model=model)
     judge = CachingJudge(scripted, open_cache(cache))
     try:
-        eval_file(
-            data, data.parent / out, judge=judge, metrics=[ContextRecall(), ContextPosition()]
-        )
+        eval_file(data, data.parent / out, judge=judge, metrics=metrics())
     finally:
         judge.cache.close()
     return scripted
@@ -140,9 +147,7 @@ def test_a_cached_rerun_hits_every_call_and_counts_the_hits(data, tmp_path):
     # the same judge as the first run, with no replies: any real call would fail
     judge = CachingJudge(ScriptedJudge([], model="judge-a"), open_cache(cache))
     with judge.cache:
-        eval_file(
-            data, tmp_path / "again", judge=judge, metrics=[ContextRecall(), ContextPosition()]
-        )
+        eval_file(data, tmp_path / "again", judge=judge, metrics=metrics())
     assert (judge.calls, judge.hits) == (0, N_CALLS)
     calls = list(iter_calls(cache))
     assert [c.hits for c in calls] == [1] * N_CALLS
@@ -526,9 +531,10 @@ def test_eval_raw_output_puts_each_rows_judge_output_in_results(data, tmp_path):
         assert result.exit_code == 0, result.output
         return [json.loads(x) for x in Path("o/results.jsonl").read_text("utf-8").splitlines()]
 
-    plain = run()
+    # with --reasons (off by default) each row's raw output holds its reason calls as well
+    plain = run("--reasons")
     assert all("raw_output" not in r for r in plain)
-    rows = run("--raw-output")
+    rows = run("--reasons", "--raw-output")
     assert list(rows[0])[-1] == "raw_output"
     assert rows[-1]["raw_output"] is None  # the invalid item: no call
     assert rows[-1]["error"] is not None
@@ -543,12 +549,19 @@ def test_eval_raw_output_puts_each_rows_judge_output_in_results(data, tmp_path):
         ]
         decisions = [c.raw for c in mine if c.schema.__name__ == "SupportedDecision"]
         reasons = [c.raw for c in mine if c.schema.__name__ == "Reason"]
+        assert len(reasons) == len(decisions) == len(row["verdicts"]) > 0
         assert row["raw_output"].split("\n") == decisions + reasons
         supported = [json.loads(raw)["supported"] == "yes" for raw in decisions]
         assert supported == [bool(v["attributed"]) for v in row["verdicts"]]
     assert sum(r["raw_output"].count("\n") + 1 for r in rows[:-1]) == len(calls)
     untimed = [{k: v for k, v in r.items() if k not in ("seconds", "raw_output")} for r in rows]
     assert untimed == [{k: v for k, v in r.items() if k != "seconds"} for r in plain]
+    # without --reasons (the default) a row's raw output is its decisions only
+    bare = run("--raw-output", "--overwrite")
+    assert [len(r["raw_output"].split("\n")) for r in bare[:-1]] == [
+        len(r["verdicts"]) for r in rows[:-1]
+    ]
+    assert all(c.schema.__name__ == "SupportedDecision" for c in judges[-1].calls)
 
 
 def test_call_filter_sql_matches_what_it_names(data, tmp_path):

@@ -22,12 +22,14 @@ from localjudge.testing import ScriptedJudge
 RECORDS = rule_records(3)
 
 
-def calls_of(record: dict[str, Any]) -> int:
-    """The judge calls an item makes for the three metrics, reasons on: recall a decision and a
-    reason per reference statement, position per piece; relevance per piece a grade, its reason
-    and whether it was used, then one list of what is missing."""
+def calls_of(record: dict[str, Any], *, reasons: bool) -> int:
+    """The judge calls an item makes for the three metrics: recall a decision per reference
+    statement, position per piece; relevance per piece a grade and whether it was used, then one
+    list of what is missing; with ``reasons`` on, one reason per decision (neither for used nor
+    for missing)."""
     pieces = len(record["retrieved_contexts"])
-    return 2 * len(split_statements(record["reference"])) + 2 * pieces + 3 * pieces + 1
+    decisions = len(split_statements(record["reference"])) + pieces + pieces  # the last: grades
+    return (1 + reasons) * decisions + pieces + 1
 
 
 @pytest.fixture(autouse=True)
@@ -318,7 +320,9 @@ def test_ctrl_c_exits_130_and_a_rerun_resumes_from_the_cache(data, tmp_path) -> 
     assert second.exit_code == 0
     summary = json.loads((out / "summary.json").read_text("utf-8"))
     assert summary["run"]["cache_hits"] == 4  # the calls finished before Ctrl-C
-    assert summary["run"]["judge_calls"] == sum(calls_of(r) for r in RECORDS) - 4
+    # the run's own settings say whether it asked reasons (the same for every metric)
+    [reasons] = {m["reasons"] for m in summary["run"]["settings"]["metrics"].values()}
+    assert summary["run"]["judge_calls"] == sum(calls_of(r, reasons=reasons) for r in RECORDS) - 4
 
 
 def _cached_factory() -> Factory:

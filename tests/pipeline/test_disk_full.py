@@ -27,10 +27,13 @@ from localjudge.run.settings import open_cache
 from localjudge.testing import ScriptedJudge
 
 N_RECORDS = 120
-#: the judge calls of one item, reasons on: recall and position each a decision and a reason per
-#: statement (two) or piece (two); relevance per piece a grade, its reason and whether it was
-#: used, and one list of what is missing
-CALLS_PER_ITEM = 2 * 2 + 2 * 2 + (3 * 2 + 1)
+
+
+def calls_per_item(reasons: bool) -> int:
+    """The judge calls of one item: recall and position each a decision per statement (two) or
+    piece (two); relevance per piece a grade and whether it was used, and one list of what is
+    missing; with ``reasons`` on, a reason per decision (not for used nor missing)."""
+    return (1 + reasons) * (2 + 2 + 2) + 2 + 1
 
 
 @pytest.fixture
@@ -94,8 +97,12 @@ def test_a_full_disk_stops_the_run_cleanly_and_the_rerun_resumes(small_fs, tmp_p
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in records()), "utf-8")
     assert run(data, tmp_path / "ref", tmp_path / "ref.sqlite3").exit_code == 0
+    # the run's settings (eval's defaults) say whether it asked reasons
+    ref_summary = json.loads((tmp_path / "ref" / "summary.json").read_text("utf-8"))
+    [reasons] = {m["reasons"] for m in ref_summary["run"]["settings"]["metrics"].values()}
+    n_calls = N_RECORDS * calls_per_item(reasons)
     with Cache(tmp_path / "ref.sqlite3") as ref:
-        assert len(ref) == N_RECORDS * CALLS_PER_ITEM  # every call a different prompt
+        assert len(ref) == n_calls  # every call a different prompt
     out = small_fs / "out" if where == "output" else tmp_path / "out"
     cache = small_fs / "calls.sqlite3" if where == "cache" else tmp_path / "calls.sqlite3"
     filler = fill(small_fs, leave=leave)  # less than the run needs
@@ -117,7 +124,7 @@ def test_a_full_disk_stops_the_run_cleanly_and_the_rerun_resumes(small_fs, tmp_p
     assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     stored = conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
     conn.close()
-    assert 0 < stored < N_RECORDS * CALLS_PER_ITEM  # it stopped mid-run, with calls kept
+    assert 0 < stored < n_calls  # it stopped mid-run, with calls kept
 
     filler.unlink()
     second = run(data, out, cache)
@@ -127,4 +134,4 @@ def test_a_full_disk_stops_the_run_cleanly_and_the_rerun_resumes(small_fs, tmp_p
     assert untimed(out / "results.jsonl") == untimed(tmp_path / "ref" / "results.jsonl")
     with Cache(cache) as reopened:
         assert reopened.set_aside is None
-        assert len(reopened) == N_RECORDS * CALLS_PER_ITEM
+        assert len(reopened) == n_calls

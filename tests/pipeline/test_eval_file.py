@@ -107,12 +107,14 @@ def data(tmp_path):
     return path
 
 
-def make_metrics(judge):
-    return [ContextRecall(), ContextPosition(), ContextRelevance()]
+def make_metrics(reasons=None):
+    """The three metrics, with their default settings or, given, with ``reasons`` on or off."""
+    options = {} if reasons is None else {"reasons": reasons}
+    return [ContextRecall(**options), ContextPosition(**options), ContextRelevance(**options)]
 
 
-def run(data, out, judge, **kwargs):
-    return eval_file(data, out, judge=judge, metrics=make_metrics(judge), **kwargs)
+def run(data, out, judge, *, reasons=None, **kwargs):
+    return eval_file(data, out, judge=judge, metrics=make_metrics(reasons), **kwargs)
 
 
 def read_rows(path):
@@ -123,23 +125,30 @@ def without_timing(rows):
     return [{k: v for k, v in row.items() if k != "seconds"} for row in rows]
 
 
-def calls_of(rec, metric):
-    """The judge calls ``metric`` makes for ``rec``, reasons on: recall a decision per reference
-    statement, position one per piece, each with a reason; relevance per piece a grade (with a
-    reason) and whether it was used, then one list of what is missing."""
+def calls_of(rec, metric, *, reasons):
+    """The judge calls ``metric`` makes for ``rec``: recall a decision per reference statement,
+    position one per piece; relevance per piece a grade and whether it was used, then one list of
+    what is missing; with ``reasons`` on, a reason per decision (not for used nor missing)."""
     rec = normalized(rec)
     pieces = len(rec["retrieved_contexts"])
     if metric == "recall":
-        return 2 * len(split_statements(rec["reference"]))
+        return (1 + reasons) * len(split_statements(rec["reference"]))
     if metric == "position":
-        return 2 * pieces
-    return 3 * pieces + 1
+        return (1 + reasons) * pieces
+    return (1 + reasons) * pieces + pieces + 1
 
 
-# number of judge calls for the data: a, b, d x 3 metrics, c x (position, relevance)
-TOTAL_CALLS = sum(calls_of(rec, m) for rec in GOOD for m in METRIC_NAMES) + sum(
-    calls_of(INVALID, m) for m in ("position", "relevance")
-)
+def total_calls(reasons):
+    """The judge calls for the data: a, b, d x 3 metrics, c x (position, relevance)."""
+    return sum(calls_of(rec, m, reasons=reasons) for rec in GOOD for m in METRIC_NAMES) + sum(
+        calls_of(INVALID, m, reasons=reasons) for m in ("position", "relevance")
+    )
+
+
+#: whether a run with the metrics' default settings asks reasons (the same for all three)
+[DEFAULT_REASONS] = {m.reasons for m in make_metrics()}
+#: the judge calls of a run with the default settings
+TOTAL_CALLS = total_calls(DEFAULT_REASONS)
 
 
 # ---------------------------------------------------------------- results.jsonl
@@ -147,7 +156,8 @@ TOTAL_CALLS = sum(calls_of(rec, m) for rec in GOOD for m in METRIC_NAMES) + sum(
 
 def test_results_rows(tmp_path, data):
     judge = ScriptedJudge(rule_reply)
-    outcome = run(data, tmp_path / "out", judge)
+    # reasons on (off by default): the verdicts carry the judge's reasons
+    outcome = run(data, tmp_path / "out", judge, reasons=True)
     assert outcome.results_path == tmp_path / "out" / "results.jsonl"
     assert outcome.summary_path == tmp_path / "out" / "summary.json"
     assert not (tmp_path / "out" / "results.jsonl.partial").exists()
@@ -229,7 +239,7 @@ def test_results_rows(tmp_path, data):
     # the invalid item still got the metrics it could get
     assert ("c", "position") in scored
     assert ("c", "relevance") in scored
-    assert len(judge.calls) == TOTAL_CALLS
+    assert len(judge.calls) == total_calls(reasons=True)
 
 
 # ---------------------------------------------------------------- summary.json
@@ -286,19 +296,20 @@ def test_summary(tmp_path, data):
         "backend": "scripted",
         "settings": {"n_ctx": None},
     }
+    # the metrics' default settings, as the run used them: reasons off
     assert run_info["settings"] == {
         "n_ctx": 4096,
         "seed": 0,
         "metrics": {
-            "recall": {"truncate": False, "reasons": True, **argmax},
-            "position": {"truncate": False, "scale": 1.0, "reasons": True, **argmax},
+            "recall": {"truncate": False, "reasons": False, **argmax},
+            "position": {"truncate": False, "scale": 1.0, "reasons": False, **argmax},
             "relevance": {
                 "truncate": False,
                 "scale": 1.0,
                 "unused_high": 0.1,
                 "missing_per_item": 0.15,
                 "max_missing": 0.5,
-                "reasons": True,
+                "reasons": False,
                 **argmax,
             },
         },
@@ -348,7 +359,9 @@ def test_limit_and_mapping(tmp_path):
     assert outcome.summary["run"]["n_items"] == 2
     assert outcome.summary["run"]["settings"]["limit"] == 2
     assert outcome.summary["run"]["settings"]["map"] == mapping
-    assert len(judge.calls) == sum(2 * len(r["docs"]) for r in recs[:2])  # a call, a reason
+    # a decision per piece, and a reason per decision if the (default) settings ask for them
+    [reasons] = {r["settings"]["reasons"] for r in rows}
+    assert len(judge.calls) == sum((1 + reasons) * len(r["docs"]) for r in recs[:2])
 
 
 # ---------------------------------------------------------------- thresholds
@@ -433,14 +446,22 @@ class CrashOnCall:
         return self.inner.generate(prompt, schema)
 
 
-@pytest.mark.parametrize("k", [1, 5, TOTAL_CALLS])
-def test_resume_after_an_interrupted_run(tmp_path, data, k):
+@pytest.mark.parametrize(
+    ("reasons", "k"),
+    [(True, 1), (True, 5), (True, total_calls(True)), (False, 5), (False, total_calls(False))],
+)
+def test_resume_after_an_interrupted_run(tmp_path, data, reasons, k):
+    """Interrupted at the first call, a middle one or the last (with reasons on, a reason
+    call), a rerun judges only what the cache lacks and writes the uninterrupted run's rows."""
     reference = ScriptedJudge(rule_reply)
-    uninterrupted = run(data, tmp_path / "ref", reference)
+    uninterrupted = run(data, tmp_path / "ref", reference, reasons=reasons)
     # the interrupted run makes the same calls in the same order; some calls are asked twice
     # (item d's two 'no' pieces): the cache holds each once, and a rerun's lookup hits both
     made = [compact_json([c.messages, c.schema.__name__]) for c in reference.calls]
-    assert len(made) == TOTAL_CALLS
+    n_calls = total_calls(reasons)
+    assert len(made) == n_calls
+    # the reason calls come after the decisions: with reasons on, the last call is one
+    assert (reference.calls[-1].schema.__name__ == "Reason") is reasons
     before = set(made[: k - 1])
     hits = sum(call in before for call in made)
 
@@ -449,7 +470,7 @@ def test_resume_after_an_interrupted_run(tmp_path, data, k):
     with Cache(cache_path) as cache:
         crashing = CrashOnCall(ScriptedJudge(rule_reply), k)
         with pytest.raises(KeyboardInterrupt):
-            run(data, out, CachingJudge(crashing, cache))
+            run(data, out, CachingJudge(crashing, cache), reasons=reasons)
         assert len(cache) == len(before)
     assert crashing.n == k
     assert (out / "results.jsonl.partial").exists()
@@ -459,9 +480,9 @@ def test_resume_after_an_interrupted_run(tmp_path, data, k):
     with Cache(cache_path) as cache:
         inner = ScriptedJudge(rule_reply)
         judge = CachingJudge(inner, cache)
-        resumed = run(data, out, judge)
-    assert len(inner.calls) == TOTAL_CALLS - hits
-    assert resumed.summary["run"]["judge_calls"] == TOTAL_CALLS - hits
+        resumed = run(data, out, judge, reasons=reasons)
+    assert len(inner.calls) == n_calls - hits
+    assert resumed.summary["run"]["judge_calls"] == n_calls - hits
     assert resumed.summary["run"]["cache_hits"] == hits
     assert (out / "results.jsonl").exists()
     assert not (out / "results.jsonl.partial").exists()

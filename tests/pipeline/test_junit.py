@@ -84,8 +84,9 @@ def explained_reply(messages: Any, schema: Any) -> Any:
 
 def test_junit_has_a_suite_per_metric_and_a_case_per_item(data: Path, tmp_path: Path) -> None:
     out, junit = tmp_path / "o", tmp_path / "reports" / "junit.xml"
+    # --reasons (off by default): a failure shows the judge's reasons for its decisions
     result = invoke(explained_reply, "eval", str(data), "-o", str(out), "--no-cache", "-q",
-                    "--junit", str(junit), "--fail-under", "recall=0.9")  # fmt: skip
+                    "--junit", str(junit), "--fail-under", "recall=0.9", "--reasons")  # fmt: skip
     assert result.exit_code == 1, result.stderr  # the threshold: written all the same
     rows = {(r["metric"], r["id"]): r for r in results(out)}
     got = suites(junit)
@@ -102,7 +103,8 @@ def test_junit_has_a_suite_per_metric_and_a_case_per_item(data: Path, tmp_path: 
         assert props["model"] == "rules.gguf"
         assert props["model_sha256"] == rows[(metric, "all-found")]["judge"]["sha256"]
         assert props["complete"] == "true"
-        assert json.loads(props["run_settings"])["n_ctx"] == 8192
+        run_settings = json.loads(props["run_settings"])
+        assert (run_settings["n_ctx"], run_settings["reasons"]) == (8192, True)
         assert ("fail_under" in props) == (metric == "recall")
     recall = got["localjudge.recall"]
     assert (recall.tests, recall.failures, recall.errors, recall.skipped) == (3, 1, 1, 0)
@@ -129,6 +131,19 @@ def test_junit_has_a_suite_per_metric_and_a_case_per_item(data: Path, tmp_path: 
     assert (root.tests, root.failures, root.errors) == (9, 1, 1)
     assert "localjudge: below threshold: recall mean 0.75 < 0.9" in result.stderr
     assert not list(junit.parent.glob(".*.tmp"))
+
+    # without --reasons the judge is asked none: the same failure, with no reason of the judge's
+    plain = tmp_path / "plain.xml"
+    again = invoke(explained_reply, "eval", str(data), "-o", str(tmp_path / "p"), "--no-cache",
+                   "-q", "--junit", str(plain), "--fail-under", "recall=0.9")  # fmt: skip
+    assert again.exit_code == 1, again.stderr
+    [plain_failure] = [
+        outcome(c) for c in suites(plain)["localjudge.recall"] if c.name == "half-found"
+    ]
+    assert isinstance(plain_failure, Failure)
+    assert plain_failure.message == failure.message
+    assert rows[("recall", "half-found")]["reason"] in plain_failure.text
+    assert "absent" not in plain_failure.text
 
 
 @pytest.mark.parametrize(("threshold", "failures"), [("0.3", 0), ("0.5", 1)])

@@ -12,7 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,14 +37,36 @@ def real_records() -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines[:N_REAL]]
 
 
-def judge_calls(records: list[dict[str, Any]]) -> int:
-    """The judge calls of recall and position on ``records``, reasons on (eval's default): one
-    decision per reference statement (recall) and per context piece (position), and one reason
-    call per decision."""
+#: what every eval run here (:func:`eval_args`) passes about reasons: nothing, so eval's default
+#: (no reasons); put "--reasons" here to have each run ask a reason per decision (REASONS, and
+#: so the call counts, follow)
+REASON_ARGS: tuple[str, ...] = ()
+
+
+def asks_reasons(args: Sequence[str]) -> bool:
+    """Whether an ``eval`` command line asks a reason per decision: its last ``--reasons`` or
+    ``--no-reasons``, else eval's own default (read from the command's option)."""
+    given = [a for a in args if a in ("--reasons", "--no-reasons")]
+    if given:
+        return given[-1] == "--reasons"
+    from localjudge.cli import main  # noqa: PLC0415
+
+    [option] = [p for p in main.commands["eval"].params if p.name == "reasons"]
+    return bool(option.default)
+
+
+#: whether the eval runs here ask reasons
+REASONS = asks_reasons(REASON_ARGS)
+
+
+def judge_calls(records: list[dict[str, Any]], *, reasons: bool) -> int:
+    """The judge calls of recall and position on ``records``: one decision per reference
+    statement (recall) and per context piece (position), and with ``reasons`` on (a run given
+    ``--reasons``) one reason call per decision."""
     decisions = sum(
         len(split_statements(r["reference"])) + len(r["retrieved_contexts"]) for r in records
     )
-    return 2 * decisions
+    return (1 + reasons) * decisions
 
 
 def filler(k: int) -> str:
@@ -68,8 +90,8 @@ def dataset_lines() -> list[str]:
 
 N_RECORDS = 18
 #: the judge calls of a whole run of the dataset, and of its first chunk
-N_CALLS = judge_calls(real_records())
-N_FIRST_CALLS = judge_calls(real_records()[:4])
+N_CALLS = judge_calls(real_records(), reasons=REASONS)
+N_FIRST_CALLS = judge_calls(real_records()[:4], reasons=REASONS)
 
 
 @dataclass(frozen=True)
@@ -97,6 +119,7 @@ def eval_args(lj: Env, out: Path, cache: Path, data: Path | None = None, *extra:
         str(cache),
         "-o",
         str(out),
+        *REASON_ARGS,
         *extra,
     ]
 

@@ -19,6 +19,7 @@ import pytest
 from reliability_procs import (
     METRICS,
     N_RECORDS,
+    REASONS,
     Env,
     Reference,
     cache_rows,
@@ -51,9 +52,13 @@ def expected_keys(
     records: list[dict[str, Any]], rows: list[dict[str, Any]], identity: JudgeIdentity
 ) -> set[str]:
     """The cache keys of every judge call ``records`` need, computed without a model: each
-    decision call from the metric's asks, and each reason call from that ask and the verdict
-    the run's ``rows`` hold for it (a reason call's prompt shows the verdict)."""
-    metrics = {"recall": ContextRecall(), "position": ContextPosition()}
+    decision call from the metric's asks, and, the runs asking reasons (REASONS), each reason
+    call from that ask and the verdict the run's ``rows`` hold for it (a reason call's prompt
+    shows the verdict)."""
+    metrics = {
+        "recall": ContextRecall(reasons=REASONS),
+        "position": ContextPosition(reasons=REASONS),
+    }
     by_item = {(r["index"], r["metric"]): r for r in rows}
     keys = set()
     for i, rec in enumerate(records):
@@ -63,9 +68,11 @@ def expected_keys(
             verdicts = by_item[(i, name)]["verdicts"]
             assert len(verdicts) == len(asks)
             for ask, verdict in zip(asks, verdicts, strict=True):
-                yes = verdict["attributed"] if name == "recall" else verdict["relevant"]
-                reason = reason_request(ask, Answer("yes" if yes else "no"))
-                for request in (ask.request, reason):
+                requests = [ask.request]
+                if metrics[name].reasons:
+                    yes = verdict["attributed"] if name == "recall" else verdict["relevant"]
+                    requests.append(reason_request(ask, Answer("yes" if yes else "no")))
+                for request in requests:
                     keys.add(
                         cache_key(identity, request.messages, request.schema, request.shared_chars)
                     )
@@ -96,7 +103,7 @@ def test_two_processes_share_one_cache(lj: Env, tmp_path: Path) -> None:
         return summaries
 
     first = run_both("first")
-    n_calls = {name: judge_calls(records[part]) for name, part in SLICES.items()}
+    n_calls = {name: judge_calls(records[part], reasons=REASONS) for name, part in SLICES.items()}
     for name, summary in first.items():
         run = summary["run"]
         assert run["judge_calls"] + run["cache_hits"] == n_calls[name], run
@@ -111,7 +118,7 @@ def test_two_processes_share_one_cache(lj: Env, tmp_path: Path) -> None:
     }
     assert {name: len(keys) for name, keys in wanted.items()} == n_calls
     union = wanted["a"] | wanted["b"]
-    assert len(union) == judge_calls(records)  # the overlap is stored once
+    assert len(union) == judge_calls(records, reasons=REASONS)  # the overlap is stored once
     with Cache(cache) as c:
         assert set(c.keys()) == union
         assert len(c) == len(union)

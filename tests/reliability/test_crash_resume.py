@@ -2,7 +2,8 @@
 
 The dataset (see conftest) has 18 records in two runner chunks: the first chunk's rows reach
 ``results.jsonl.partial`` after its ``N_FIRST_CALLS`` judge calls (one per statement or piece,
-and one reason call per decision), the second's after the rest. Because the results file
+and one reason call per decision if the runs ask reasons: ``REASON_ARGS``, none by default), the
+second's after the rest. Because the results file
 is written a chunk at a time, progress inside a chunk is watched through the cache (each judge
 call is committed there as it returns).
 
