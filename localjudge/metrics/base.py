@@ -58,7 +58,8 @@ class MetricResult:
     details: dict[str, Any] = field(default_factory=dict)
     #: the metric's formula in expectation over the judge's soft verdicts (None without them)
     soft_value: float | None = None
-    #: the judge calls made for it (decisions and reasons; cached ones too)
+    #: the judge calls the model made for it (decisions and reasons; not those a cache or an
+    #: identical call of the same batch answered)
     calls: int = 0
 
 

@@ -361,7 +361,7 @@ def _finish(
             stats=sum_stats([g.stats for g in gens]),
             cached=all(g.cached for g in gens),
             raw="\n".join(g.raw for g in gens),
-            calls=len(gens),
+            calls=sum(not g.cached for g in gens),
             details=result.details if details is None else details,
         ),
         None,

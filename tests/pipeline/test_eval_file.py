@@ -11,10 +11,11 @@ import pytest
 from pipeline_rules import EXPECTED, rule_reply
 
 from localjudge.canonical import compact_json
+from localjudge.data.items import make_item
 from localjudge.errors import UsageError
 from localjudge.judge.cache import Cache
 from localjudge.judge.caching import CachingJudge
-from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
+from localjudge.metrics import METRICS, ContextPosition, ContextRecall, ContextRelevance
 from localjudge.metrics.statements import split_statements
 from localjudge.run.file_run import detect_metrics, eval_file
 from localjudge.run.results import FORMAT_VERSION
@@ -139,10 +140,28 @@ def calls_of(rec, metric, *, reasons):
 
 
 def total_calls(reasons):
-    """The judge calls for the data: a, b, d x 3 metrics, c x (position, relevance)."""
-    return sum(calls_of(rec, m, reasons=reasons) for rec in GOOD for m in METRIC_NAMES) + sum(
-        calls_of(INVALID, m, reasons=reasons) for m in ("position", "relevance")
+    """The judge calls for the data (a, b, d x 3 metrics, c x position and relevance): the
+    distinct calls of its one chunk, since a call asked twice in a batch is asked once (item d's
+    two 'no' pieces). Reasons are asked per distinct decision call too (the same call gets the
+    same verdict)."""
+    jobs = [(rec, m) for rec in GOOD for m in METRIC_NAMES]
+    jobs += [(INVALID, m) for m in ("position", "relevance")]
+    decisions, explained = set(), set()
+    for i, (rec, name) in enumerate(jobs):
+        for ask in METRICS[name]().build(make_item(normalized(rec), index=i)):
+            key = (compact_json(ask.request.messages), ask.request.schema.__name__)
+            decisions.add(key)
+            if ask.decision is not None and ask.explain:
+                explained.add(key)
+    return len(decisions) + (len(explained) if reasons else 0)
+
+
+def test_the_call_count_follows_the_asks():
+    """The distinct-call count above against the per-item formula: item d repeats a piece."""
+    per_item = sum(calls_of(rec, m, reasons=False) for rec in GOOD for m in METRIC_NAMES) + sum(
+        calls_of(INVALID, m, reasons=False) for m in ("position", "relevance")
     )
+    assert 0 < total_calls(False) < per_item
 
 
 #: whether a run with the metrics' default settings asks reasons (the same for all three)
@@ -202,7 +221,11 @@ def test_results_rows(tmp_path, data):
             assert isinstance(row["reason"], str)
             assert row["reason"]
             assert row["prompt_tokens"] > 0
-            assert row["evaluated_prompt_tokens"] == row["prompt_tokens"]
+            # a call the item asks twice is asked once: its copy evaluates nothing
+            assert 0 < row["evaluated_prompt_tokens"] <= row["prompt_tokens"]
+            contexts = normalized(rec)["retrieved_contexts"]
+            if len(set(contexts)) == len(contexts):
+                assert row["evaluated_prompt_tokens"] == row["prompt_tokens"]
             assert row["completion_tokens"] > 0
             assert row["seconds"] >= 0
     assert scored[("a", "recall")]["reason"] == (
