@@ -1091,7 +1091,7 @@ def test_data_can_never_forge_a_marker(pieces, question):
     result = score(ContextPosition(), judge, user_input=question + "?", retrieved_contexts=pieces)
     assert len(result.verdicts) == len(pieces)
     calls = decisions_of(judge)
-    assert len(calls) == len(pieces)
+    assert len(calls) == len(set(pieces))  # identical pieces make one call, asked once
     for call in calls:
         user = user_of(call)
         assert user.count("<<QUESTION>>") == 1
