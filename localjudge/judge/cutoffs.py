@@ -52,7 +52,7 @@ class Cutoffs:
 
     def record(self) -> dict[str, Any]:
         """What a run records: the cut-offs and their source (empty: the judge's argmax)."""
-        return {"cutoffs": self.as_json(), "cutoffs_source": self.source or "argmax"}
+        return {"cutoffs": self.as_json(), "cutoffs_source": self.source if self else "argmax"}
 
     def merged(self, other: Cutoffs) -> Cutoffs:
         """These cut-offs with ``other``'s kinds replacing theirs."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from functools import lru_cache
 from importlib import resources
 from typing import Any
 
@@ -26,8 +27,10 @@ def judge_cutoffs(identity: JudgeIdentity) -> Cutoffs:
     return builtin_cutoffs(identity.sha256).merged(user_cutoffs(identity.sha256))
 
 
+@lru_cache(maxsize=8)
 def builtin_cutoffs(sha256: str) -> Cutoffs:
-    """The cut-offs the package ships for the judge file with this sha256 (none: empty)."""
+    """The cut-offs the package ships for the judge file with this sha256 (none: empty); read
+    once per process (package data does not change under it)."""
     text = resources.files("localjudge.judge").joinpath("registry.json").read_text("utf-8")
     return _entry(json.loads(text), sha256, "built-in registry")
 

@@ -176,8 +176,8 @@ def metric_settings(metric: Metric, *, truncate: bool, cutoffs: Cutoffs) -> dict
 def _cutoffs_of(metric: Metric, cutoffs: Cutoffs) -> dict[str, Any]:
     """The cut-offs of ``metric``'s kinds of decision, as its settings record them."""
     prefix = f"{metric.name}."
-    mine = Cutoffs({k: v for k, v in cutoffs.values.items() if k.startswith(prefix)}, "")
-    return {"cutoffs": mine.as_json(), "cutoffs_source": cutoffs.source if mine else "argmax"}
+    mine = {k: v for k, v in cutoffs.values.items() if k.startswith(prefix)}
+    return Cutoffs(mine, cutoffs.source if mine else "").record()
 
 
 def _records_of(records: Any) -> Iterable[Any]:
