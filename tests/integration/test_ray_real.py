@@ -34,10 +34,13 @@ def test_smollm2_on_ray_matches_a_local_run(tmp_path, count_calls):
     )
     local = eval_file(EXAMPLES, tmp_path / "local", judge=local_judge, metrics=metrics, limit=4)
     del local_judge  # one llama.cpp at a time on this machine
-    # the local judge stored its instructions beside its cache; the actors store theirs there
-    [stored] = (tmp_path / PREFIX_DIR).glob("*.kv")
-    cells = stored.read_bytes()
-    stored.unlink()
+    # the local judge stored its instructions (one prefix per system text) beside its cache;
+    # the actors store theirs there
+    stored = sorted((tmp_path / PREFIX_DIR).glob("*.kv"))
+    assert len(stored) == 2  # recall's system text and the passages' (position)
+    cells = [path.read_bytes() for path in stored]
+    for path in stored:
+        path.unlink()
 
     ray.init(
         num_cpus=2,
@@ -66,6 +69,7 @@ def test_smollm2_on_ray_matches_a_local_run(tmp_path, count_calls):
     # every call made on the workers, each cached by the driver
     [reasons] = {m.reasons for m in metrics}  # the metrics' default: the same for both
     assert judge.calls == count_calls(records, [m.name for m in metrics], reasons)
-    assert stored.read_bytes() == cells  # an actor's, the same cells for the same key
+    # the actors', the same cells under the same keys
+    assert [path.read_bytes() for path in stored] == cells
     assert comparable(remote.results_path) == comparable(local.results_path)
     assert '"score":null' not in remote.results_path.read_text("utf-8")

@@ -105,7 +105,12 @@ def build_eval_run(root: Path) -> tuple[Path, Path]:
     lines = [json.dumps(item, ensure_ascii=False) for item in ITEMS] + [MALFORMED]
     data.write_text("\n".join(lines) + "\n", "utf-8")
     judge = ScriptedJudge(rule_reply)
-    metrics = [ContextRecall(), ContextPosition(), ContextRelevance()]
+    # with reasons: the injected markup reaches the page through a reason too
+    metrics = [
+        ContextRecall(reasons=True),
+        ContextPosition(reasons=True),
+        ContextRelevance(reasons=True),
+    ]
     out = root / "run"
     eval_file(data, out, judge=judge, metrics=metrics, settings={"n_ctx": 8192})
     return data, out
