@@ -147,7 +147,9 @@ def main(argv: list[str] | None = None) -> None:
         f"\nWiCE supported vs partially + not ({len(partial)} claims): "
         f"AUC {whole['auc']['value']:.3f} {whole['auc']['ci95']}"
     )
-    cutoffs = {}
+    cutoffs: dict[str, Any] = {}
+    shipped: list[str] = []
+    left: list[str] = []
     for name, found, objective in (
         ("position.relevant", position, "kappa"),
         ("relevance.grade", relevance, "qwk"),
@@ -161,22 +163,46 @@ def main(argv: list[str] | None = None) -> None:
                      name, fitted)  # fmt: skip
         mean = found["calibration"].checks[name]["mean"]
         before, after = mean["argmax"][objective], mean["fitted"][objective]
+        figures = f"held-out {objective} {_num(after)} against argmax {_num(before)}"
         if before is not None and after is not None and after > before:
             cutoffs[name] = fitted[0] if len(fitted) == 1 else list(fitted)
+            shipped.append(f"{name} ({figures})")
         else:  # a cut-off that does worse on held-out data than the argmax is not shipped
-            print(f"{name}: not shipped: held-out {objective} {after} against argmax {before}")
+            print(f"{name}: not shipped: {figures}")
+            left.append(f"{name} ({figures})")
     print(f"\ncut-offs shipped: {json.dumps(cutoffs)}")
     if args.write:
-        data = json.loads(REGISTRY.read_text("utf-8"))
-        table = data.setdefault("cutoffs", {})
         command = " ".join(["benchmarks/fit_cutoffs.py", *(argv or sys.argv[1:])])
-        table[judge.identity.sha256] = {
-            "values": cutoffs,
-            "source": f"{command}: LLMJudge dev ({len(lists)} lists), WiCE dev "
-            f"({len(binary)} claims, supported vs not)",
-        }
-        REGISTRY.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", "utf-8")
+        source = (
+            f"{command}: LLMJudge dev ({len(lists)} lists), WiCE dev ({len(binary)} claims, "
+            f"supported vs not); shipped: {', '.join(shipped) or 'none'}; "
+            f"argmax kept: {', '.join(left) or 'none'}"
+        )
+        write_cutoffs(REGISTRY, judge.identity.sha256, {"values": cutoffs, "source": source})
         print(f"written to {REGISTRY}")
+
+
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def write_cutoffs(registry: Path, sha256: str, entry: dict[str, Any]) -> None:
+    """Store ``entry`` under ``sha256`` in the registry's top-level ``cutoffs`` object, the rest
+    of the file left as it is written (only that object is re-serialised)."""
+    text = registry.read_text("utf-8")
+    table = json.loads(text).get("cutoffs", {})
+    table[sha256] = entry
+    block = json.dumps(table, indent=2, ensure_ascii=False).replace("\n", "\n  ")
+    key = '"cutoffs": '
+    start = text.find(key)
+    if start < 0:  # none yet: the object opens the file
+        text = text.replace("{", "{\n  " + key + block + ",", 1)
+    else:
+        _, length = json.JSONDecoder().raw_decode(text[start + len(key) :])
+        end = start + len(key) + length
+        text = text[: start + len(key)] + block + text[end:]
+    json.loads(text)  # still one valid registry
+    registry.write_text(text, "utf-8")
 
 
 if __name__ == "__main__":
