@@ -17,8 +17,9 @@ WiCE: recall is fitted and measured on supported (1) against not supported (0); 
 against partially + not is printed beside it (AUC of the soft value only: no cut-off is fitted
 on it). ``--write`` stores the cut-offs in ``localjudge/judge/registry.json`` for the judge's
 sha256, with this command line as their source: only those whose held-out figure (the mean of
-the two folds: kappa, QWK, balanced accuracy) beats the judge's argmax on the same halves; a
-kind left out keeps the argmax.
+the two folds: kappa, QWK, balanced accuracy) beats the judge's argmax on the same halves and
+is more than 0.05 above chance (kappa and QWK 0, balanced accuracy 0.5); a kind left out keeps
+the argmax.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ from localjudge.run.calibrate import (
 from localjudge.stats.cutoffs_fit import Observation, agreement, hard
 
 REGISTRY = Path(__file__).resolve().parent.parent / "localjudge" / "judge" / "registry.json"
+#: a held-out figure at chance (and up to MARGIN above it) ships no cut-off, whatever the argmax
+CHANCE = {"kappa": 0.0, "qwk": 0.0, "balanced_accuracy": 0.5}
+MARGIN = 0.05
 
 
 def read(path: Path, limit: int) -> list[dict[str, Any]]:
@@ -164,7 +168,11 @@ def main(argv: list[str] | None = None) -> None:
         mean = found["calibration"].checks[name]["mean"]
         before, after = mean["argmax"][objective], mean["fitted"][objective]
         figures = f"held-out {objective} {_num(after)} against argmax {_num(before)}"
-        if before is not None and after is not None and after > before:
+        if (
+            before is not None
+            and after is not None
+            and after > max(before, CHANCE[objective] + MARGIN)
+        ):
             cutoffs[name] = fitted[0] if len(fitted) == 1 else list(fitted)
             shipped.append(f"{name} ({figures})")
         else:  # a cut-off that does worse on held-out data than the argmax is not shipped

@@ -1,0 +1,62 @@
+"""benchmarks/fit_cutoffs.py --write: only the registry's ``cutoffs`` object changes."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+from localjudge.judge.cutoffs import Cutoffs
+
+ROOT = Path(__file__).resolve().parents[2]
+_PATH = ROOT / "benchmarks" / "fit_cutoffs.py"
+SHIPPED = ROOT / "localjudge" / "judge" / "registry.json"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("benchmarks_fit_cutoffs", _PATH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+fit_cutoffs = _load()
+
+
+def _outside_cutoffs(text: str) -> str:
+    """The registry's text with its cutoffs object's value cut out."""
+    key = '"cutoffs": '
+    start = text.index(key) + len(key)
+    _, length = json.JSONDecoder().raw_decode(text[start:])
+    return text[:start] + text[start + length :]
+
+
+def test_writing_cutoffs_changes_only_the_cutoffs_object(tmp_path: Path) -> None:
+    registry = tmp_path / "registry.json"
+    before = SHIPPED.read_text("utf-8")
+    registry.write_text(before, "utf-8")
+    values = {"recall.supported": 0.25, "relevance.grade": [1.0, 2.0, 2.5]}
+    entry = {"values": values, "source": "a test"}
+    fit_cutoffs.write_cutoffs(registry, "f" * 64, entry)
+    after = registry.read_text("utf-8")
+    assert _outside_cutoffs(after) == _outside_cutoffs(before)  # the judges, byte for byte
+    table = json.loads(after)["cutoffs"]
+    assert table["f" * 64] == entry
+    for sha, old in json.loads(before)["cutoffs"].items():  # the others kept
+        assert table[sha] == old
+    # what the product reads back
+    assert Cutoffs.from_json(table["f" * 64]["values"]).values["relevance.grade"] == (1, 2, 2.5)
+
+
+def test_writing_cutoffs_into_a_registry_without_any(tmp_path: Path) -> None:
+    registry = tmp_path / "registry.json"
+    registry.write_text('{\n  "format": 1,\n  "judges": []\n}\n', "utf-8")
+    fit_cutoffs.write_cutoffs(registry, "e" * 64, {"values": {}, "source": "none shipped"})
+    data = json.loads(registry.read_text("utf-8"))
+    assert data == {
+        "cutoffs": {"e" * 64: {"values": {}, "source": "none shipped"}},
+        "format": 1,
+        "judges": [],
+    }
