@@ -46,8 +46,9 @@ SUPPORTED = Decision("recall.supported", "supported", ("yes", "no"))
 RELEVANT = Decision("position.relevant", "relevant", ("yes", "no"))
 #: relevance: a passage's TREC grade (0 none, 1 low, 2 medium, 3 high)
 GRADE = Decision("relevance.grade", "grade", (0, 1, 2, 3))
-#: relevance: did the response use a passage?
-USED = Decision("relevance.used", "used", ("yes", "no"))
+#: relevance: did the response use a passage? Its output key names what the question asks:
+#: under a key "used" the default judge said "no" even to a response copied from the passage
+USED = Decision("relevance.used", "repeats", ("yes", "no"))
 
 RECALL_SYSTEM = f"""You are a careful fact checker. You get CONTEXT passages and one STATEMENT \
 from a reference answer. Decide whether the CONTEXT passages support every part of the STATEMENT.

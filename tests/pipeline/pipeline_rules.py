@@ -39,8 +39,8 @@ def rule_reply(messages, schema):
         return {"relevant": "yes" if "yes" in data["PASSAGE"] else "no"}
     if name == "GradeDecision":
         return {"grade": 3 if "yes" in data["PASSAGE"] else 0}
-    if name == "UsedDecision":
-        return {"used": "yes" if data["PASSAGE"] in data["RESPONSE"] else "no"}
+    if name == "RepeatsDecision":
+        return {"repeats": "yes" if data["PASSAGE"] in data["RESPONSE"] else "no"}
     if name == "Missing":
         return {"missing": []}
     assert name == "Reason", name

@@ -62,8 +62,8 @@ def script(*, supported=None, relevant=None, pieces=None, missing=(), reasons=No
             return {"relevant": YES_NO[relevant[subject]]}
         if name == "GradeDecision":
             return {"grade": GRADES[pieces[subject][0]]}
-        if name == "UsedDecision":
-            return {"used": YES_NO[pieces[subject][1]]}
+        if name == "RepeatsDecision":
+            return {"repeats": YES_NO[pieces[subject][1]]}
         if name == "Missing":
             return {"missing": list(missing)}
         assert name == "Reason", name
@@ -115,7 +115,7 @@ def any_reply(messages, schema):
         "SupportedDecision": {"supported": "no"},
         "RelevantDecision": {"relevant": "yes"},
         "GradeDecision": {"grade": 3},
-        "UsedDecision": {"used": "yes"},
+        "RepeatsDecision": {"repeats": "yes"},
         "Missing": {"missing": []},
         "Reason": {"reason": "checked"},
     }[schema.__name__]
@@ -1135,13 +1135,13 @@ VIOLATIONS = [
     # relevance: a grade out of range or a level name, two decisions in one call
     (ContextRelevance, [{"grade": 4}]),
     (ContextRelevance, [{"grade": "high"}]),
-    (ContextRelevance, [{"grade": 3, "used": "yes"}]),
-    (ContextRelevance, [{"grade": 3}, {"used": True}]),
+    (ContextRelevance, [{"grade": 3, "repeats": "yes"}]),
+    (ContextRelevance, [{"grade": 3}, {"repeats": True}]),
     # relevance's missing list: absent, too many, empty or too long items
-    (ContextRelevance, [{"grade": 3}, {"used": "yes"}, {}]),
-    (ContextRelevance, [{"grade": 3}, {"used": "yes"}, {"missing": ["a", "b", "c", "d"]}]),
-    (ContextRelevance, [{"grade": 3}, {"used": "yes"}, {"missing": [""]}]),
-    (ContextRelevance, [{"grade": 3}, {"used": "yes"}, {"missing": ["x" * 61]}]),
+    (ContextRelevance, [{"grade": 3}, {"repeats": "yes"}, {}]),
+    (ContextRelevance, [{"grade": 3}, {"repeats": "yes"}, {"missing": ["a", "b", "c", "d"]}]),
+    (ContextRelevance, [{"grade": 3}, {"repeats": "yes"}, {"missing": [""]}]),
+    (ContextRelevance, [{"grade": 3}, {"repeats": "yes"}, {"missing": ["x" * 61]}]),
     # not JSON at all, or JSON followed by junk
     (ContextRecall, ["Sure! Here is the JSON:"]),
     (ContextRecall, [json.dumps({"supported": "yes"}) + " done"]),
@@ -1212,7 +1212,7 @@ def test_every_call_asks_exactly_one_decision(reasons):
     expected = {
         ContextRecall: {"SupportedDecision": statements},
         ContextPosition: {"RelevantDecision": pieces},
-        ContextRelevance: {"GradeDecision": pieces, "UsedDecision": pieces, "Missing": 1},
+        ContextRelevance: {"GradeDecision": pieces, "RepeatsDecision": pieces, "Missing": 1},
     }
     for metric_cls, counts in expected.items():
         judge = ScriptedJudge(rule_reply)
@@ -1224,7 +1224,7 @@ def test_every_call_asks_exactly_one_decision(reasons):
         assert {n: names.count(n) for n in set(names)} == counts
         reasons_asked = len(judge.calls) - len(names)
         # a reason per decision but 'used' and 'missing', only with reasons on
-        explained = sum(v for k, v in counts.items() if k not in ("UsedDecision", "Missing"))
+        explained = sum(v for k, v in counts.items() if k not in ("RepeatsDecision", "Missing"))
         assert reasons_asked == (explained if reasons else 0)
 
 

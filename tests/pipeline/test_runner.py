@@ -656,8 +656,8 @@ def test_calls_that_share_an_opening_are_adjacent():
     # every passage's opening holds its position call and relevance's grade and used calls
     passage_groups = {}
     for c in decisions:
-        if c.schema.__name__ in ("RelevantDecision", "GradeDecision", "UsedDecision"):
+        if c.schema.__name__ in ("RelevantDecision", "GradeDecision", "RepeatsDecision"):
             passage_groups.setdefault(opening_of(c), []).append(c.schema.__name__)
     assert len(passage_groups) == sum(len(r["retrieved_contexts"]) for r in records)
     for names in passage_groups.values():
-        assert sorted(names) == ["GradeDecision", "RelevantDecision", "UsedDecision"]
+        assert sorted(names) == ["GradeDecision", "RelevantDecision", "RepeatsDecision"]

@@ -298,8 +298,8 @@ def rule_reply(messages: list[dict[str, str]], schema: type[Any]) -> dict[str, A
         return {"relevant": "yes" if "yes" in passage else "no"}
     if name == "GradeDecision":
         return {"grade": 3 if "yes" in passage else 2 if "no" in passage else 0}
-    assert name == "UsedDecision", name
-    return {"used": "yes" if "yes" in data["RESPONSE"] else "no"}
+    assert name == "RepeatsDecision", name
+    return {"repeats": "yes" if "yes" in data["RESPONSE"] else "no"}
 
 
 def _resolve(rec: Mapping[str, Any]) -> tuple[dict[str, Any], set[str]]:

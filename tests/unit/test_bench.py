@@ -753,8 +753,8 @@ def _perfect_reply(messages: list[dict[str, str]], schema: type[Any]) -> dict[st
         return {"relevant": "yes" if relevant else "no"}
     if name == "GradeDecision":
         return {"grade": GRADES[labels.get("levels", ["none"] * (piece + 1))[piece]]}
-    assert name == "UsedDecision", name
-    return {"used": "yes"}
+    assert name == "RepeatsDecision", name
+    return {"repeats": "yes"}
 
 
 class FakeJudges:

@@ -89,8 +89,8 @@ def rule_reply(messages, schema):
     if name == "GradeDecision":
         passage = data["PASSAGE"]
         return {"grade": 3 if "yes" in passage else 1 if "meh" in passage else 0}
-    if name == "UsedDecision":
-        return {"used": "yes" if data["PASSAGE"] in data["RESPONSE"] else "no"}
+    if name == "RepeatsDecision":
+        return {"repeats": "yes" if data["PASSAGE"] in data["RESPONSE"] else "no"}
     if name == "Missing":
         return {"missing": ["the <b>year</b> it opened"] if "year" in data["QUESTION"] else []}
     assert name == "Reason", name
@@ -181,7 +181,7 @@ def everything_reply(messages, schema):
         "SupportedDecision": {"supported": "yes"},
         "RelevantDecision": {"relevant": "yes"},
         "GradeDecision": {"grade": 3},
-        "UsedDecision": {"used": "yes"},
+        "RepeatsDecision": {"repeats": "yes"},
         "Missing": {"missing": []},
     }
     return answers.get(schema.__name__) or rule_reply(messages, schema)

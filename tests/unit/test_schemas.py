@@ -52,7 +52,7 @@ def checked_size(schema, value):
     [
         (SUPPORTED.schema(), {"supported": "yes"}),
         (RELEVANT.schema(), {"relevant": "yes"}),
-        (USED.schema(), {"used": "yes"}),
+        (USED.schema(), {"repeats": "yes"}),
         (GRADE.schema(), {"grade": 3}),
         (reason_schema(), {"reason": ASCII_MAX * REASON_CHARS}),
         (missing_schema(), {"missing": [WIDE * MISSING_CHARS] * MAX_MISSING}),
