@@ -69,6 +69,20 @@ def test_position_and_relevance_find_the_one_relevant_piece(
     assert levels[0] > levels[1], relevance.raw  # the tower above the bananas
 
 
+def test_relevance_sees_which_piece_the_response_repeats(
+    default_judge: Any, check_call: Any
+) -> None:
+    """The response copies the first piece: used, the second: not (under an output key "used"
+    this judge said "no" to both)."""
+    record = {
+        "user_input": QUESTION,
+        "retrieved_contexts": CONTEXTS,
+        "response": "The Eiffel Tower is a wrought-iron tower on the Champ de Mars in Paris.",
+    }
+    relevance = check_call(default_judge, ContextRelevance(), record)
+    assert [v["used"] for v in relevance.result.verdicts] == [True, False], relevance.raw
+
+
 def test_the_same_call_again_gives_the_same_bytes(default_judge: Any) -> None:
     record = {"user_input": QUESTION, "retrieved_contexts": CONTEXTS, "reference": "Paris."}
     asks = ContextPosition().build(make_item(record, index=0))
