@@ -4,29 +4,16 @@ from __future__ import annotations
 
 import csv
 import gzip
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pyarrow as pa  # in [dev]: a missing pyarrow fails these tests, never skips them
 import pyarrow.parquet as pq
 import pytest
+from benchmark_scripts import load
 
 from localjudge.errors import InvalidItemError
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "convert.py"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("benchmarks_convert", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-convert = _load()
+convert = load("convert")
 
 
 def _aligned(records, key_of):

@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
+
+from benchmark_scripts import load
 
 from localjudge.judge.cutoffs import Cutoffs
 
-ROOT = Path(__file__).resolve().parents[2]
-_PATH = ROOT / "benchmarks" / "fit_cutoffs.py"
-SHIPPED = ROOT / "localjudge" / "judge" / "registry.json"
+SHIPPED = Path(__file__).resolve().parents[2] / "localjudge" / "judge" / "registry.json"
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("benchmarks_fit_cutoffs", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-fit_cutoffs = _load()
+fit_cutoffs = load("fit_cutoffs")
 
 
 def _outside_cutoffs(text: str) -> str:
