@@ -122,7 +122,9 @@ def table(name: str, n_items: int, report: dict[str, Any]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-m", "--model", default="qwen2.5-coder-1.5b")
-    parser.add_argument("--lists", type=Path, default=Path("/work/runs/dev/llmjudge.jsonl"))
+    parser.add_argument(
+        "--lists", type=Path, default=Path(__file__).resolve().parent / "data" / "llmjudge.jsonl"
+    )
     parser.add_argument("--n-lists", type=int, default=20)
     parser.add_argument("-t", "--threads", type=int, default=None)
     parser.add_argument("-ngl", "--n-gpu-layers", type=int, default=0)
