@@ -1,39 +1,52 @@
 """Fit a judge's cut-offs on the development sets and measure them on the halves held back.
 
-    python benchmarks/convert.py llmjudge --limit 0 --per-query 4 -o /work/runs/dev
-    python benchmarks/convert.py wice --limit 150 -o /work/runs/dev
-    python benchmarks/fit_cutoffs.py /work/runs/dev/llmjudge.jsonl /work/runs/dev/wice.jsonl \\
-        [-m qwen2.5-coder-1.5b] [--lists 30] [--claims 150] [--cache FILE] [-t 2] [--write]
+    python benchmarks/convert.py llmjudge --limit 0 --per-query 4
+    python benchmarks/convert.py wice --limit 150
+    python benchmarks/convert.py ragbench --limit 6
+    python benchmarks/fit_cutoffs.py benchmarks/data/llmjudge.jsonl benchmarks/data/wice.jsonl \\
+        --ragbench benchmarks/data/ragbench.jsonl [-m qwen2.5-coder-1.5b] [--lists 50] \\
+        [--claims 150] [--cache FILE] [-t 2] [--write]
 
 One run per dataset through the product (``localjudge.run.calibrate``: one decision per call,
-reasons off, the judge's argmax), then per kind of decision: the two-fold check (cut-offs
-fitted on half of the queries or claims, measured on the other half, and the other way round,
-with bootstrap intervals over queries or claims), the cut-offs fitted on all of it, s/item, and
-the share of items whose verdict vector is the most common one (judge and people).
+reasons off, no cut-offs), then per kind of decision: the two-fold check (cut-offs fitted on
+half of the queries or claims, measured on the other half, and the other way round, with
+bootstrap intervals over queries or claims), the storing rule, the cut-offs fitted on all of
+it, s/item, and the share of items whose verdict vector is the most common one.
 
-LLMJudge items carry a *proxy* response (the start of the best passage, see convert.py): it is
-dropped for position, which would otherwise be shown the answer as its EXPECTED ANSWER.
-WiCE: recall is fitted and measured on supported (1) against not supported (0); supported
-against partially + not is printed beside it (AUC of the soft value only: no cut-off is fitted
-on it). ``--write`` stores the cut-offs in ``localjudge/judge/registry.json`` for the judge's
-sha256, with this command line as their source: only those whose held-out figure (the mean of
-the two folds: kappa, QWK, balanced accuracy) beats the judge's argmax on the same halves and
-is more than 0.05 above chance (kappa and QWK 0, balanced accuracy 0.5); a kind left out keeps
-the argmax.
+Kinds and their data: ``position.relevant`` (the question alone) on LLMJudge, whose *proxy*
+response (the start of the best passage, see convert.py) is dropped for position;
+``relevance.grade`` on LLMJudge with the proxy; ``recall.supported`` on WiCE, supported (1)
+against not supported (0) (supported against partially + not is printed beside it: AUC only);
+``position.relevant_answer`` (the phrasing with the EXPECTED ANSWER, which eval asks of every
+item with a reference or a response) on RAGBench, whose per-document relevance labels were made
+by GPT-4-class models, not people, with its responses as the expected answer.
+
+``--write`` stores cut-offs in ``localjudge/judge/registry.json`` for the judge's sha256 under
+the one rule that ``localjudge calibrate`` uses too, fixed before it was applied
+(:func:`localjudge.stats.cutoffs_fit.held_out_check`): a kind ships only when the paired
+held-out difference, cut-offs fitted on the other half of the groups minus the baseline (the
+larger probability) on the same groups, has a lower 95% bound (bootstrap over groups) above 0.
+Each shipped kind keeps its provenance (file name, sha256, date, that held-out figure with its
+interval and the groups it was measured on); a kind that does not ship is listed under
+``not_shipped`` with the same evidence.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import hashlib
 import json
-import sys
+import os
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from localjudge import load_judge
+from localjudge.judge.cutoffs import Provenance
 from localjudge.run.calibrate import (
+    Calibration,
     calibration_table,
     fit_cutoffs,
     judge_labelled,
@@ -42,9 +55,6 @@ from localjudge.run.calibrate import (
 from localjudge.stats.cutoffs_fit import Observation, agreement, hard
 
 REGISTRY = Path(__file__).resolve().parent.parent / "localjudge" / "judge" / "registry.json"
-#: a held-out figure at chance (and up to MARGIN above it) ships no cut-off, whatever the argmax
-CHANCE = {"kappa": 0.0, "qwk": 0.0, "balanced_accuracy": 0.5}
-MARGIN = 0.05
 
 
 def read(path: Path, limit: int) -> list[dict[str, Any]]:
@@ -72,12 +82,21 @@ def mode_share(vectors: list[tuple[Any, ...]]) -> float | None:
     return Counter(vectors).most_common(1)[0][1] / len(vectors)
 
 
-def run(name: str, records: list[dict[str, Any]], judge: Any, metrics: list[str]) -> dict:
+def origin_of(path: Path) -> Provenance:
+    """The provenance template of cut-offs fitted on ``path``: its name (no directories), its
+    sha256 and today's date."""
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return Provenance("built-in", path.name, digest, datetime.date.today().isoformat())
+
+
+def run(
+    name: str, records: list[dict[str, Any]], judge: Any, metrics: list[str], origin: Provenance
+) -> dict:
     start = time.perf_counter()
     results = judge_labelled(records, judge, metrics=metrics)
     wall = time.perf_counter() - start
     failed = [r for r in results if r.error is not None]
-    calibration = fit_cutoffs(records, results, source=f"benchmarks/fit_cutoffs.py {name}")
+    calibration = fit_cutoffs(records, results, origin=origin)  # against the baseline
     print(f"\n## {name}: {len(records)} items, {len(failed)} failed, {wall:.0f} s")
     for metric in metrics:
         rows = [r for r in results if r.metric == metric and r.result is not None]
@@ -110,11 +129,12 @@ def item_vectors(results: list, records: list, kind: str, cuts: Any) -> None:
             found[res.index] = one
     if not found:
         return
-    argmax = [tuple(hard(obs, None)) for obs in found.values()]
-    fitted = [tuple(hard(obs, cuts)) for obs in found.values()]
+    graded = kind == "relevance.grade"
+    argmax = [tuple(hard(obs, None, graded=graded)) for obs in found.values()]
+    fitted = [tuple(hard(obs, cuts, graded=graded)) for obs in found.values()]
     people = [tuple(o.human for o in obs) for obs in found.values()]
     print(
-        f"{kind}: most common verdict vector's share: judge argmax {mode_share(argmax):.2f}, "
+        f"{kind}: most common verdict vector's share: judge baseline {mode_share(argmax):.2f}, "
         f"fitted {mode_share(fitted):.2f}, people {mode_share(people):.2f} ({len(found)} items)"
     )
 
@@ -123,6 +143,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("llmjudge", type=Path)
     parser.add_argument("wice", type=Path)
+    parser.add_argument("--ragbench", type=Path, default=None, help="position with an answer")
     parser.add_argument("-m", "--model", default="qwen2.5-coder-1.5b")
     parser.add_argument(
         "--lists", type=int, default=50, help="LLMJudge lists, round-robin over queries (0: all)"
@@ -137,10 +158,33 @@ def main(argv: list[str] | None = None) -> None:
     lists = spread(read(args.llmjudge, 0), args.lists)
     no_proxy = [{k: v for k, v in r.items() if k != "response"} for r in lists]
     claims = read(args.wice, args.claims)
-    position = run("LLMJudge dev, position", no_proxy, judge, ["position"])
-    relevance = run("LLMJudge dev, relevance", lists, judge, ["relevance"])
+    llmjudge, wice = origin_of(args.llmjudge), origin_of(args.wice)
+    found = {
+        "position.relevant": (
+            run("LLMJudge dev, position", no_proxy, judge, ["position"], llmjudge),
+            no_proxy,
+            f"LLMJudge dev, {len(lists)} lists",
+        ),
+        "relevance.grade": (
+            run("LLMJudge dev, relevance", lists, judge, ["relevance"], llmjudge),
+            lists,
+            f"LLMJudge dev, {len(lists)} lists",
+        ),
+    }
     binary = [r for r in claims if r["labels"].get("recall") in (0, 1)]
-    recall = run("WiCE dev, recall (supported vs not)", binary, judge, ["recall"])
+    found["recall.supported"] = (
+        run("WiCE dev, recall (supported vs not)", binary, judge, ["recall"], wice),
+        binary,
+        f"WiCE dev, {len(binary)} claims, supported vs not",
+    )
+    if args.ragbench is not None:
+        rag = read(args.ragbench, 0)
+        found["position.relevant_answer"] = (
+            run("RAGBench, position with the answer", rag, judge, ["position"],
+                origin_of(args.ragbench)),
+            rag,
+            f"RAGBench test subsets, {len(rag)} items, LLM-made labels",
+        )  # fmt: skip
     partial = [
         {**r, "labels": {"recall": 0 if r["labels"]["recall"] == 0.5 else r["labels"]["recall"]}}
         for r in claims
@@ -151,52 +195,45 @@ def main(argv: list[str] | None = None) -> None:
         f"\nWiCE supported vs partially + not ({len(partial)} claims): "
         f"AUC {whole['auc']['value']:.3f} {whole['auc']['ci95']}"
     )
-    cutoffs: dict[str, Any] = {}
-    shipped: list[str] = []
-    left: list[str] = []
-    for name, found, objective in (
-        ("position.relevant", position, "kappa"),
-        ("relevance.grade", relevance, "qwk"),
-        ("recall.supported", recall, "balanced_accuracy"),
-    ):
-        fitted = found["calibration"].cutoffs.values.get(name)
-        if fitted is None:
-            continue
-        source = lists if name != "recall.supported" else binary
-        item_vectors(found["results"], source if name != "position.relevant" else no_proxy,
-                     name, fitted)  # fmt: skip
-        mean = found["calibration"].checks[name]["mean"]
-        before, after = mean["argmax"][objective], mean["fitted"][objective]
-        figures = f"held-out {objective} {_num(after)} against argmax {_num(before)}"
-        if (
-            before is not None
-            and after is not None
-            and after > max(before, CHANCE[objective] + MARGIN)
-        ):
-            cutoffs[name] = fitted[0] if len(fitted) == 1 else list(fitted)
-            shipped.append(f"{name} ({figures})")
-        else:  # a cut-off that does worse on held-out data than the argmax is not shipped
-            print(f"{name}: not shipped: {figures}")
-            left.append(f"{name} ({figures})")
-    print(f"\ncut-offs shipped: {json.dumps(cutoffs)}")
+    shipped, kept = shipping(found)
+    print(f"\ncut-offs shipped: {json.dumps(shipped['values'])}")
+    print(f"not shipped: {', '.join(kept) or 'none'}")
     if args.write:
-        command = " ".join(["benchmarks/fit_cutoffs.py", *(argv or sys.argv[1:])])
-        source = (
-            f"{command}: LLMJudge dev ({len(lists)} lists), WiCE dev ({len(binary)} claims, "
-            f"supported vs not); shipped: {', '.join(shipped) or 'none'}; "
-            f"argmax kept: {', '.join(left) or 'none'}"
-        )
-        write_cutoffs(REGISTRY, judge.identity.sha256, {"values": cutoffs, "source": source})
+        write_cutoffs(REGISTRY, judge.identity.sha256, {**shipped, "not_shipped": kept})
         print(f"written to {REGISTRY}")
 
 
-def _num(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
+def shipping(
+    found: dict[str, tuple[dict[str, Any], list[dict[str, Any]], str]],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The registry entry of the kinds the rule ships (values and sources), and the evidence
+    of each fitted kind it does not ship."""
+    values: dict[str, Any] = {}
+    sources: dict[str, Any] = {}
+    kept: dict[str, Any] = {}
+    for name, (outcome, records, data) in found.items():
+        calibration: Calibration = outcome["calibration"]
+        fitted = calibration.cutoffs.values.get(name)
+        if fitted is None:
+            print(f"{name}: not fitted: {calibration.skipped.get(name, 'no decisions')}")
+            continue
+        item_vectors(outcome["results"], records, name, fitted)
+        source = calibration.cutoffs.source(name).as_json()
+        source["heldout"] = {**source["heldout"], "data": data}
+        rule = calibration.rules[name]
+        print(f"{name}: {'ships' if rule.store else 'not shipped'}: {source['heldout']}")
+        if rule.store:
+            values[name] = fitted[0] if len(fitted) == 1 else list(fitted)
+            sources[name] = source
+        else:
+            kept[name] = source["heldout"]
+    return {"values": values, "sources": sources}, kept
 
 
 def write_cutoffs(registry: Path, sha256: str, entry: dict[str, Any]) -> None:
     """Store ``entry`` under ``sha256`` in the registry's top-level ``cutoffs`` object, the rest
-    of the file left as it is written (only that object is re-serialised)."""
+    of the file left as it is written (only that object is re-serialised), through a temporary
+    file beside it (a failure never leaves package data half written)."""
     text = registry.read_text("utf-8")
     table = json.loads(text).get("cutoffs", {})
     table[sha256] = entry
@@ -210,7 +247,9 @@ def write_cutoffs(registry: Path, sha256: str, entry: dict[str, Any]) -> None:
         end = start + len(key) + length
         text = text[: start + len(key)] + block + text[end:]
     json.loads(text)  # still one valid registry
-    registry.write_text(text, "utf-8")
+    tmp = registry.with_name(f"{registry.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, "utf-8")
+    tmp.replace(registry)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from localjudge.errors import (
     OutputBudgetError,
     UsageError,
 )
+from localjudge.judge.cutoffs import Cutoffs
 from localjudge.judge.llama import LlamaJudge, load_judge
 from localjudge.judge.protocol import (
     Generation,
@@ -47,6 +48,7 @@ __all__ = [
     "ContextPosition",
     "ContextRecall",
     "ContextRelevance",
+    "Cutoffs",
     "DataError",
     "Generation",
     "GenerationStats",

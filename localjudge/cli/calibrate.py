@@ -7,17 +7,22 @@ registry for the judge's file (:func:`localjudge.judge.cutoffs_store.store_cutof
 
 from __future__ import annotations
 
+import datetime
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import click
 
 from localjudge.cli.common import guarded, judge_factory, judge_options, judge_settings
-from localjudge.errors import DataError
+from localjudge.errors import DataError, UsageError
+from localjudge.judge.cutoffs import Provenance
 
 
 @click.command("calibrate")
-@click.argument("labels", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.argument(
+    "labels", type=click.Path(path_type=Path, exists=True, dir_okay=False), required=False
+)
 @click.option(
     "-m", "--model", default=None, help="Judge: GGUF path or alias (default: the default judge)."
 )
@@ -30,6 +35,17 @@ from localjudge.errors import DataError
 )
 @click.option("--limit", type=int, default=None, help="Only the first N records.")
 @click.option("--dry-run", is_flag=True, help="Print the check and the cut-offs; store nothing.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Store every fitted kind, also those whose held-out gain the rule does not confirm.",
+)
+@click.option(
+    "--reset",
+    is_flag=True,
+    help="Remove the cut-offs calibrate stored for the judge (with --metric: those metrics' "
+    "kinds), so the shipped ones apply again; LABELS is not read.",
+)
 @judge_options
 @click.pass_context
 @guarded
@@ -41,18 +57,29 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     metric_names: tuple[str, ...],
     limit: int | None,
     dry_run: bool,
+    force: bool,
+    reset: bool,
     **options: Any,
 ) -> None:
     """Fit the judge's cut-offs on LABELS (labelled JSONL, bench's format), print agreement
     before and after on the half of the file held back from each fit (two ways round, with
-    95% bootstrap intervals), and store the cut-offs fitted on the whole file for that judge."""
+    95% bootstrap intervals), and store for that judge the cut-offs fitted on the whole file
+    of each kind whose held-out gain over the cut-offs in use now is confirmed (the paired
+    difference's lower 95% bound above 0; --force stores every kind). Agreement measured
+    later on LABELS itself is in-sample. --reset restores the shipped cut-offs."""
+    from localjudge.canonical import file_sha256  # noqa: PLC0415
     from localjudge.data.dataset import read_records  # noqa: PLC0415
     from localjudge.judge.cutoffs_store import store_cutoffs  # noqa: PLC0415
     from localjudge.judge.registry import user_registry_path  # noqa: PLC0415
     from localjudge.run.calibrate import calibrate, calibration_table  # noqa: PLC0415
     from localjudge.run.settings import open_judge  # noqa: PLC0415
 
-    records = []
+    if reset:
+        _reset(ctx, model, metric_names, options)
+        return
+    if labels is None:
+        raise UsageError("calibrate needs LABELS (or --reset)")
+    records: list[Mapping[str, Any]] = []
     for record in read_records(labels):
         if record.data is None:
             raise DataError(f"{labels}: line {record.line}: {record.error}")
@@ -62,11 +89,43 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     settings = judge_settings(model, **options)
     factory = judge_factory(ctx) or open_judge
     judge = factory(settings)
-    source = f"localjudge calibrate {labels.name} ({len(records)} records)"
-    found = calibrate(records, judge, metrics=list(metric_names) or None, source=source)
-    click.echo(calibration_table(found))
-    if dry_run or not found.cutoffs:
+    origin = Provenance(
+        "calibrate", labels.name, file_sha256(labels), datetime.date.today().isoformat()
+    )
+    found = calibrate(records, judge, metrics=list(metric_names) or None, origin=origin)
+    click.echo(calibration_table(found, force=force))
+    chosen = found.stored(force=force)
+    for kind in found.kept():
+        if kind not in chosen.values:
+            click.echo(f"kept: {kind}: the held-out gain is not confirmed; the value in use stays")
+    if dry_run or not chosen:
         click.echo("nothing stored" + (" (--dry-run)" if dry_run else ""))
         return
-    store_cutoffs(judge.identity.sha256, found.cutoffs)
-    click.echo(f"stored for {judge.identity.model} in {user_registry_path()}")
+    store_cutoffs(judge.identity.sha256, chosen)
+    kinds = ", ".join(sorted(chosen.values))
+    click.echo(f"stored {kinds} for {judge.identity.model} in {user_registry_path()}")
+
+
+def _reset(
+    ctx: click.Context, model: str | None, metric_names: tuple[str, ...], options: Any
+) -> None:
+    """Remove the user's cut-offs of the judge's file (found without loading it): the shipped
+    ones apply again."""
+    from localjudge.judge.cutoffs import KINDS  # noqa: PLC0415
+    from localjudge.judge.cutoffs_store import reset_cutoffs  # noqa: PLC0415
+    from localjudge.judge.registry import model_sha256, resolve_model  # noqa: PLC0415
+
+    factory = judge_factory(ctx)
+    if factory is not None:  # an embedding program's (or a test's) judge
+        identity = factory(judge_settings(model, **options)).identity
+        sha256, name = identity.sha256, identity.model
+    else:
+        resolved = resolve_model(model)
+        sha256 = resolved.expected_sha256 or model_sha256(resolved.path)
+        name = resolved.alias or resolved.path.name
+    kinds = {k for k in KINDS if k.split(".")[0] in metric_names} if metric_names else None
+    removed = reset_cutoffs(sha256, kinds)
+    if removed:
+        click.echo(f"removed {', '.join(removed)} for {name}: the shipped cut-offs apply")
+    else:
+        click.echo(f"no stored cut-offs of {name} to remove: the shipped ones apply")

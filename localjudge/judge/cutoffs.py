@@ -4,8 +4,16 @@ The metrics read a decision's soft value from the probabilities of its allowed v
 (:mod:`localjudge.metrics.asks`); a cut-off fitted on labelled data turns it into the hard
 verdict. The bundled judges ship cut-offs fitted on the development sets
 (``benchmarks/fit_cutoffs.py``) in their registry entries; ``localjudge calibrate`` fits a
-user's own and stores them in the user registry (:mod:`localjudge.judge.registry_edit`).
-A kind without cut-offs takes the value the judge chose (its argmax).
+user's own and stores them in the user registry (:mod:`localjudge.judge.cutoffs_store`).
+
+A kind without a cut-off takes the **baseline**, the larger probability: a yes/no decision is
+yes when P(yes) >= 0.5, and a graded one (0-3) takes its expected grade against 0.5 / 1.5 /
+2.5 (:func:`baseline`). So a verdict never contradicts its own probabilities.
+
+Every kind of decision the metrics make is named in :data:`KINDS`, with how many cut-offs it
+takes and the range of its soft value; :meth:`Cutoffs.from_json` refuses anything else. Each
+kind keeps where its cut-offs came from (:class:`Provenance`); results record the values and a
+short reference (:meth:`Provenance.ref`).
 """
 
 from __future__ import annotations
@@ -15,52 +23,176 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["NO_CUTOFFS", "Cutoffs"]
+__all__ = ["KINDS", "NO_CUTOFFS", "Cutoffs", "KindSpec", "Provenance", "baseline"]
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    """A kind of decision: how many ascending cut-offs it takes, and the range of its soft
+    value (P(yes) in [0, 1]; the expected grade in [0, 3])."""
+
+    count: int
+    high: float
+
+    @property
+    def graded(self) -> bool:
+        return self.count > 1
+
+
+_YES_NO = KindSpec(1, 1.0)
+_GRADE = KindSpec(3, 3.0)
+
+#: every kind of decision the metrics make (``metrics/instructions.py`` names them)
+KINDS: Mapping[str, KindSpec] = {
+    "recall.supported": _YES_NO,
+    "position.relevant": _YES_NO,
+    "position.relevant_answer": _YES_NO,
+    "relevance.grade": _GRADE,
+    "relevance.used": _YES_NO,
+}
+
+
+def baseline(graded: bool) -> tuple[float, ...]:
+    """The cut-offs of the larger probability: P(yes) >= 0.5, or the expected grade rounded
+    (against 0.5 / 1.5 / 2.5)."""
+    return (0.5, 1.5, 2.5) if graded else (0.5,)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where one kind's cut-offs came from: ``origin`` (``"built-in"``, ``"calibrate"``), the
+    labelled ``file`` they were fitted on (its name, never a machine path) and its ``sha256``,
+    the ``date`` (YYYY-MM-DD) and the ``heldout`` evidence (figure, interval, groups)."""
+
+    origin: str
+    file: str = ""
+    sha256: str = ""
+    date: str = ""
+    heldout: Mapping[str, Any] = field(default_factory=dict)
+
+    def ref(self) -> str:
+        """The short reference results record: ``origin:file@sha256[:12]``."""
+        tail = f":{self.file}" if self.file else ""
+        return f"{self.origin}{tail}" + (f"@{self.sha256[:12]}" if self.sha256 else "")
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "origin": self.origin,
+            "file": self.file,
+            "sha256": self.sha256,
+            "date": self.date,
+            "heldout": dict(self.heldout),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Provenance:
+        """Read a stored provenance; a plain string (registries before per-kind sources) is
+        kept as the origin."""
+        if isinstance(data, str):
+            return cls(origin=data[:80])
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{where}: a source must be an object, got {data!r}")
+        heldout = data.get("heldout") or {}
+        return cls(
+            origin=str(data.get("origin", "")),
+            file=str(data.get("file", "")),
+            sha256=str(data.get("sha256", "")),
+            date=str(data.get("date", "")),
+            heldout=dict(heldout) if isinstance(heldout, Mapping) else {},
+        )
 
 
 @dataclass(frozen=True)
 class Cutoffs:
-    """Cut-offs per kind of decision (``"recall.supported"``), and where they came from.
+    """Cut-offs per kind of decision (``"recall.supported"``), and where each came from.
 
     A yes/no decision is yes when its soft value (the probability of yes) is at least its one
     cut-off; a graded one gets the number of its ascending cut-offs that its expected grade
-    reaches."""
+    reaches. ``sources`` holds a :class:`Provenance` per kind (a kind without one: ``api``, set
+    by the caller)."""
 
     values: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
-    source: str = ""
+    sources: Mapping[str, Provenance] = field(default_factory=dict)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any] | None, source: str = "") -> Cutoffs:
-        """Read ``{"kind": number or [numbers], ...}``: finite numbers, ascending."""
+    def from_json(
+        cls,
+        data: Mapping[str, Any] | None,
+        source: Provenance | Mapping[str, Provenance] | str | None = None,
+    ) -> Cutoffs:
+        """Read ``{"kind": number or [numbers], ...}``: known kinds only (:data:`KINDS`), each
+        with its number of cut-offs, finite, ascending and inside its soft value's range.
+        ``source``: one provenance for every kind (a string: its origin), or one per kind."""
         values: dict[str, tuple[float, ...]] = {}
         for kind, raw in (data or {}).items():
-            numbers = raw if isinstance(raw, (list, tuple)) else [raw]
-            try:
-                parsed = tuple(float(x) for x in numbers)
-            except (TypeError, ValueError):
-                raise ValueError(f"cut-offs of {kind!r} must be numbers, got {raw!r}") from None
-            if not parsed or not all(math.isfinite(x) for x in parsed):
-                raise ValueError(f"cut-offs of {kind!r} must be finite numbers, got {raw!r}")
-            if list(parsed) != sorted(parsed):
-                raise ValueError(f"cut-offs of {kind!r} must ascend, got {raw!r}")
-            values[str(kind)] = parsed
-        return cls(values, source)
+            values[str(kind)] = _parse(str(kind), raw)
+        if isinstance(source, str):
+            source = Provenance(source)
+        if isinstance(source, Provenance) or source is None:
+            one = source or Provenance("api")
+            sources = dict.fromkeys(values, one)
+        else:
+            sources = {k: source.get(k, Provenance("api")) for k in values}
+        return cls(values, sources)
 
     def as_json(self) -> dict[str, Any]:
         """The cut-offs as results and registries record them (one number for a yes/no kind)."""
         return {k: v[0] if len(v) == 1 else list(v) for k, v in sorted(self.values.items())}
 
+    def refs(self) -> dict[str, str]:
+        """Each kind's short source reference."""
+        return {k: self.source(k).ref() for k in sorted(self.values)}
+
+    def source(self, kind: str) -> Provenance:
+        return self.sources.get(kind) or Provenance("api")
+
     def record(self) -> dict[str, Any]:
-        """What a run records: the cut-offs and their source (empty: the judge's argmax)."""
-        return {"cutoffs": self.as_json(), "cutoffs_source": self.source if self else "argmax"}
+        """What a run records: the cut-offs and a short reference to each one's source (a kind
+        not named takes the baseline, the larger probability)."""
+        return {"cutoffs": self.as_json(), "cutoffs_source": self.refs()}
 
     def merged(self, other: Cutoffs) -> Cutoffs:
-        """These cut-offs with ``other``'s kinds replacing theirs."""
-        source = " + ".join(s for s in (self.source, other.source) if s)
-        return Cutoffs({**self.values, **other.values}, source)
+        """These cut-offs with ``other``'s kinds replacing theirs (with their sources)."""
+        sources = {**{k: self.source(k) for k in self.values}}
+        sources.update({k: other.source(k) for k in other.values})
+        return Cutoffs({**self.values, **other.values}, sources)
+
+    def only(self, kinds: set[str] | frozenset[str]) -> Cutoffs:
+        """These cut-offs restricted to ``kinds``."""
+        return Cutoffs(
+            {k: v for k, v in self.values.items() if k in kinds},
+            {k: s for k, s in self.sources.items() if k in kinds},
+        )
+
+    def fitted_on(self) -> set[str]:
+        """The sha256 of every labelled file these cut-offs were fitted on."""
+        return {s.sha256 for k in self.values if (s := self.source(k)).sha256}
 
     def __bool__(self) -> bool:
         return bool(self.values)
+
+
+def _parse(kind: str, raw: Any) -> tuple[float, ...]:
+    spec = KINDS.get(kind)
+    if spec is None:
+        raise ValueError(f"unknown kind of decision {kind!r}; expected one of {', '.join(KINDS)}")
+    numbers = raw if isinstance(raw, (list, tuple)) else [raw]
+    try:
+        parsed = tuple(float(x) for x in numbers)
+    except (TypeError, ValueError):
+        raise ValueError(f"cut-offs of {kind!r} must be numbers, got {raw!r}") from None
+    if len(parsed) != spec.count:
+        raise ValueError(f"{kind!r} takes {spec.count} cut-off(s), got {len(parsed)}: {raw!r}")
+    if not all(math.isfinite(x) for x in parsed):
+        raise ValueError(f"cut-offs of {kind!r} must be finite numbers, got {raw!r}")
+    if list(parsed) != sorted(parsed):
+        raise ValueError(f"cut-offs of {kind!r} must ascend, got {raw!r}")
+    if not all(0.0 <= x <= spec.high for x in parsed):
+        raise ValueError(
+            f"cut-offs of {kind!r} must lie in its soft value's range [0, {spec.high:g}], "
+            f"got {raw!r}"
+        )
+    return parsed
 
 
 NO_CUTOFFS = Cutoffs()

@@ -1,9 +1,12 @@
 """Where a judge's cut-offs live: the registries, keyed by the judge file's sha256.
 
 Both the package's ``registry.json`` and the user registry (``models.json``) may hold a
-``"cutoffs"`` object: ``{sha256: {"values": {kind: number or [numbers]}, "source": "..."}}``.
-The built-in entries are fitted on the development sets by ``benchmarks/fit_cutoffs.py``; the
-user's come from ``localjudge calibrate`` and replace the built-in ones kind by kind.
+``"cutoffs"`` object: ``{sha256: {"values": {kind: number or [numbers]}, "sources": {kind:
+provenance}}}`` (:class:`~localjudge.judge.cutoffs.Provenance`; an older entry's one
+``"source"`` string serves every kind). The built-in entries are fitted on the development sets
+by ``benchmarks/fit_cutoffs.py``; the user's come from ``localjudge calibrate`` and replace the
+built-in ones kind by kind; ``localjudge calibrate --reset`` removes the user's
+(:func:`reset_cutoffs`), so the built-in ones apply again.
 """
 
 from __future__ import annotations
@@ -15,11 +18,18 @@ from importlib import resources
 from typing import Any
 
 from localjudge.errors import ModelError
-from localjudge.judge.cutoffs import NO_CUTOFFS, Cutoffs
+from localjudge.judge.cutoffs import NO_CUTOFFS, Cutoffs, Provenance
 from localjudge.judge.protocol import JudgeIdentity
 from localjudge.judge.registry import read_user_registry, user_registry_path
 
-__all__ = ["builtin_cutoffs", "judge_cutoffs", "store_cutoffs", "user_cutoffs"]
+__all__ = [
+    "builtin_cutoffs",
+    "entry_json",
+    "judge_cutoffs",
+    "reset_cutoffs",
+    "store_cutoffs",
+    "user_cutoffs",
+]
 
 
 def judge_cutoffs(identity: JudgeIdentity) -> Cutoffs:
@@ -43,14 +53,41 @@ def user_cutoffs(sha256: str) -> Cutoffs:
 
 def store_cutoffs(sha256: str, cutoffs: Cutoffs) -> None:
     """Store ``cutoffs`` for the judge file with this sha256 in the user registry (replacing
-    that judge's kinds that ``cutoffs`` has, keeping its others)."""
+    that judge's kinds that ``cutoffs`` has, keeping its others), each with its source."""
     from localjudge.judge.registry_edit import write_user_registry  # noqa: PLC0415
 
     data = read_user_registry() or {"judges": []}
     table = dict(data.get("cutoffs") or {})
-    merged = user_cutoffs(sha256).merged(cutoffs)
-    table[sha256] = {"values": merged.as_json(), "source": cutoffs.source}
+    table[sha256] = entry_json(user_cutoffs(sha256).merged(cutoffs))
     write_user_registry({**data, "cutoffs": table})
+
+
+def reset_cutoffs(sha256: str, kinds: set[str] | None = None) -> list[str]:
+    """Remove the user's cut-offs of this judge file (only ``kinds`` when given), so that the
+    built-in ones (or the baseline) apply again; returns the kinds removed."""
+    from localjudge.judge.registry_edit import write_user_registry  # noqa: PLC0415
+
+    data = read_user_registry()
+    mine = user_cutoffs(sha256)
+    removed = sorted(k for k in mine.values if kinds is None or k in kinds)
+    if data is None or not removed:
+        return []
+    table = dict(data.get("cutoffs") or {})
+    kept = mine.only(set(mine.values) - set(removed))
+    if kept:
+        table[sha256] = entry_json(kept)
+    else:
+        table.pop(sha256, None)
+    write_user_registry({**data, "cutoffs": table})
+    return removed
+
+
+def entry_json(cutoffs: Cutoffs) -> dict[str, Any]:
+    """A registry entry: the values and each kind's provenance."""
+    return {
+        "values": cutoffs.as_json(),
+        "sources": {k: cutoffs.source(k).as_json() for k in sorted(cutoffs.values)},
+    }
 
 
 def _entry(data: Mapping[str, Any], sha256: str, where: str) -> Cutoffs:
@@ -61,6 +98,11 @@ def _entry(data: Mapping[str, Any], sha256: str, where: str) -> Cutoffs:
     if not isinstance(entry, Mapping) or not isinstance(entry.get("values"), Mapping):
         raise ModelError(f"{where}: cutoffs[{sha256[:12]}...] needs a 'values' object")
     try:
-        return Cutoffs.from_json(entry["values"], str(entry.get("source", where)))
+        sources = entry.get("sources")
+        if isinstance(sources, Mapping):
+            per_kind = {str(k): Provenance.from_json(v, where) for k, v in sources.items()}
+            return Cutoffs.from_json(entry["values"], per_kind)
+        one = Provenance.from_json(entry.get("source", "registry"), where)
+        return Cutoffs.from_json(entry["values"], one)
     except ValueError as exc:
         raise ModelError(f"{where}: {exc}") from exc

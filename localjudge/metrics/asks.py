@@ -5,7 +5,9 @@ A metric turns an item into :class:`Ask` s. Each is a judge request whose output
 response used it) or, for relevance's ``missing``, one generated list. The runner makes the
 calls; :func:`decide` reads a decision's soft value from the probabilities of its allowed values
 and turns it into the hard value with the judge's cut-off for that kind of decision
-(:class:`Cutoffs`; the value the judge chose, its argmax, without one). With reasons on, the
+(:class:`Cutoffs`; without one, the larger probability: P(yes) >= 0.5, the expected grade
+rounded; :func:`~localjudge.judge.cutoffs.baseline`), so a verdict never contradicts its own
+probabilities. With reasons on, the
 runner then asks for one reason per decision (:func:`reason_request`): a call of its own that
 shows the verdict already made, so a reason never moves a decision.
 
@@ -23,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, create_model
 
 from localjudge.canonical import compact_json
-from localjudge.judge.cutoffs import NO_CUTOFFS, Cutoffs
+from localjudge.judge.cutoffs import NO_CUTOFFS, Cutoffs, baseline
 from localjudge.judge.protocol import Generation, GenerationStats, JudgeRequest, SoftDecision
 from localjudge.judge.schemas import StrictModel, text
 
@@ -113,8 +115,8 @@ class Answer:
 
 def decide(ask: Ask, generation: Generation[BaseModel], cutoffs: Cutoffs = NO_CUTOFFS) -> Answer:
     """The answer to ``ask`` from the judge's ``generation``: its soft value from the soft
-    verdict on the decision's key (none from a judge without soft verdicts) and the hard value
-    from that and the kind's cut-offs, else the value the judge chose."""
+    verdict on the decision's key and the hard value from that and the kind's cut-offs (the
+    baseline without them); a judge without soft verdicts gives the value it chose."""
     decision = ask.decision
     if decision is None:
         return Answer(generation.value)
@@ -124,7 +126,7 @@ def decide(ask: Ask, generation: Generation[BaseModel], cutoffs: Cutoffs = NO_CU
         return Answer(chosen)
     probs = plain_probs(soft_verdict)
     soft = soft_value(decision, probs)
-    return Answer(hard_value(decision, soft, chosen, cutoffs), probs, soft)
+    return Answer(hard_value(decision, soft, cutoffs), probs, soft)
 
 
 def plain_probs(verdict: SoftDecision) -> dict[str, float]:
@@ -143,11 +145,10 @@ def soft_value(decision: Decision, probs: Mapping[str, float]) -> float:
     return probs.get(str(decision.values[0]), 0.0)
 
 
-def hard_value(decision: Decision, soft: float, chosen: Any, cutoffs: Cutoffs = NO_CUTOFFS) -> Any:
-    """The decision's value: ``soft`` against the kind's cut-offs, or ``chosen`` without any."""
-    cuts = cutoffs.values.get(decision.kind)
-    if not cuts:
-        return chosen
+def hard_value(decision: Decision, soft: float, cutoffs: Cutoffs = NO_CUTOFFS) -> Any:
+    """The decision's value: ``soft`` against the kind's cut-offs, or against the baseline (the
+    larger probability) when the kind has none."""
+    cuts = cutoffs.values.get(decision.kind) or baseline(decision.graded)
     if decision.graded:
         grades = sorted(int(v) for v in decision.values)
         return grades[min(sum(soft >= c for c in cuts), len(grades) - 1)]

@@ -29,6 +29,7 @@ __all__ = [
     "PASSAGE_SYSTEM",
     "RECALL_SYSTEM",
     "RELEVANT",
+    "RELEVANT_ANSWER",
     "SUPPORTED",
     "USED",
     "ask_request",
@@ -44,6 +45,9 @@ MAX_MISSING = 3
 SUPPORTED = Decision("recall.supported", "supported", ("yes", "no"))
 #: position: is a passage relevant (TREC grade 2 or 3)?
 RELEVANT = Decision("position.relevant", "relevant", ("yes", "no"))
+#: position, for an item with a reference or a response: does a passage give the EXPECTED
+#: ANSWER? Another prompt, so a kind (and cut-off) of its own
+RELEVANT_ANSWER = Decision("position.relevant_answer", "relevant", ("yes", "no"))
 #: relevance: a passage's TREC grade (0 none, 1 low, 2 medium, 3 high)
 GRADE = Decision("relevance.grade", "grade", (0, 1, 2, 3))
 #: relevance: did the response use a passage? Its output key names what the question asks:

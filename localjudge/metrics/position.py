@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from localjudge.data.items import Item
-from localjudge.metrics.asks import Answer, Ask
+from localjudge.metrics.asks import Answer, Ask, Decision
 from localjudge.metrics.base import (
     FLAGS,
     LabelKind,
@@ -24,6 +24,7 @@ from localjudge.metrics.instructions import (
     COPIES,
     PASSAGE_SYSTEM,
     RELEVANT,
+    RELEVANT_ANSWER,
     RELEVANT_QUESTION,
     RELEVANT_TARGET_QUESTION,
     ask_request,
@@ -39,7 +40,9 @@ class ContextPosition(Metric):
     """Weighted share of relevant pieces, weight 1/(i+1) by rank, over the harmonic number H_n.
 
     One call per piece, which sees the QUESTION and that PASSAGE alone (never its place in the
-    list), then the EXPECTED ANSWER when the item has one; the soft verdict is P(relevant)."""
+    list), then the EXPECTED ANSWER when the item has one (the item's reference, else its
+    response: another prompt, so another kind of decision, :func:`decision_for`); the soft
+    verdict is P(relevant)."""
 
     name: ClassVar[str] = "position"
     required: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts")
@@ -91,14 +94,15 @@ class ContextPosition(Metric):
             return MetricResult(
                 metric=self.name, value=0.0, reason="No context was retrieved.", verdicts=[]
             )
-        target = item.optional_text("reference") or item.optional_text("response")
+        target = expected_answer(item)
         own = (
             f"{delimit('EXPECTED ANSWER', target)}\n{RELEVANT_TARGET_QUESTION}"
             if target
             else RELEVANT_QUESTION
         )
+        decision = decision_for(item)
         return [
-            ask_request(SYSTEM, passage_opening(question, piece), own, RELEVANT, at=i)
+            ask_request(SYSTEM, passage_opening(question, piece), own, decision, at=i)
             for i, piece in enumerate(contexts)
         ]
 
@@ -139,6 +143,18 @@ class ContextPosition(Metric):
             details={"copied_reasons": copied} if copied else {},
             soft_value=soft,
         )
+
+
+def expected_answer(item: Item) -> str | None:
+    """What a passage's position call shows as the EXPECTED ANSWER: the reference, else the
+    response (None: the question alone)."""
+    return item.optional_text("reference") or item.optional_text("response")
+
+
+def decision_for(item: Item) -> Decision:
+    """The kind of decision position asks of ``item``'s passages: with an EXPECTED ANSWER
+    (:func:`expected_answer`) ``position.relevant_answer``, else ``position.relevant``."""
+    return RELEVANT_ANSWER if expected_answer(item) else RELEVANT
 
 
 def _positions(indices: list[int]) -> str:

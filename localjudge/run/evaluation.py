@@ -114,8 +114,9 @@ def evaluate(
 
     ``cutoffs``: the soft value at which each kind of decision turns to yes; by default the
     judge's own (:func:`~localjudge.judge.cutoffs_store.judge_cutoffs`: the registry's, or the
-    user's from ``localjudge calibrate``), and the judge's argmax where it has none. They are
-    recorded with each metric's settings.
+    user's from ``localjudge calibrate``), and the baseline where it has none (the larger
+    probability: :func:`~localjudge.judge.cutoffs.baseline`). They are recorded with each
+    metric's settings, with a short reference to each one's source.
 
     ``keep=False`` makes it a pure stream whose memory does not grow with the data (what
     ``eval_file`` uses); the methods then see only results not yet iterated.
@@ -169,15 +170,15 @@ def resolve_cutoffs(judge: Judge, cutoffs: Cutoffs | None = None) -> Cutoffs:
 
 def metric_settings(metric: Metric, *, truncate: bool, cutoffs: Cutoffs) -> dict[str, Any]:
     """What a run records of ``metric``'s settings: its own, ``truncate``, and the cut-offs of
-    its kinds of decision with their source ("argmax": none)."""
+    its kinds of decision with a short reference to their sources (a kind not named takes the
+    baseline)."""
     return {"truncate": truncate, **metric.settings(), **_cutoffs_of(metric, cutoffs)}
 
 
 def _cutoffs_of(metric: Metric, cutoffs: Cutoffs) -> dict[str, Any]:
     """The cut-offs of ``metric``'s kinds of decision, as its settings record them."""
     prefix = f"{metric.name}."
-    mine = {k: v for k, v in cutoffs.values.items() if k.startswith(prefix)}
-    return Cutoffs(mine, cutoffs.source if mine else "").record()
+    return cutoffs.only({k for k in cutoffs.values if k.startswith(prefix)}).record()
 
 
 def _records_of(records: Any) -> Iterable[Any]:

@@ -1,8 +1,9 @@
 """Fitting a judge's cut-offs on human labels, and measuring them on labels held back.
 
-Pure functions of :class:`Observation` s: one judge decision (its soft value and the value it
-chose) beside the human label of the same statement or passage, with the group it belongs to
-(a query, a claim, an item), which is what the data is split and resampled by.
+Pure functions of :class:`Observation` s: one judge decision (its soft value) beside the human
+label of the same statement or passage, with the group it belongs to (a query, a claim, an
+item), which is what the data is split and resampled by. Without cut-offs the hard value is the
+baseline, the larger probability (:func:`~localjudge.judge.cutoffs.baseline`).
 
 - A yes/no kind gets one cut-off on P(yes): the one that maximises balanced accuracy (recall,
   whose target is balanced accuracy) or Cohen's kappa (the others) on the fitted part.
@@ -11,7 +12,13 @@ chose) beside the human label of the same statement or passage, with the group i
   grade, never letting a grade's share rise more than :data:`MAX_EXCESS_SHARE` above theirs.
 
 :func:`two_fold` fits on half of the groups and measures on the other half, and the other way
-round, beside the judge's argmax on the same halves, with bootstrap intervals over groups.
+round, beside the baseline on the same halves, with bootstrap intervals over groups.
+
+:func:`held_out_check` is the one rule that decides whether fitted cut-offs are stored (by
+``localjudge calibrate`` and ``benchmarks/fit_cutoffs.py --write``): every group's decisions
+are judged by cut-offs fitted on the half it is not in (cross-fitting) and by the cut-offs in
+use now (or the baseline); the paired difference of the two figures gets a bootstrap interval
+over groups, and the fitted cut-offs are stored only when its lower 95% bound is above 0.
 """
 
 from __future__ import annotations
@@ -23,14 +30,17 @@ from typing import Any
 
 import numpy as np
 
+from localjudge.judge.cutoffs import baseline
 from localjudge.stats.bootstrap import interval
 
 __all__ = [
     "MAX_EXCESS_SHARE",
+    "HeldOutCheck",
     "Observation",
     "agreement",
     "fit",
     "hard",
+    "held_out_check",
     "split_groups",
     "two_fold",
 ]
@@ -43,21 +53,20 @@ CANDIDATES = 200
 
 @dataclass(frozen=True)
 class Observation:
-    """One decision beside its human label: ``soft`` (P(yes), or the expected grade), ``chosen``
-    (the judge's own hard value: bool or grade) and ``human`` (bool or grade)."""
+    """One decision beside its human label: ``soft`` (P(yes), or the expected grade) and
+    ``human`` (0/1, or the grade 0-3); ``group``: what it is split and resampled by."""
 
     group: str
     soft: float
-    chosen: int
     human: int
 
 
-def hard(obs: Sequence[Observation], cutoffs: Sequence[float] | None) -> list[int]:
-    """The hard values: the soft values against ``cutoffs`` (the number reached), or the
-    judge's own choice without them."""
-    if cutoffs is None:
-        return [o.chosen for o in obs]
-    cuts = np.asarray(cutoffs)
+def hard(
+    obs: Sequence[Observation], cutoffs: Sequence[float] | None, *, graded: bool = False
+) -> list[int]:
+    """The hard values: the soft values against ``cutoffs`` (the number reached), or against
+    the baseline (the larger probability) without them."""
+    cuts = np.asarray(cutoffs if cutoffs is not None else baseline(graded))
     return [int(np.sum(o.soft >= cuts)) for o in obs]
 
 
@@ -129,14 +138,11 @@ def _statistics(graded: bool) -> dict[str, Callable[[Sequence[Observation], list
 def agreement(
     obs: Sequence[Observation], cutoffs: Sequence[float] | None, *, graded: bool
 ) -> dict[str, Any]:
-    """Agreement of the hard values (with ``cutoffs``, or the judge's argmax) with the people,
-    each figure with its bootstrap interval over groups; the soft values' ROC AUC (yes/no) and
-    the judge's and the people's share of each value."""
-    judged = hard(obs, cutoffs)
-    by_group: dict[str, list[int]] = {}
-    for n, o in enumerate(obs):
-        by_group.setdefault(o.group, []).append(n)
-    clusters = list(by_group.values())
+    """Agreement of the hard values (with ``cutoffs``, or the baseline) with the people, each
+    figure with its bootstrap interval over groups; the soft values' ROC AUC (yes/no) and the
+    judge's and the people's share of each value."""
+    judged = hard(obs, cutoffs, graded=graded)
+    clusters = _clusters(obs)
 
     def over(stat: Callable[[Sequence[Observation], list[int]], Any]) -> Callable[..., Any]:
         def value(cs: Sequence[list[int]]) -> float | None:
@@ -166,6 +172,18 @@ def agreement(
     return out
 
 
+def _clusters(obs: Sequence[Observation]) -> list[list[int]]:
+    """The indices of ``obs`` per group, groups in order of first appearance."""
+    by_group: dict[str, list[int]] = {}
+    for n, o in enumerate(obs):
+        by_group.setdefault(o.group, []).append(n)
+    return list(by_group.values())
+
+
+def _figure(objective: str, graded: bool) -> Callable[[Sequence[Observation], list[int]], Any]:
+    return _statistics(graded)[objective]
+
+
 # --------------------------------------------------------------------------- fitting
 
 
@@ -177,7 +195,8 @@ def fit(obs: Sequence[Observation], *, graded: bool, objective: str = "kappa") -
     soft = np.asarray([o.soft for o in obs], dtype=float)
     human = np.asarray([o.human for o in obs], dtype=int)
     candidates = np.unique(np.quantile(soft, np.linspace(0, 1, CANDIDATES + 1)))
-    candidates = np.unique(np.concatenate([candidates, candidates + 1e-9]))
+    high = 3.0 if graded else 1.0  # a cut-off stays inside the soft value's range
+    candidates = np.unique(np.clip(np.concatenate([candidates, candidates + 1e-9]), 0.0, high))
     if not graded:
         return (_fit_binary(soft, human, candidates, objective),)
     return _fit_graded(soft, human, candidates)
@@ -232,9 +251,19 @@ def _fit_graded(soft: np.ndarray, human: np.ndarray, candidates: np.ndarray) -> 
 # --------------------------------------------------------------------------- held-out check
 
 
+#: each half of the split needs at least this many groups
+MIN_GROUPS_PER_SIDE = 2
+
+
 def split_groups(groups: Sequence[str], seed: str = "localjudge") -> set[str]:
-    """Half of the distinct ``groups`` (by a seeded hash): the first fold."""
+    """Half of the distinct ``groups`` (by a seeded hash): the first fold. Fewer than
+    :data:`MIN_GROUPS_PER_SIDE` groups on a side is a ValueError naming how many there are."""
     distinct = sorted(set(groups))
+    if len(distinct) // 2 < MIN_GROUPS_PER_SIDE:
+        raise ValueError(
+            f"{len(distinct)} group(s) of labelled decisions: the held-out check needs at least "
+            f"{MIN_GROUPS_PER_SIDE} on each side of the split ({2 * MIN_GROUPS_PER_SIDE} in all)"
+        )
     ranked = sorted(distinct, key=lambda g: hashlib.sha256(f"{seed}/{g}".encode()).hexdigest())
     return set(ranked[: len(ranked) // 2])
 
@@ -243,7 +272,8 @@ def two_fold(
     obs: Sequence[Observation], *, graded: bool, objective: str = "kappa"
 ) -> dict[str, Any]:
     """Fit on one half of the groups, measure on the other, and the other way round; each fold
-    beside the judge's argmax on the same half; ``mean`` averages the two folds' figures."""
+    beside the baseline on the same half (under the key ``argmax``); ``mean`` averages the two
+    folds' figures."""
     first = split_groups([o.group for o in obs])
     halves = [
         [o for o in obs if o.group in first],
@@ -255,7 +285,7 @@ def two_fold(
         folds.append(
             {
                 "cutoffs": list(cuts),
-                "argmax": agreement(measure_on, None, graded=graded),
+                "argmax": agreement(measure_on, None, graded=graded),  # the baseline
                 "fitted": agreement(measure_on, cuts, graded=graded),
             }
         )
@@ -269,3 +299,95 @@ def two_fold(
                 ok = [v for v in values if v is not None]
                 mean[which][name] = float(np.mean(ok)) if len(ok) == len(values) else None
     return {"folds": folds, "mean": mean}
+
+
+# --------------------------------------------------------------------------- the storing rule
+
+
+@dataclass(frozen=True)
+class HeldOutCheck:
+    """The paired held-out comparison that decides whether fitted cut-offs are stored.
+
+    ``fitted``: the figure (``objective``) of every decision judged by cut-offs fitted on the
+    half of the groups it is not in; ``current``: the same decisions under the cut-offs in use
+    now (the baseline when ``current_cutoffs`` is None); ``difference``: fitted minus current.
+    Each comes with its 95% bootstrap interval over the ``groups``; ``store`` is the rule: the
+    difference's lower bound is above 0."""
+
+    objective: str
+    n: int
+    groups: int
+    fitted: float | None
+    fitted_ci95: list[float] | None
+    current: float | None
+    current_ci95: list[float] | None
+    difference: float | None
+    difference_ci95: list[float] | None
+    current_cutoffs: tuple[float, ...] | None
+
+    @property
+    def store(self) -> bool:
+        ci = self.difference_ci95
+        return ci is not None and ci[0] > 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        """The evidence a stored cut-off keeps: the held-out figures, intervals and groups."""
+        return {
+            "figure": self.objective,
+            "value": self.fitted,
+            "ci95": self.fitted_ci95,
+            "current": self.current,
+            "current_ci95": self.current_ci95,
+            "difference": self.difference,
+            "difference_ci95": self.difference_ci95,
+            "decisions": self.n,
+            "groups": self.groups,
+            "against": "baseline" if self.current_cutoffs is None else list(self.current_cutoffs),
+        }
+
+
+def held_out_check(
+    obs: Sequence[Observation],
+    current: Sequence[float] | None,
+    *,
+    graded: bool,
+    objective: str = "kappa",
+) -> HeldOutCheck:
+    """Cross-fitted cut-offs against ``current`` (None: the baseline) on the same decisions,
+    with the paired bootstrap over groups (see :class:`HeldOutCheck`)."""
+    first = split_groups([o.group for o in obs])
+    fitted = [0] * len(obs)
+    for inside in (True, False):
+        fit_on = [o for o in obs if (o.group in first) == inside]
+        cuts = fit(fit_on, graded=graded, objective=objective)
+        for n, o in enumerate(obs):
+            if (o.group in first) != inside:
+                fitted[n] = hard([o], cuts, graded=graded)[0]
+    now = hard(obs, current, graded=graded)
+    stat = _figure(objective, graded)
+    clusters = _clusters(obs)
+
+    def of(judged: list[int]) -> Callable[[Sequence[list[int]]], float | None]:
+        def value(cs: Sequence[list[int]]) -> float | None:
+            picked = [n for c in cs for n in c]
+            result: float | None = stat([obs[n] for n in picked], [judged[n] for n in picked])
+            return result
+
+        return value
+
+    def difference(cs: Sequence[list[int]]) -> float | None:
+        a, b = of(fitted)(cs), of(now)(cs)
+        return None if a is None or b is None else a - b
+
+    return HeldOutCheck(
+        objective=objective,
+        n=len(obs),
+        groups=len(clusters),
+        fitted=of(fitted)(clusters),
+        fitted_ci95=interval(clusters, of(fitted)),
+        current=of(now)(clusters),
+        current_ci95=interval(clusters, of(now)),
+        difference=difference(clusters),
+        difference_ci95=interval(clusters, difference),
+        current_cutoffs=None if current is None else tuple(current),
+    )

@@ -3,6 +3,7 @@ for the judge, and used (and recorded) by the next eval; changing them re-judges
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from localjudge.testing import ScriptedJudge, prompt_data
 
 class Hesitant(ScriptedJudge):
     """Says no to everything, but gives passages and statements with 'yes' in them a higher
-    P(yes): its argmax is useless, a cut-off makes it perfect."""
+    P(yes), always below 0.5: its baseline is useless, a cut-off makes it perfect."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(self.reply, certain=False, **kwargs)
@@ -88,7 +89,8 @@ def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_calibrate_fits_cutoffs_that_the_held_out_half_confirms(registry):
     found = calibrate(labelled(), Hesitant(), metrics=["recall", "position"])
-    assert set(found.cutoffs.values) == {"recall.supported", "position.relevant"}
+    # the items have a reference: position asks (and fits) its EXPECTED ANSWER phrasing
+    assert set(found.cutoffs.values) == {"recall.supported", "position.relevant_answer"}
     for kind, check in found.checks.items():
         mean = check["mean"]
         assert mean["argmax"]["kappa"] == pytest.approx(0.0), kind  # it always says no
@@ -96,7 +98,14 @@ def test_calibrate_fits_cutoffs_that_the_held_out_half_confirms(registry):
         assert 0.05 < found.cutoffs.values[kind][0] <= 0.3
         for fold in check["folds"]:
             assert fold["fitted"]["kappa"]["ci95"] is not None
+        assert found.rules[kind].store  # the paired lower bound is above 0
+        assert found.cutoffs.source(kind).heldout["value"] == pytest.approx(1.0)
+    assert found.stored() == found.cutoffs
     assert not registry.exists()  # the library call stores nothing
+    # the question-only phrasing is another kind, fitted on items without an expected answer
+    bare = [{k: v for k, v in r.items() if k != "reference"} for r in labelled()]
+    only = calibrate(bare, Hesitant(), metrics=["position"])
+    assert set(only.cutoffs.values) == {"position.relevant"}
 
 
 def test_the_cli_prints_the_check_stores_the_cutoffs_and_eval_uses_them(tmp_path, registry):
@@ -107,15 +116,17 @@ def test_the_cli_prints_the_check_stores_the_cutoffs_and_eval_uses_them(tmp_path
     runner = CliRunner()
     dry = runner.invoke(main, ["calibrate", str(data), "--dry-run", "--no-cache"], obj=obj)
     assert dry.exit_code == 0, dry.output
-    assert "position.relevant" in dry.output
-    assert "argmax" in dry.output
+    assert "position.relevant_answer" in dry.output
+    assert "baseline" in dry.output
     assert "nothing stored (--dry-run)" in dry.output
     assert not registry.exists()
     done = runner.invoke(main, ["calibrate", str(data), "--no-cache"], obj=obj)
     assert done.exit_code == 0, done.output
     stored = user_cutoffs(judge.identity.sha256)
-    assert set(stored.values) >= {"recall.supported", "position.relevant"}
-    assert "calibrate labelled.jsonl" in stored.source
+    assert set(stored.values) >= {"recall.supported", "position.relevant_answer"}
+    source = stored.source("position.relevant_answer")
+    assert (source.origin, source.file) == ("calibrate", "labelled.jsonl")
+    assert source.sha256 == hashlib.sha256(data.read_bytes()).hexdigest()
     assert judge_cutoffs(judge.identity) == stored
     out = tmp_path / "out"
     ran = runner.invoke(
@@ -127,7 +138,7 @@ def test_the_cli_prints_the_check_stores_the_cutoffs_and_eval_uses_them(tmp_path
     # the fitted cut-off calls the 'yes' passages relevant, as people do
     assert all(r["verdicts"][0]["relevant"] == (int(r["id"][1:]) % 2 == 0) for r in rows)
     summary = json.loads((out / "summary.json").read_text())
-    assert "position.relevant" in json.dumps(summary)
+    assert "position.relevant_answer" in json.dumps(summary)
 
 
 def test_changing_cutoffs_rejudges_nothing(tmp_path, registry):
@@ -137,7 +148,7 @@ def test_changing_cutoffs_rejudges_nothing(tmp_path, registry):
     bare = ContextPosition(reasons=False)
     first = list(evaluate(records, [bare], judge, cutoffs=Cutoffs()))
     calls = len(judge.inner.calls)
-    cuts = Cutoffs.from_json({"position.relevant": 0.2}, "test")
+    cuts = Cutoffs.from_json({"position.relevant_answer": 0.2}, "test")
     second = list(evaluate(records, [bare], judge, cutoffs=cuts))
     assert len(judge.inner.calls) == calls  # every call came from the cache
     assert [v["relevant"] for r in first for v in r.result.verdicts] == [False] * 12
@@ -167,3 +178,68 @@ def test_stored_cutoffs_merge_kind_by_kind_and_a_bad_entry_names_itself(registry
 
     with pytest.raises(ModelError, match=r"recall\.supported"):
         user_cutoffs("a" * 64)
+
+
+class Decisive(Hesitant):
+    """Already right at its baseline: P(yes) 0.9 for the 'yes' passages and statements, 0.1
+    for the others. A fitted cut-off can only tie it, so the rule stores nothing."""
+
+    def generate(self, prompt: Any, schema: Any) -> Generation[Any]:
+        out = super().generate(prompt, schema)
+        if not out.decisions or schema.__name__ == "GradeDecision":
+            return out
+        [d] = out.decisions
+        p = 0.9 if d.probs['"yes"'] > 0.1 else 0.1
+        return Generation(
+            out.value,
+            out.raw,
+            out.stats,
+            decisions=(
+                SoftDecision(d.key, {'"yes"': p, '"no"': 1 - p}, '"yes"' if p > 0.5 else '"no"'),
+            ),
+        )
+
+
+def test_a_gain_the_rule_does_not_confirm_is_not_stored_unless_forced(tmp_path, registry):
+    data = tmp_path / "labelled.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in labelled()), "utf-8")
+    judge = Decisive()
+    obj = {"open_judge": lambda settings: judge}
+    runner = CliRunner()
+    kept = runner.invoke(main, ["calibrate", str(data), "--no-cache"], obj=obj)
+    assert kept.exit_code == 0, kept.output
+    assert "kept: recall.supported: the held-out gain is not confirmed" in kept.output
+    assert "no: kept" in kept.output
+    assert "nothing stored" in kept.output
+    assert not user_cutoffs(judge.identity.sha256)
+    forced = runner.invoke(main, ["calibrate", str(data), "--no-cache", "--force"], obj=obj)
+    assert forced.exit_code == 0, forced.output
+    assert "yes (--force)" in forced.output
+    assert set(user_cutoffs(judge.identity.sha256).values) == {
+        "recall.supported",
+        "position.relevant_answer",
+    }
+
+
+def test_reset_restores_the_shipped_cutoffs_kind_by_kind(registry):
+    judge = Hesitant()
+    sha = judge.identity.sha256
+    mine = Cutoffs.from_json({"recall.supported": 0.2, "position.relevant": 0.3}, "mine")
+    store_cutoffs(sha, mine)
+    store_cutoffs("b" * 64, mine)  # another judge's stay
+    obj = {"open_judge": lambda settings: judge}
+    runner = CliRunner()
+    one = runner.invoke(main, ["calibrate", "--reset", "--metric", "recall"], obj=obj)
+    assert one.exit_code == 0, one.output
+    assert "removed recall.supported" in one.output
+    assert set(user_cutoffs(sha).values) == {"position.relevant"}
+    every = runner.invoke(main, ["calibrate", "--reset"], obj=obj)
+    assert every.exit_code == 0, every.output
+    assert not user_cutoffs(sha)
+    assert judge_cutoffs(judge.identity) == Cutoffs()  # the scripted judge ships none
+    assert user_cutoffs("b" * 64) == mine
+    again = runner.invoke(main, ["calibrate", "--reset"], obj=obj)
+    assert "no stored cut-offs" in again.output
+    missing = runner.invoke(main, ["calibrate"], obj=obj)
+    assert missing.exit_code == 2
+    assert "needs LABELS" in missing.output

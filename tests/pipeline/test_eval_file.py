@@ -191,8 +191,8 @@ def test_results_rows(tmp_path, data):
         assert list(row) == ROW_KEYS
         assert row["format"] == FORMAT_VERSION
         assert row["judge"] == {"model": "scripted", "sha256": "0" * 64}
-    # the scripted judge has no cut-offs: every decision is the value it chose
-    argmax = {"cutoffs": {}, "cutoffs_source": "argmax"}
+    # the scripted judge has no cut-offs: every decision is the baseline (the larger probability)
+    argmax = {"cutoffs": {}, "cutoffs_source": {}}
     assert [r["settings"] for r in rows[:3]] == [
         {"truncate": False, "reasons": True, **argmax},
         {"truncate": False, "scale": 1.0, "reasons": True, **argmax},
@@ -311,7 +311,7 @@ def test_summary(tmp_path, data):
     }
     assert run_info["data"] == str(data)
     assert run_info["data_sha256"] == hashlib.sha256(data.read_bytes()).hexdigest()
-    argmax = {"cutoffs": {}, "cutoffs_source": "argmax"}  # the scripted judge has no cut-offs
+    argmax = {"cutoffs": {}, "cutoffs_source": {}}  # the scripted judge has no cut-offs
     assert run_info["n_items"] == 5
     assert run_info["judge"] == {
         "model": "scripted",

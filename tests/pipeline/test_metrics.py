@@ -27,6 +27,7 @@ from localjudge.metrics.instructions import (
     PASSAGE_SYSTEM,
     RECALL_QUESTION,
     RELEVANT,
+    RELEVANT_ANSWER,
     RELEVANT_QUESTION,
     RELEVANT_TARGET_QUESTION,
     SUPPORTED,
@@ -962,7 +963,8 @@ def test_a_passages_calls_share_the_instructions_then_the_question_and_passage()
 
     for i, piece in enumerate(PROMPT_ITEMS[0]["retrieved_contexts"]):
         asks = [position[i], relevance[2 * i], relevance[2 * i + 1]]
-        assert [a.decision for a in asks] == [RELEVANT, GRADE, USED]
+        # the item has a reference: position asks with its EXPECTED ANSWER
+        assert [a.decision for a in asks] == [RELEVANT_ANSWER, GRADE, USED]
         assert all(a.at == i for a in asks)
         [(system, shared)] = {opening(a) for a in asks}
         assert system == PASSAGE_SYSTEM

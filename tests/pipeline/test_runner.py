@@ -559,7 +559,7 @@ def soft_reply(messages, schema):
 @pytest.mark.parametrize(
     ("cutoffs", "attributed"),
     [
-        (None, 0),  # the scripted judge has no cut-offs of its own: its choice, "no"
+        (None, 0),  # the scripted judge has no cut-offs of its own: the baseline, P(yes) 0.3
         (Cutoffs(), 0),
         (Cutoffs.from_json({"recall.supported": 0.2}, "test"), 1),
         (Cutoffs.from_json({"recall.supported": 0.3}, "test"), 1),  # at the cut-off is yes
@@ -579,13 +579,13 @@ def test_cutoffs_turn_a_soft_value_into_the_decision(cutoffs, attributed):
     settings = ev.settings_by_metric["recall"]
     mine = {k: v for k, v in (cutoffs or Cutoffs()).as_json().items() if k.startswith("recall.")}
     assert settings["cutoffs"] == mine
-    assert settings["cutoffs_source"] == ("test" if mine else "argmax")
+    assert settings["cutoffs_source"] == dict.fromkeys(mine, "test")
 
 
 @pytest.mark.parametrize(
     ("cuts", "level"),
     [
-        (None, "high"),  # no cut-offs: the grade the judge chose, 3
+        (None, "medium"),  # no cut-offs: the expected grade 2.0, rounded (the judge chose 3)
         ([0.5, 1.5, 2.5], "medium"),  # expected grade 2.0 reaches two cut-offs
         ([0.5, 1.0, 2.0], "high"),  # ... all three (at a cut-off counts)
         ([0.5, 2.1, 2.5], "low"),
@@ -604,7 +604,7 @@ def test_graded_cutoffs_map_the_expected_grade_to_a_level(cuts, level):
         )
     settings = ev.settings_by_metric["relevance"]
     assert settings["cutoffs"] == ({"relevance.grade": cuts} if cuts else {})
-    assert settings["cutoffs_source"] == ("test" if cuts else "argmax")
+    assert settings["cutoffs_source"] == ({"relevance.grade": "test"} if cuts else {})
 
 
 def test_the_settings_record_each_metrics_own_cutoffs():
@@ -615,13 +615,13 @@ def test_the_settings_record_each_metrics_own_cutoffs():
     ev = evaluate([], ["recall", "position", "relevance"], ScriptedJudge([]), cutoffs=cutoffs)
     got = {m: (s["cutoffs"], s["cutoffs_source"]) for m, s in ev.settings_by_metric.items()}
     assert got == {
-        "recall": ({"recall.supported": 0.2}, "mine"),
-        "position": ({"position.relevant": 0.6}, "mine"),
-        "relevance": ({"relevance.grade": [1.0, 2.0, 2.5]}, "mine"),
+        "recall": ({"recall.supported": 0.2}, {"recall.supported": "mine"}),
+        "position": ({"position.relevant": 0.6}, {"position.relevant": "mine"}),
+        "relevance": ({"relevance.grade": [1.0, 2.0, 2.5]}, {"relevance.grade": "mine"}),
     }
     none = evaluate([], ["recall"], ScriptedJudge([]), cutoffs=Cutoffs())
     assert none.settings_by_metric["recall"]["cutoffs"] == {}
-    assert none.settings_by_metric["recall"]["cutoffs_source"] == "argmax"
+    assert none.settings_by_metric["recall"]["cutoffs_source"] == {}
 
 
 def opening_of(call):

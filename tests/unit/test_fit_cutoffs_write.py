@@ -49,3 +49,30 @@ def test_writing_cutoffs_into_a_registry_without_any(tmp_path: Path) -> None:
         "format": 1,
         "judges": [],
     }
+
+
+def test_writing_goes_through_a_temporary_file(tmp_path: Path, monkeypatch) -> None:
+    registry = tmp_path / "registry.json"
+    registry.write_text('{\n  "format": 1,\n  "judges": []\n}\n', "utf-8")
+    before = registry.read_text("utf-8")
+    written: list[Path] = []
+    real = Path.write_text
+
+    def failing(self: Path, *args: object, **kwargs: object) -> int:
+        written.append(self)
+        real(self, "{ half", "utf-8")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(Path, "write_text", failing)
+    try:
+        fit_cutoffs.write_cutoffs(registry, "e" * 64, {"values": {}})
+    except OSError:
+        pass
+    monkeypatch.undo()
+    assert registry.read_text("utf-8") == before  # the package data is never half written
+    assert written
+    assert registry not in written
+    fit_cutoffs.write_cutoffs(registry, "e" * 64, {"values": {}})
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != written[0].name) == [
+        "registry.json"
+    ]
