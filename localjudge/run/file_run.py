@@ -237,8 +237,8 @@ def eval_file(
     is judged. An unfinished run there (``results.jsonl.partial``) is always taken over: that is
     how a rerun resumes.
 
-    ``cutoffs``: as :func:`evaluate` takes them (by default the judge's own); recorded in each
-    metric's settings.
+    ``cutoffs``: as :func:`evaluate` takes them (by default the judge's own), resolved once: the
+    data, the labelled items and each metric's recorded settings all use the same ones.
 
     Pass a :class:`~localjudge.judge.caching.CachingJudge` to cache and resume."""
     mapping = dict(mapping or {})
@@ -323,6 +323,7 @@ def eval_file(
                 chunk_size=chunk_size,
                 keep=False,
                 only=only,
+                cutoffs=used,  # the cut-offs the settings record and the labelled pass used
             ):
                 writer.write(res)
                 interrupted.check()  # a Ctrl-C some library swallowed stops the run here

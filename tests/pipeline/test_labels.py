@@ -1,5 +1,6 @@
 """eval --labels / eval_file(labels=...): the judged labelled items, the prediction-powered
-estimate in the summary, calibrated scores, and bad labels costing only their own item."""
+estimate in the summary, calibrated scores, bad labels costing only their own item, and the
+cut-offs given judging the data and the labelled items alike."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from pipeline_rules import expected_recall, rule_reply
 
 from localjudge.cli import main
 from localjudge.errors import UsageError
-from localjudge.metrics import ContextPosition, ContextRecall
+from localjudge.judge.cutoffs import Cutoffs
+from localjudge.judge.protocol import Generation, SoftDecision
+from localjudge.metrics import METRICS, ContextPosition, ContextRecall
 from localjudge.run.file_run import eval_file
 from localjudge.stats.ppi import ppi_mean
 from localjudge.testing import ScriptedJudge
@@ -187,3 +190,56 @@ def test_soft_scores_give_their_own_estimate_and_calibration(tmp_path, files):
     rows = lines(out / "results.jsonl")
     assert all(r["soft_score"] is not None for r in rows)
     assert {r["soft_score"]: r["calibrated_score"] for r in rows}[0.0] == pytest.approx(0.25)
+
+
+class Hesitant(ScriptedJudge):
+    """The rule judge, 70% sure of a relevant passage and 20% of an irrelevant one: a cut-off
+    of 0 makes every passage relevant, one of 1 none, and its argmax follows the rules."""
+
+    def __init__(self) -> None:
+        super().__init__(rule_reply)
+
+    def generate(self, prompt: Any, schema: Any) -> Any:
+        out = super().generate(prompt, schema)
+        if schema.__name__ != "RelevantDecision":
+            return out
+        relevant = out.value.relevant == "yes"
+        p_yes = 0.7 if relevant else 0.2
+        chosen = '"yes"' if relevant else '"no"'
+        decision = SoftDecision("relevant", {'"yes"': p_yes, '"no"': 1 - p_yes}, chosen)
+        return Generation(out.value, out.raw, out.stats, decisions=(decision,))
+
+
+@pytest.mark.parametrize(("cut", "relevant"), [(0.0, True), (1.0, False)])
+def test_the_cutoffs_given_judge_the_data_the_labels_and_the_correction(tmp_path, cut, relevant):
+    data = write(tmp_path / "data.jsonl", DATA)
+    people = [
+        {**r, "labels": {"relevant": [k % 2 == 0, k % 3 == 0]}} for k, r in enumerate(LABELLED)
+    ]
+    labels = write(tmp_path / "labelled.jsonl", people)
+    out = tmp_path / "out"
+    cutoffs = Cutoffs({"position.relevant": (cut,)}, "test")
+    outcome = eval_file(
+        data, out, judge=Hesitant(), metrics=[ContextPosition()], labels=labels, cutoffs=cutoffs
+    )
+    recorded = {"cutoffs": {"position.relevant": cut}, "cutoffs_source": "test"}
+    rows, labelled_rows = lines(out / "results.jsonl"), lines(out / "labelled.jsonl")
+    assert len(rows) == len(DATA)
+    assert len(labelled_rows) == len(LABELLED)
+    score = 1.0 if relevant else 0.0  # every passage relevant, or none
+    for row in rows + labelled_rows:  # the data as the labelled items: by the cut-off given
+        assert [v["relevant"] for v in row["verdicts"]] == [relevant, relevant], row["id"]
+        assert row["score"] == score
+        assert {k: row["settings"][k] for k in recorded} == recorded
+    summary = json.loads((out / "summary.json").read_text("utf-8"))
+    assert summary["metrics"] == outcome.summary["metrics"]
+    stats = summary["metrics"]["position"]
+    assert stats["mean"] == score
+    settings = summary["run"]["settings"]["metrics"]["position"]
+    assert {k: settings[k] for k in recorded} == recorded
+    # the correction pairs the labelled items' scores with the data's, both by the cut-off
+    human = [METRICS["position"].human_score(r["labels"]) for r in people]
+    want = ppi_mean(human, [r["score"] for r in labelled_rows], [r["score"] for r in rows])
+    assert want is not None
+    assert stats["ppi"] == want.as_dict()
+    assert stats["ppi"]["judge_bias"] == pytest.approx(score - sum(human) / len(human))
