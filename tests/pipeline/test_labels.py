@@ -79,17 +79,19 @@ def test_summary_carries_the_corrected_mean(tmp_path, files):
     assert "calibrated_score" not in lines(out / "results.jsonl")[0]
 
 
-def test_calibrate_adds_a_column_and_keeps_score(tmp_path, files):
+def test_isotonic_adds_a_column_and_keeps_score(tmp_path, files):
     data, labels = files
     out = tmp_path / "out"
-    eval_file(
+    outcome = eval_file(
         data,
         out,
         judge=ScriptedJudge(rule_reply),
         metrics=[ContextRecall()],
         labels=labels,
-        calibrate=True,
+        isotonic=True,
     )
+    # recorded under its key from before the rename, so earlier runs still match
+    assert outcome.summary["run"]["settings"]["calibrate"] is True
     rows = lines(out / "results.jsonl")
     assert [r["score"] for r in rows] == pytest.approx([expected_recall(r) for r in DATA])
     pairs = sorted((r["score"], r["calibrated_score"]) for r in rows)
@@ -99,12 +101,54 @@ def test_calibrate_adds_a_column_and_keeps_score(tmp_path, files):
     assert by_score[0.5] == pytest.approx(0.75)
 
 
-def test_calibrate_without_labels_is_a_usage_error(tmp_path, files):
+def test_isotonic_without_labels_is_a_usage_error(tmp_path, files):
     data, _ = files
-    with pytest.raises(UsageError, match="--labels"):
+    with pytest.raises(UsageError, match="--isotonic needs --labels"):
         eval_file(
-            data, tmp_path / "o", judge=ScriptedJudge([]), metrics=[ContextRecall()], calibrate=True
+            data, tmp_path / "o", judge=ScriptedJudge([]), metrics=[ContextRecall()], isotonic=True
         )
+
+
+def calibrated(rows: list[dict[str, Any]]) -> list[tuple[float, float | None]]:
+    """Each row's score and calibrated score (a KeyError when a row has no calibrated score)."""
+    return [(r["score"], r["calibrated_score"]) for r in rows]
+
+
+def test_the_old_keyword_calibrate_still_works_with_a_deprecation_warning(tmp_path, files):
+    data, labels = files
+    run = {"metrics": [ContextRecall()], "labels": labels}
+    eval_file(data, tmp_path / "new", judge=ScriptedJudge(rule_reply), isotonic=True, **run)
+    with pytest.warns(DeprecationWarning, match=r"calibrate=.*isotonic="):
+        eval_file(data, tmp_path / "old", judge=ScriptedJudge(rule_reply), calibrate=True, **run)
+    old, new = (calibrated(lines(tmp_path / d / "results.jsonl")) for d in ("old", "new"))
+    assert old == new
+    assert all(c is not None for _, c in old)
+
+
+def cli_eval(tmp_path: Path, files: tuple[Path, Path], *extra: str) -> Any:
+    data, labels = files
+    args = ["eval", str(data), "-o", str(tmp_path / "out"), "--labels", str(labels), "-q"]
+    return CliRunner().invoke(
+        main,
+        [*args, "--metric", "recall", "--overwrite", *extra],
+        obj={"open_judge": lambda settings: ScriptedJudge(rule_reply)},
+        catch_exceptions=False,
+    )
+
+
+def test_cli_isotonic_and_its_old_spelling_calibrate(tmp_path, files):
+    help_text = CliRunner().invoke(main, ["eval", "--help"]).output
+    assert "--isotonic" in help_text
+    assert "--calibrate" not in help_text  # the old spelling is hidden
+    new = cli_eval(tmp_path, files, "--isotonic")
+    assert new.exit_code == 0, new.output
+    assert "deprecated" not in new.stderr
+    rows = calibrated(lines(tmp_path / "out" / "results.jsonl"))
+    assert all(c is not None for _, c in rows)
+    old = cli_eval(tmp_path, files, "--calibrate")
+    assert old.exit_code == 0, old.output
+    assert "localjudge: --calibrate is deprecated, use --isotonic" in old.stderr
+    assert calibrated(lines(tmp_path / "out" / "results.jsonl")) == rows
 
 
 def test_a_bad_label_costs_only_its_item(tmp_path, files):
@@ -181,7 +225,7 @@ def test_soft_scores_give_their_own_estimate_and_calibration(tmp_path, files):
         judge=ScriptedJudge(rule_reply, certain=True),
         metrics=[ContextRecall()],
         labels=labels,
-        calibrate=True,
+        isotonic=True,
     )
     stats = outcome.summary["metrics"]["recall"]
     assert stats["ppi_soft"] is not None
