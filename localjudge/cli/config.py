@@ -196,10 +196,11 @@ def config_defaults(
         for key, value in values.items():
             dashed = key.replace("_", "-")
             if dashed not in allowed:
+                known = sorted({_primary(p)[2:] for p in mine.values() if not p.hidden})
                 raise click.UsageError(
                     f"unknown key {key!r} in {where}: expected an option of "
                     f"{'localjudge ' + name if table else 'eval or bench'} "
-                    f"({', '.join(sorted({_primary(p)[2:] for p in mine.values()}))})"
+                    f"({', '.join(known)})"
                 )
             param = mine.get(dashed)
             if param is None:  # another command's option at the top level
@@ -231,11 +232,15 @@ def _source(ctx: click.Context, param: click.Parameter, origins: Mapping[str, st
 
 
 def resolved(ctx: click.Context) -> list[Resolved]:
-    """Every option of the command in ``ctx`` (and its arguments), its value and its source."""
+    """Every option of the command in ``ctx`` (and its arguments), its value and its source; a
+    hidden option (a deprecated spelling) only when something set it."""
     origins: Mapping[str, str] = ctx.meta.get(_ORIGINS, {})
     out = []
     for param in ctx.command.params:
         if param.name in _OWN or param.name is None:
+            continue
+        unset = ctx.get_parameter_source(param.name) in (None, ParameterSource.DEFAULT)
+        if isinstance(param, click.Option) and param.hidden and unset:
             continue
         label = _primary(param) if isinstance(param, click.Option) else param.human_readable_name
         out.append(Resolved(label, ctx.params.get(param.name), _source(ctx, param, origins)))

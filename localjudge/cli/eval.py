@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from localjudge.cli import common
 from localjudge.cli.common import (
@@ -39,6 +40,25 @@ from localjudge.errors import (
     UsageError,
     internal_error,
 )
+
+
+def _deprecated_calibrate(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    """``--calibrate``, the old name of ``--isotonic`` (``localjudge calibrate`` fits decision
+    cut-offs, another thing): still honoured, with a warning on stderr that names the spelling
+    used (the option, its environment variable or its config key)."""
+    if value:
+        source = ctx.get_parameter_source(str(param.name))
+        old, new = "--calibrate", "--isotonic"
+        if source == ParameterSource.ENVIRONMENT:
+            old, new = "LOCALJUDGE_EVAL_CALIBRATE", "LOCALJUDGE_EVAL_ISOTONIC"
+        elif source == ParameterSource.DEFAULT_MAP:
+            old, new = "the config key 'calibrate'", "'isotonic'"
+        click.echo(
+            f"localjudge: {old} is deprecated, use {new} (the same isotonic fit of the scores; "
+            "`localjudge calibrate` fits decision cut-offs)",
+            err=True,
+        )
+    return value
 
 
 @click.command("eval", cls=ConfiguredCommand)
@@ -94,10 +114,18 @@ from localjudge.errors import (
     "human-scale mean corrected by it, with an interval (prediction-powered inference).",
 )
 @click.option(
-    "--calibrate",
+    "--isotonic",
     is_flag=True,
-    help="With --labels: add calibrated_score to each row (judge score mapped to the human "
-    "scale by an isotonic fit on the labelled items; score is kept).",
+    help="With --labels: map each row's score to the human scale by an isotonic fit on the "
+    "--labels items; adds calibrated_score (score is kept).",
+)
+@click.option(
+    "--calibrate",
+    "old_calibrate",
+    is_flag=True,
+    hidden=True,
+    callback=_deprecated_calibrate,
+    help="Deprecated spelling of --isotonic.",
 )
 @click.option(
     "--raw-output",
@@ -181,8 +209,9 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
             hint="name fields with --map, e.g. --map user_input=question",
         )
     scale, truncate, reasons = p.pop("scale"), p.pop("truncate"), p.pop("reasons")
-    labels, calibrate, html = p.pop("labels"), p.pop("calibrate"), p.pop("html")
-    raw_output = p.pop("raw_output")
+    labels, html, raw_output = p.pop("labels"), p.pop("html"), p.pop("raw_output")
+    # --isotonic or its old spelling --calibrate (warned about as it was parsed); both popped
+    isotonic = any((p.pop("isotonic"), p.pop("old_calibrate")))
     junit_path: Path | None = p.pop("junit")
     overwrite = p.pop("overwrite")
     ray = p.pop("ray")
@@ -225,7 +254,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
                 on_result=on_result,
                 on_judging=reporter.judging if reporter is not None else None,
                 labels=labels,
-                calibrate=calibrate,
+                isotonic=isotonic,
                 raw_output=raw_output,
                 overwrite=overwrite,
                 **({"chunk_size": ray.chunk_size} if ray is not None else {}),

@@ -8,7 +8,9 @@ calls that share an opening next to each other, so the engine evaluates it once)
 hard value is read from its soft value and the judge's cut-offs
 (:func:`~localjudge.metrics.asks.decide`), then, with reasons on, one reason per decision is
 asked after it (a reason never moves a decision), and the metric turns the answers into a
-result. Items too long for the window are trimmed and asked again when ``truncate`` is on.
+result. Items too long for the window are trimmed and asked again when ``truncate`` is on; a
+reason call too long for it is dropped, never a reason to ask a decision again (the row's
+``details.reasons_skipped`` counts them).
 Results come out in input order (item, then metric order).
 """
 
@@ -42,6 +44,7 @@ from localjudge.run.truncation import trim_contexts
 
 __all__ = [
     "CHUNK_SIZE",
+    "REASON_SKIPPED",
     "OnJudging",
     "RecordLike",
     "evaluate",
@@ -56,6 +59,9 @@ __all__ = [
 #: items per chunk: large enough to amortise the prefix switch between metrics (and to fill a
 #: batched engine), small enough that results stream out steadily
 CHUNK_SIZE = 16
+
+#: why a verdict has no reason in ``details.reasons_skipped`` (its decision was made all the same)
+REASON_SKIPPED = "the reason call did not fit the context window"
 
 #: called with the (index, id, metric) of the items handed to the judge, before it starts on them
 OnJudging = Callable[[Sequence[tuple[int, str, str]]], None]
@@ -103,10 +109,12 @@ def evaluate(
     Per-item problems (invalid fields, a prompt too long for the window) become results with
     ``error`` set; every other exception propagates and stops the run. With ``truncate`` an item
     too long for the window has its longest contexts trimmed until it fits
-    (:func:`trim_contexts`). ``on_result`` is called as each item x metric finishes (for
-    progress display), before its chunk is yielded; ``on_judging`` with the (index, id, metric)
-    of every item handed to the judge, before the judge starts on them (what a crash report
-    names).
+    (:func:`trim_contexts`). With reasons on, a reason call too long for the window is dropped
+    and its verdict keeps no reason (the result's ``details["reasons_skipped"]`` says how many
+    and why); the decisions are those the item gets with reasons off. ``on_result`` is called
+    as each item x metric finishes (for progress display), before its chunk is yielded;
+    ``on_judging`` with the (index, id, metric) of every item handed to the judge, before the
+    judge starts on them (what a crash report names).
 
     ``only`` maps metric names to the input indices that metric scores (a metric it does not
     name scores none): the others get no row for it. ``bench`` judges a metric only on the
@@ -256,6 +264,8 @@ class _Pending:
     truncation: dict[str, Any] | None = None
     generations: list[Generation[Any]] = field(default_factory=list)
     answers: list[Answer] = field(default_factory=list)
+    #: how many of its reason calls did not fit the window (those verdicts have no reason)
+    reasons_skipped: int = 0
 
 
 def _score_chunk(
@@ -296,18 +306,12 @@ def _score_chunk(
             done(job, built, None)
         else:
             pending.append(_Pending(job, metric, entry, built))
-    while pending:
-        decided = _decide(
-            judge, pending, truncate=truncate, cutoffs=cutoffs, done=done, on_judging=on_judging
-        )
-        failed = _explain(judge, [p for p in decided if p.metric.reasons])
-        pending = []
-        for p in sorted(decided, key=lambda p: p.job):
-            if p.job in failed:  # a reason call did not fit: trimmed, the item is asked again
-                retry = _trimmed(p, *failed[p.job], truncate=truncate, done=done)
-                pending += [retry] if retry is not None else []
-                continue
-            _finish(p, done)
+    decided = _decide(
+        judge, pending, truncate=truncate, cutoffs=cutoffs, done=done, on_judging=on_judging
+    )
+    _explain(judge, [p for p in decided if p.metric.reasons])
+    for p in sorted(decided, key=lambda p: p.job):
+        _finish(p, done)
     return [r for r in results if r is not None]
 
 
@@ -353,7 +357,11 @@ def _finish(
 ) -> None:
     """The job's result from its answers, with its calls' stats and raw outputs."""
     result = p.metric.finish(p.item, p.answers)
-    details = {**result.details, "truncated": p.truncation} if p.truncation else None
+    details = dict(result.details)
+    if p.truncation:
+        details["truncated"] = p.truncation
+    if p.reasons_skipped:
+        details["reasons_skipped"] = {"count": p.reasons_skipped, "why": REASON_SKIPPED}
     gens = p.generations
     done(
         p.job,
@@ -363,7 +371,7 @@ def _finish(
             cached=all(g.cached for g in gens),
             raw="\n".join(g.raw for g in gens),
             calls=sum(not g.cached for g in gens),
-            details=result.details if details is None else details,
+            details=details,
         ),
         None,
     )
@@ -395,12 +403,11 @@ def _origin(request: JudgeRequest, p: _Pending) -> JudgeRequest:
     return replace(request, origin=CallOrigin(p.metric.name, p.item.id))
 
 
-def _explain(
-    judge: Judge, decided: Sequence[_Pending]
-) -> dict[int, tuple[JudgeRequest, ContextOverflowError]]:
+def _explain(judge: Judge, decided: Sequence[_Pending]) -> None:
     """Ask one reason per decision that wants one, showing the verdict already made; the
-    reasons go into the answers, the calls' generations are added to the job's. Returns the
-    jobs whose reason call did not fit the window."""
+    reasons go into the answers, the calls' generations are added to the job's. A reason call
+    that does not fit the window is dropped (counted in the job's ``reasons_skipped``): its
+    verdict keeps no reason, and no decision is asked again."""
     wanted = [
         [k for k, a in enumerate(p.asks) if a.decision is not None and a.explain] for p in decided
     ]
@@ -408,17 +415,13 @@ def _explain(
         [_origin(reason_request(p.asks[k], p.answers[k]), p) for k in ks]
         for p, ks in zip(decided, wanted, strict=True)
     ]
-    failed: dict[int, tuple[JudgeRequest, ContextOverflowError]] = {}
-    for p, ks, rs, outs in zip(
-        decided, wanted, requests, ask_grouped(judge, requests), strict=True
-    ):
-        for k, request, out in zip(ks, rs, outs, strict=True):
+    for p, ks, outs in zip(decided, wanted, ask_grouped(judge, requests), strict=True):
+        for k, out in zip(ks, outs, strict=True):
             if isinstance(out, ContextOverflowError):
-                failed.setdefault(p.job, (request, out))
+                p.reasons_skipped += 1
                 continue
             p.answers[k] = replace(p.answers[k], reason=out.value.reason)  # type: ignore[attr-defined]
             p.generations.append(out)
-    return failed
 
 
 # --------------------------------------------------------------------------- reading data

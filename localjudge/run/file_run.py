@@ -11,6 +11,7 @@ the prediction-powered means (:mod:`localjudge.stats.ppi`). The loop itself is
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
@@ -209,12 +210,13 @@ def eval_file(
     on_result: Callable[[ItemResult], None] | None = None,
     on_judging: OnJudging | None = None,
     labels: Path | None = None,
-    calibrate: bool = False,
+    isotonic: bool = False,
     raw_output: bool = False,
     overwrite: bool = False,
     chunk_size: int = CHUNK_SIZE,
     only: Mapping[str, Collection[int]] | None = None,
     cutoffs: Cutoffs | None = None,
+    calibrate: bool | None = None,
 ) -> RunOutcome:
     """Score ``data`` with ``metrics`` and write ``results.jsonl`` and ``summary.json`` to
     ``out_dir``. ``fail_under`` maps metric names to thresholds for their mean;
@@ -224,8 +226,11 @@ def eval_file(
     With ``labels`` (a small labelled file in bench's format) those items are scored first
     (``labelled.jsonl``) and the summary gains, per metric, the prediction-powered estimate of
     the human-scale mean over ``data`` with its interval (``ppi``, ``ppi_soft``; see
-    :mod:`localjudge.stats.ppi`); ``calibrate`` also adds each row's ``calibrated_score``, the
-    judge score mapped to the human scale by an isotonic fit on the labelled items.
+    :mod:`localjudge.stats.ppi`); ``isotonic`` also adds each row's ``calibrated_score``, the
+    judge score mapped to the human scale by an isotonic fit on the labelled items (recorded in
+    the run's settings as ``calibrate``, its key before the rename). ``calibrate`` is the
+    deprecated name of ``isotonic`` (a :class:`DeprecationWarning`; ``localjudge calibrate``
+    fits decision cut-offs, another thing).
     ``raw_output`` adds each row's raw judge output text (``raw_output``). ``chunk_size``:
     items handed to the judge together per metric (rows do not depend on it; a Ray judge wants
     large chunks, :data:`localjudge.cluster.RAY_CHUNK_SIZE`). ``only``: per metric, the input
@@ -237,8 +242,8 @@ def eval_file(
     is judged. An unfinished run there (``results.jsonl.partial``) is always taken over: that is
     how a rerun resumes.
 
-    ``cutoffs``: as :func:`evaluate` takes them (by default the judge's own); recorded in each
-    metric's settings.
+    ``cutoffs``: as :func:`evaluate` takes them (by default the judge's own), resolved once: the
+    data, the labelled items and each metric's recorded settings all use the same ones.
 
     Pass a :class:`~localjudge.judge.caching.CachingJudge` to cache and resume."""
     mapping = dict(mapping or {})
@@ -247,8 +252,15 @@ def eval_file(
         raise UsageError(
             f"--fail-under names metrics that are not run: {', '.join(sorted(unknown))}"
         )
-    if calibrate and labels is None:
-        raise UsageError("--calibrate needs --labels (the labelled items it is fitted on)")
+    if calibrate is not None:
+        warnings.warn(
+            "eval_file(calibrate=...) is deprecated, use isotonic=... (the same isotonic fit)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        isotonic = isotonic or calibrate
+    if isotonic and labels is None:
+        raise UsageError("--isotonic needs --labels (the labelled items it is fitted on)")
     records = read(data, fmt=fmt, mapping=mapping)  # fails now on an unreadable file
     with output_lock(out_dir):
         data_sha = file_sha256(data)
@@ -267,7 +279,7 @@ def eval_file(
                 {
                     "labels": str(labels),
                     "labels_sha256": file_sha256(labels),
-                    "calibrate": calibrate,
+                    "calibrate": isotonic,  # the key before --isotonic: old runs still match
                 }
                 if labels is not None
                 else {}
@@ -299,7 +311,7 @@ def eval_file(
                 cutoffs=used,
             )
         calibrations = {}
-        for name, pairs in labelled.items() if calibrate else ():
+        for name, pairs in labelled.items() if isotonic else ():
             if (calibrated := pairs.calibration()) is not None:
                 calibrations[name] = calibrated
         with (
@@ -323,6 +335,7 @@ def eval_file(
                 chunk_size=chunk_size,
                 keep=False,
                 only=only,
+                cutoffs=used,  # the cut-offs the settings record and the labelled pass used
             ):
                 writer.write(res)
                 interrupted.check()  # a Ctrl-C some library swallowed stops the run here

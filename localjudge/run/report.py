@@ -240,6 +240,10 @@ def verdict_table(
     if isinstance(truncated, Mapping):
         pieces = ", ".join(f"#{p}" for p in truncated.get("pieces") or [])
         notes.append(f"Contexts were trimmed to fit the context window ({pieces or 'none'}).")
+    skipped = details.get("reasons_skipped")
+    if isinstance(skipped, Mapping):
+        why = as_text(skipped.get("why")) or "no reason given"
+        notes.append(f"{as_text(skipped.get('count'))} reason(s) left out: {why}.")
     discarded = [shown(m) for m in details.get("discarded_missing") or []]
     if discarded:
         listed = "; ".join(f'"{m}"' for m in discarded)

@@ -115,7 +115,7 @@ class ResultRow(TypedDict):
     prompt_tokens: int | None
     evaluated_prompt_tokens: int | None
     completion_tokens: int | None
-    #: with ``eval --calibrate`` only: the score mapped to the human scale (never replaces it)
+    #: with ``eval --isotonic`` only: the score mapped to the human scale (never replaces it)
     calibrated_score: NotRequired[float | None]
     #: with ``eval --raw-output`` only: the judge's raw output text (null when no call was made)
     raw_output: NotRequired[str | None]
@@ -270,7 +270,7 @@ class ResultsWriter:
         #: whether each row carries the judge's raw output (``eval --raw-output``)
         self.raw_output = raw_output
         #: per metric, a row's score on the human scale: each row of such a metric gets
-        #: ``calibrated_score`` beside its ``score`` (``eval --calibrate``)
+        #: ``calibrated_score`` beside its ``score`` (``eval --isotonic``)
         self.calibrations = dict(calibrations or {})
         self.partial = path.with_name(path.name + PARTIAL)
         self.judge = judge

@@ -149,6 +149,38 @@ def test_bench_models_from_the_environment(project: Path, monkeypatch) -> None:
     assert [s.model for s in factory.settings] == ["a.gguf", "b.gguf"]
 
 
+@pytest.mark.parametrize(
+    ("text", "env", "warned"),
+    [
+        ("[eval]\nisotonic = true\n", None, None),
+        ("[eval]\ncalibrate = true\n", None, "the config key 'calibrate' is deprecated, use "
+         "'isotonic'"),
+        ("", "LOCALJUDGE_EVAL_ISOTONIC", None),
+        ("", "LOCALJUDGE_EVAL_CALIBRATE", "LOCALJUDGE_EVAL_CALIBRATE is deprecated, use "
+         "LOCALJUDGE_EVAL_ISOTONIC"),
+    ],
+)  # fmt: skip
+def test_isotonic_and_its_old_key_from_file_and_environment(project, monkeypatch, text, env,
+                                                            warned) -> None:  # fmt: skip
+    write(project / "localjudge.toml", text)
+    if env is not None:
+        monkeypatch.setenv(env, "1")
+    out = project / "o"
+    result = run(Factory(), "eval", str(project / "data.jsonl"), "-o", str(out), "--no-cache",
+                 "-q", "--labels", str(project / "labelled.jsonl"))  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads((out / "summary.json").read_text("utf-8"))
+    assert summary["run"]["settings"]["calibrate"] is True  # the fit was asked for
+    if warned is None:
+        assert "deprecated" not in result.stderr
+    else:
+        assert f"localjudge: {warned}" in " ".join(result.stderr.split())
+    shown = show(run(Factory(), "eval", "--show-config"))
+    assert shown["--isotonic"][0] == ("False" if warned else "True")
+    # the old spelling is listed only when something set it
+    assert ("--calibrate" in shown) == (warned is not None)
+
+
 # ---------------------------------------------------------------- which file
 
 

@@ -1,5 +1,6 @@
 """eval --labels / eval_file(labels=...): the judged labelled items, the prediction-powered
-estimate in the summary, calibrated scores, and bad labels costing only their own item."""
+estimate in the summary, calibrated scores, bad labels costing only their own item, and the
+cut-offs given judging the data and the labelled items alike."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from pipeline_rules import expected_recall, rule_reply
 
 from localjudge.cli import main
 from localjudge.errors import UsageError
-from localjudge.metrics import ContextPosition, ContextRecall
+from localjudge.judge.cutoffs import Cutoffs
+from localjudge.judge.protocol import Generation, SoftDecision
+from localjudge.metrics import METRICS, ContextPosition, ContextRecall
 from localjudge.run.file_run import eval_file
 from localjudge.stats.ppi import ppi_mean
 from localjudge.testing import ScriptedJudge
@@ -76,17 +79,19 @@ def test_summary_carries_the_corrected_mean(tmp_path, files):
     assert "calibrated_score" not in lines(out / "results.jsonl")[0]
 
 
-def test_calibrate_adds_a_column_and_keeps_score(tmp_path, files):
+def test_isotonic_adds_a_column_and_keeps_score(tmp_path, files):
     data, labels = files
     out = tmp_path / "out"
-    eval_file(
+    outcome = eval_file(
         data,
         out,
         judge=ScriptedJudge(rule_reply),
         metrics=[ContextRecall()],
         labels=labels,
-        calibrate=True,
+        isotonic=True,
     )
+    # recorded under its key from before the rename, so earlier runs still match
+    assert outcome.summary["run"]["settings"]["calibrate"] is True
     rows = lines(out / "results.jsonl")
     assert [r["score"] for r in rows] == pytest.approx([expected_recall(r) for r in DATA])
     pairs = sorted((r["score"], r["calibrated_score"]) for r in rows)
@@ -96,12 +101,54 @@ def test_calibrate_adds_a_column_and_keeps_score(tmp_path, files):
     assert by_score[0.5] == pytest.approx(0.75)
 
 
-def test_calibrate_without_labels_is_a_usage_error(tmp_path, files):
+def test_isotonic_without_labels_is_a_usage_error(tmp_path, files):
     data, _ = files
-    with pytest.raises(UsageError, match="--labels"):
+    with pytest.raises(UsageError, match="--isotonic needs --labels"):
         eval_file(
-            data, tmp_path / "o", judge=ScriptedJudge([]), metrics=[ContextRecall()], calibrate=True
+            data, tmp_path / "o", judge=ScriptedJudge([]), metrics=[ContextRecall()], isotonic=True
         )
+
+
+def calibrated(rows: list[dict[str, Any]]) -> list[tuple[float, float | None]]:
+    """Each row's score and calibrated score (a KeyError when a row has no calibrated score)."""
+    return [(r["score"], r["calibrated_score"]) for r in rows]
+
+
+def test_the_old_keyword_calibrate_still_works_with_a_deprecation_warning(tmp_path, files):
+    data, labels = files
+    run = {"metrics": [ContextRecall()], "labels": labels}
+    eval_file(data, tmp_path / "new", judge=ScriptedJudge(rule_reply), isotonic=True, **run)
+    with pytest.warns(DeprecationWarning, match=r"calibrate=.*isotonic="):
+        eval_file(data, tmp_path / "old", judge=ScriptedJudge(rule_reply), calibrate=True, **run)
+    old, new = (calibrated(lines(tmp_path / d / "results.jsonl")) for d in ("old", "new"))
+    assert old == new
+    assert all(c is not None for _, c in old)
+
+
+def cli_eval(tmp_path: Path, files: tuple[Path, Path], *extra: str) -> Any:
+    data, labels = files
+    args = ["eval", str(data), "-o", str(tmp_path / "out"), "--labels", str(labels), "-q"]
+    return CliRunner().invoke(
+        main,
+        [*args, "--metric", "recall", "--overwrite", *extra],
+        obj={"open_judge": lambda settings: ScriptedJudge(rule_reply)},
+        catch_exceptions=False,
+    )
+
+
+def test_cli_isotonic_and_its_old_spelling_calibrate(tmp_path, files):
+    help_text = CliRunner().invoke(main, ["eval", "--help"]).output
+    assert "--isotonic" in help_text
+    assert "--calibrate" not in help_text  # the old spelling is hidden
+    new = cli_eval(tmp_path, files, "--isotonic")
+    assert new.exit_code == 0, new.output
+    assert "deprecated" not in new.stderr
+    rows = calibrated(lines(tmp_path / "out" / "results.jsonl"))
+    assert all(c is not None for _, c in rows)
+    old = cli_eval(tmp_path, files, "--calibrate")
+    assert old.exit_code == 0, old.output
+    assert "localjudge: --calibrate is deprecated, use --isotonic" in old.stderr
+    assert calibrated(lines(tmp_path / "out" / "results.jsonl")) == rows
 
 
 def test_a_bad_label_costs_only_its_item(tmp_path, files):
@@ -178,7 +225,7 @@ def test_soft_scores_give_their_own_estimate_and_calibration(tmp_path, files):
         judge=ScriptedJudge(rule_reply, certain=True),
         metrics=[ContextRecall()],
         labels=labels,
-        calibrate=True,
+        isotonic=True,
     )
     stats = outcome.summary["metrics"]["recall"]
     assert stats["ppi_soft"] is not None
@@ -187,3 +234,56 @@ def test_soft_scores_give_their_own_estimate_and_calibration(tmp_path, files):
     rows = lines(out / "results.jsonl")
     assert all(r["soft_score"] is not None for r in rows)
     assert {r["soft_score"]: r["calibrated_score"] for r in rows}[0.0] == pytest.approx(0.25)
+
+
+class Hesitant(ScriptedJudge):
+    """The rule judge, 70% sure of a relevant passage and 20% of an irrelevant one: a cut-off
+    of 0 makes every passage relevant, one of 1 none, and its argmax follows the rules."""
+
+    def __init__(self) -> None:
+        super().__init__(rule_reply)
+
+    def generate(self, prompt: Any, schema: Any) -> Any:
+        out = super().generate(prompt, schema)
+        if schema.__name__ != "RelevantDecision":
+            return out
+        relevant = out.value.relevant == "yes"
+        p_yes = 0.7 if relevant else 0.2
+        chosen = '"yes"' if relevant else '"no"'
+        decision = SoftDecision("relevant", {'"yes"': p_yes, '"no"': 1 - p_yes}, chosen)
+        return Generation(out.value, out.raw, out.stats, decisions=(decision,))
+
+
+@pytest.mark.parametrize(("cut", "relevant"), [(0.0, True), (1.0, False)])
+def test_the_cutoffs_given_judge_the_data_the_labels_and_the_correction(tmp_path, cut, relevant):
+    data = write(tmp_path / "data.jsonl", DATA)
+    people = [
+        {**r, "labels": {"relevant": [k % 2 == 0, k % 3 == 0]}} for k, r in enumerate(LABELLED)
+    ]
+    labels = write(tmp_path / "labelled.jsonl", people)
+    out = tmp_path / "out"
+    cutoffs = Cutoffs({"position.relevant": (cut,)}, "test")
+    outcome = eval_file(
+        data, out, judge=Hesitant(), metrics=[ContextPosition()], labels=labels, cutoffs=cutoffs
+    )
+    recorded = {"cutoffs": {"position.relevant": cut}, "cutoffs_source": "test"}
+    rows, labelled_rows = lines(out / "results.jsonl"), lines(out / "labelled.jsonl")
+    assert len(rows) == len(DATA)
+    assert len(labelled_rows) == len(LABELLED)
+    score = 1.0 if relevant else 0.0  # every passage relevant, or none
+    for row in rows + labelled_rows:  # the data as the labelled items: by the cut-off given
+        assert [v["relevant"] for v in row["verdicts"]] == [relevant, relevant], row["id"]
+        assert row["score"] == score
+        assert {k: row["settings"][k] for k in recorded} == recorded
+    summary = json.loads((out / "summary.json").read_text("utf-8"))
+    assert summary["metrics"] == outcome.summary["metrics"]
+    stats = summary["metrics"]["position"]
+    assert stats["mean"] == score
+    settings = summary["run"]["settings"]["metrics"]["position"]
+    assert {k: settings[k] for k in recorded} == recorded
+    # the correction pairs the labelled items' scores with the data's, both by the cut-off
+    human = [METRICS["position"].human_score(r["labels"]) for r in people]
+    want = ppi_mean(human, [r["score"] for r in labelled_rows], [r["score"] for r in rows])
+    assert want is not None
+    assert stats["ppi"] == want.as_dict()
+    assert stats["ppi"]["judge_bias"] == pytest.approx(score - sum(human) / len(human))

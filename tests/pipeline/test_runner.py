@@ -22,6 +22,7 @@ from localjudge.judge.schemas import worst_case_tokens
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.metrics.instructions import RELEVANT
 from localjudge.metrics.statements import split_statements
+from localjudge.run.results import result_row
 from localjudge.testing import ScriptedJudge, prompt_data
 
 
@@ -453,15 +454,40 @@ def test_truncate_trims_the_longest_context_until_the_prompt_fits():
     assert res.result.value == 0.5
 
 
-def test_truncate_makes_the_reason_calls_fit_too():
-    rec = record(0, retrieved_contexts=[LONG_PIECE, "short noise"])
-    metric = ContextRecall(reasons=True)
-    n_ctx = window_300_short(rec, metric)
-    judge = ScriptedJudge(rule_reply, n_ctx=n_ctx)
-    [res] = list(evaluate([rec], [metric], judge, truncate=True))
-    assert res.error is None
-    assert [v.get("reason") for v in res.result.verdicts] == ["rule", "rule"]
-    assert all(call_tokens(c) <= n_ctx for c in judge.calls)
+#: a piece whose decision call fits a window that its reason call (longer) does not
+NEAR_PIECE = "yes fact 0. " + " ".join(f"w{i}" for i in range(300))
+
+
+@pytest.mark.parametrize("truncate", [False, True])
+def test_a_reason_call_too_long_for_the_window_moves_no_decision(truncate):
+    rec = record(0, retrieved_contexts=[NEAR_PIECE, "noise 0"])
+    probe = ScriptedJudge(rule_reply, certain=True)
+    list(evaluate([rec], [ContextPosition(reasons=True)], probe))
+    reasons = sorted(call_tokens(c) for c in probe.calls if c.schema.__name__ == "Reason")
+    n_ctx = max(call_tokens(c) for c in probe.calls if c.schema.__name__ != "Reason")
+    # every decision call fits; the short piece's reason call does, the long piece's does not
+    assert reasons[0] <= n_ctx < reasons[1]
+    runs = {}
+    for on in (False, True):
+        judge = ScriptedJudge(rule_reply, n_ctx=n_ctx, certain=True)
+        [res] = list(evaluate([rec], [ContextPosition(reasons=on)], judge, truncate=truncate))
+        assert res.error is None
+        runs[on] = (res.result, judge)
+    (off, _), (explained, judge) = runs[False], runs[True]
+    # decision by decision, as with reasons off: nothing trimmed, nothing asked again
+    assert without_reasons(explained.verdicts) == off.verdicts
+    assert [v["relevant"] for v in off.verdicts] == [True, False]
+    assert (explained.value, explained.soft_value) == (off.value, off.soft_value)
+    assert explained.reason == off.reason
+    decisions = [c for c in judge.calls if c.schema.__name__ != "Reason"]
+    assert [prompt_data(c.messages)["PASSAGE"] for c in decisions] == [NEAR_PIECE, "noise 0"]
+    # the reason that did not fit is dropped, and the row says so
+    assert [v.get("reason") for v in explained.verdicts] == [None, "rule"]
+    skipped = {"count": 1, "why": "the reason call did not fit the context window"}
+    assert explained.details == {**off.details, "reasons_skipped": skipped}
+    row = result_row(ItemResult(0, "r0", "position", explained, None), judge.identity, {})
+    assert row["details"] == {"reasons_skipped": skipped}
+    assert len(judge.calls) == 3  # two decisions and the one reason that fits
 
 
 def test_truncate_cannot_shorten_the_question():

@@ -514,6 +514,9 @@ def test_verdict_tables_flag_what_lowered_the_score():
     ]
     assert t.missing == ["x"]
     assert t.notes == ["Contexts were trimmed to fit the context window (#2)."]
+    skipped = {"count": 1, "why": "the reason call did not fit the context window"}
+    t = verdict_table("position", [{"index": 0, "relevant": True}], {"reasons_skipped": skipped})
+    assert t.notes == ["1 reason(s) left out: the reason call did not fit the context window."]
     t = verdict_table("other", [{"b": 1, "a": "x"}], None)
     assert t.columns == ["a", "b"]
     assert t.rows[0].cells == ["x", "1"]
