@@ -262,11 +262,13 @@ def test_the_cutoffs_given_judge_the_data_the_labels_and_the_correction(tmp_path
     ]
     labels = write(tmp_path / "labelled.jsonl", people)
     out = tmp_path / "out"
-    cutoffs = Cutoffs({"position.relevant": (cut,)}, "test")
+    # the items have a reference: position asks its EXPECTED ANSWER kind
+    kind = "position.relevant_answer"
+    cutoffs = Cutoffs.from_json({kind: cut}, "test")
     outcome = eval_file(
         data, out, judge=Hesitant(), metrics=[ContextPosition()], labels=labels, cutoffs=cutoffs
     )
-    recorded = {"cutoffs": {"position.relevant": cut}, "cutoffs_source": "test"}
+    recorded = {"cutoffs": {kind: cut}, "cutoffs_source": {kind: "test"}}
     rows, labelled_rows = lines(out / "results.jsonl"), lines(out / "labelled.jsonl")
     assert len(rows) == len(DATA)
     assert len(labelled_rows) == len(LABELLED)
