@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from benchmark_scripts import load
 
 from localjudge.judge.cutoffs import Cutoffs
@@ -64,10 +65,8 @@ def test_writing_goes_through_a_temporary_file(tmp_path: Path, monkeypatch) -> N
         raise OSError("disk full")
 
     monkeypatch.setattr(Path, "write_text", failing)
-    try:
+    with pytest.raises(OSError, match="disk full"):
         fit_cutoffs.write_cutoffs(registry, "e" * 64, {"values": {}})
-    except OSError:
-        pass
     monkeypatch.undo()
     assert registry.read_text("utf-8") == before  # the package data is never half written
     assert written
