@@ -111,7 +111,9 @@ def _deprecated_calibrate(ctx: click.Context, param: click.Parameter, value: boo
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
     help="A small labelled file (bench's format), judged too: the summary adds each metric's "
-    "human-scale mean corrected by it, with an interval (prediction-powered inference).",
+    "human-scale mean corrected by it, with an interval (prediction-powered inference). Use "
+    "labels the judge's cut-offs were not fitted on: on the file you calibrated on, agreement "
+    "is in-sample (a warning says so).",
 )
 @click.option(
     "--isotonic",
@@ -277,6 +279,8 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
             click.echo(f"report: {report}")
         if junit is not None:
             click.echo(f"junit: {junit.path}")
+    for line in outcome.warnings:
+        click.echo(f"localjudge: warning: {line}", err=True)
     for line in outcome.failed_thresholds:
         click.echo(f"localjudge: below threshold: {line}", err=True)
     sys.exit(EXIT_THRESHOLD if outcome.failed_thresholds else EXIT_OK)

@@ -45,6 +45,7 @@ __all__ = [
     "RunOutcome",
     "detect_metrics",
     "eval_file",
+    "in_sample",
     "judge_labelled",
     "survey",
 ]
@@ -63,6 +64,8 @@ class RunOutcome:
     summary_path: Path
     summary: Summary
     failed_thresholds: list[str] = field(default_factory=list)
+    #: what the user should know about the run's figures (the CLI prints them on stderr)
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -194,6 +197,20 @@ def _corrected(labelled: LabelledScores, hard: list[float], soft: list[float]) -
     return out
 
 
+def in_sample(labels: Path, cutoffs: Cutoffs, metrics: Sequence[str]) -> list[str]:
+    """A warning when ``labels`` is the file the metrics' cut-offs were fitted on (its sha256
+    is in their provenance): agreement and corrections measured on it are in-sample."""
+    mine = cutoffs.only({k for k in cutoffs.values if k.split(".")[0] in metrics})
+    if file_sha256(labels) not in mine.fitted_on():
+        return []
+    kinds = [k for k in sorted(mine.values) if mine.source(k).sha256 == file_sha256(labels)]
+    return [
+        f"{labels.name} is the file the judge's cut-offs of {', '.join(kinds)} were fitted on: "
+        "agreement and corrections measured on it are in-sample (optimistic); use labels no "
+        "fit saw"
+    ]
+
+
 def eval_file(
     data: Path,
     out_dir: Path,
@@ -265,6 +282,7 @@ def eval_file(
     with output_lock(out_dir):
         data_sha = file_sha256(data)
         used = resolve_cutoffs(judge, cutoffs)
+        notes = in_sample(labels, used, [m.name for m in metrics]) if labels is not None else []
         settings_by_metric = {
             m.name: metric_settings(m, truncate=truncate, cutoffs=used) for m in metrics
         }
@@ -366,4 +384,4 @@ def eval_file(
                         f"{name}: {stats['n_failed']} of {total} items failed ({rate:.1%}), "
                         f"over --max-failure-rate {max_failure_rate:g}"
                     )
-        return RunOutcome(writer.path, summary_path, summary, failed)
+        return RunOutcome(writer.path, summary_path, summary, failed, notes)

@@ -139,6 +139,18 @@ def test_the_cli_prints_the_check_stores_the_cutoffs_and_eval_uses_them(tmp_path
     assert all(r["verdicts"][0]["relevant"] == (int(r["id"][1:]) % 2 == 0) for r in rows)
     summary = json.loads((out / "summary.json").read_text())
     assert "position.relevant_answer" in json.dumps(summary)
+    assert "in-sample" not in ran.output
+    # the file calibrated on, as eval's labelled file: its figures are in-sample, and eval says so
+    again = runner.invoke(
+        main,
+        ["eval", str(data), "-o", str(tmp_path / "in"), "--no-cache", "-q", "--metric",
+         "position", "--labels", str(data)],
+        obj=obj,
+    )  # fmt: skip
+    assert again.exit_code == 0, again.output
+    assert "warning: labelled.jsonl is the file the judge's cut-offs of" in again.output
+    assert "position.relevant_answer" in again.output
+    assert "in-sample" in again.output
 
 
 def test_changing_cutoffs_rejudges_nothing(tmp_path, registry):
