@@ -279,11 +279,16 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
             click.echo(f"report: {report}")
         if junit is not None:
             click.echo(f"junit: {junit.path}")
+    _warn(outcome)
+    sys.exit(EXIT_THRESHOLD if outcome.failed_thresholds else EXIT_OK)
+
+
+def _warn(outcome: Any) -> None:
+    """The run's warnings and missed thresholds, on stderr (also with -q)."""
     for line in outcome.warnings:
         click.echo(f"localjudge: warning: {line}", err=True)
     for line in outcome.failed_thresholds:
         click.echo(f"localjudge: below threshold: {line}", err=True)
-    sys.exit(EXIT_THRESHOLD if outcome.failed_thresholds else EXIT_OK)
 
 
 def _junit_report(
