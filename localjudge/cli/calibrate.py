@@ -28,7 +28,7 @@ from localjudge.errors import DataError
     type=click.Choice(["recall", "position", "relevance"]),
     help="Only these metrics' decisions (repeat; default: every one the labels cover).",
 )
-@click.option("--limit", type=int, default=None, help="Only the first N records.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N records.")
 @click.option("--dry-run", is_flag=True, help="Print the check and the cut-offs; store nothing.")
 @judge_options
 @click.pass_context

@@ -167,3 +167,31 @@ def test_stored_cutoffs_merge_kind_by_kind_and_a_bad_entry_names_itself(registry
 
     with pytest.raises(ModelError, match=r"recall\.supported"):
         user_cutoffs("a" * 64)
+
+
+def write_labelled(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), "utf-8")
+    return path
+
+
+class Factory:
+    """A judge factory for the CLI that counts how often it was asked for a judge."""
+
+    def __init__(self) -> None:
+        self.opened = 0
+        self.judge = Hesitant()
+
+    def __call__(self, settings: Any) -> Hesitant:
+        self.opened += 1
+        return self.judge
+
+
+def test_limit_must_be_at_least_one(tmp_path, registry):
+    data = write_labelled(tmp_path / "labelled.jsonl", labelled())
+    factory = Factory()
+    result = CliRunner().invoke(
+        main, ["calibrate", str(data), "--limit", "0", "--no-cache"], obj={"open_judge": factory}
+    )
+    assert result.exit_code == 2
+    assert "--limit" in result.output
+    assert factory.opened == 0
