@@ -45,25 +45,38 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
 ) -> None:
     """Fit the judge's cut-offs on LABELS (labelled JSONL, bench's format), print agreement
     before and after on the half of the file held back from each fit (two ways round, with
-    95% bootstrap intervals), and store the cut-offs fitted on the whole file for that judge."""
+    95% bootstrap intervals), and store the cut-offs fitted on the whole file for that judge.
+
+    Every label is checked before the judge loads; a value is refused (exit 2), never
+    coerced. Accepted: recall a number in [0, 1] (only 0 and 1 are fitted on; the shares
+    between are left out and counted); relevant and used true/false or 1/0, one per context
+    piece; levels high/medium/low/none or TREC's 3/2/1/0, one per context piece."""
     from localjudge.data.dataset import read_records  # noqa: PLC0415
     from localjudge.judge.cutoffs_store import store_cutoffs  # noqa: PLC0415
     from localjudge.judge.registry import user_registry_path  # noqa: PLC0415
-    from localjudge.run.calibrate import calibrate, calibration_table  # noqa: PLC0415
+    from localjudge.run.calibrate import (  # noqa: PLC0415
+        calibrate,
+        calibration_table,
+        check_labels,
+    )
     from localjudge.run.settings import open_judge  # noqa: PLC0415
 
-    records = []
+    records, lines = [], []
     for record in read_records(labels):
         if record.data is None:
             raise DataError(f"{labels}: line {record.line}: {record.error}")
         records.append(record.data)
+        lines.append(record.line)
         if limit is not None and len(records) >= limit:
             break
+    metrics = list(metric_names) or None
+    # every label checked before the judge loads: a refused one costs no model load
+    check_labels(records, metrics, lines=lines, path=str(labels))
     settings = judge_settings(model, **options)
     factory = judge_factory(ctx) or open_judge
     judge = factory(settings)
     source = f"localjudge calibrate {labels.name} ({len(records)} records)"
-    found = calibrate(records, judge, metrics=list(metric_names) or None, source=source)
+    found = calibrate(records, judge, metrics=metrics, source=source)
     click.echo(calibration_table(found))
     if dry_run or not found.cutoffs:
         click.echo("nothing stored" + (" (--dry-run)" if dry_run else ""))

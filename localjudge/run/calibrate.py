@@ -1,49 +1,65 @@
 """``localjudge calibrate``: fit a judge's cut-offs on a labelled file and show what they change.
 
-:func:`calibrate` judges the file's items with the metrics its labels cover (reasons off: they
-never move a decision), once, with the judge's argmax (the soft values are what the fit needs;
-with a cache, a later run re-judges nothing). Each kind of decision is then paired with the
-human labels (:func:`observations`), checked two ways round on held-out halves
-(:func:`~localjudge.stats.cutoffs_fit.two_fold`: fit on half of the groups, measure on the
-other) and finally fitted on the whole file: those are the cut-offs stored.
+:func:`calibrate` checks the labels first (:func:`check_labels`: nothing is judged when one is
+refused, or when no kind of decision asked can be fitted), then judges the file's items with the
+metrics its labels cover (reasons off: they never move a decision), once, with the judge's
+argmax (the soft values are what the fit needs; with a cache, a later run re-judges nothing).
+Each kind of decision is then paired with the human labels (:func:`observations`), checked two
+ways round on held-out halves (:func:`~localjudge.stats.cutoffs_fit.two_fold`: fit on half of
+the groups, measure on the other) and finally fitted on the whole file: those are the cut-offs
+stored.
 
-Labels (bench's labelled format) and the decisions they check: ``recall`` (0 or 1; every
-statement of the item takes it; a share between is left out) against ``recall.supported``;
-``relevant`` against ``position.relevant``; ``levels`` against ``relevance.grade``; ``used``
-against ``relevance.used``. The groups an item belongs to: its ``source.qid`` when it has one
+Labels (bench's labelled format) and the decisions they check: ``recall`` against
+``recall.supported`` (every statement of the item takes it); ``relevant`` against
+``position.relevant``; ``levels`` against ``relevance.grade``; ``used`` against
+``relevance.used``. Accepted spellings, and nothing else (a value is refused, never coerced):
+``recall`` a number in [0, 1], of which only 0 and 1 are fitted on (a share between is left
+out, and counted); ``relevant`` and ``used`` booleans or 0/1; ``levels`` the level names
+``"high"``, ``"medium"``, ``"low"``, ``"none"`` or TREC's grades 3, 2, 1, 0; a list has one
+entry per context piece. The groups an item belongs to: its ``source.qid`` when it has one
 (a query's passages stay on one side), else its id.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from localjudge.errors import UsageError
 from localjudge.judge.cutoffs import NO_CUTOFFS, Cutoffs
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, MetricSettings
+from localjudge.run.calibration_labels import (
+    GRADES,
+    SPELLINGS,
+    human_value,
+    item_where,
+    n_pieces,
+    value_problem,
+)
 from localjudge.run.compare import applicable
 from localjudge.run.evaluation import evaluate
 from localjudge.run.results import ItemResult
-from localjudge.scoring import RELEVANCE_LEVELS
 from localjudge.stats.cutoffs_fit import Observation, fit, two_fold
 
 __all__ = [
     "KINDS",
     "Calibration",
     "Kind",
+    "LabelCheck",
     "calibrate",
     "calibration_table",
+    "check_labels",
     "fit_cutoffs",
     "judge_labelled",
     "observations",
 ]
 
-#: grade of each relevance level
-GRADES = {level: 3 - i for i, level in enumerate(RELEVANCE_LEVELS)}
 #: fewer labelled decisions than this (or one class only) are not fitted
 MIN_DECISIONS = 20
+#: a refused label's hint
+LABELS_HINT = f"accepted labels: {SPELLINGS} (README, 'Cut-offs: calibrate')"
 
 
 @dataclass(frozen=True)
@@ -74,12 +90,137 @@ class Calibration:
     cutoffs: Cutoffs
     checks: Mapping[str, Mapping[str, Any]]
     skipped: Mapping[str, str]
+    #: per kind, the labelled items not fitted on (a recall share between 0 and 1)
+    left_out: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LabelCheck:
+    """What the labels of a file give each kind of decision asked, known before anything is
+    judged (:func:`check_labels`)."""
+
+    #: per kind asked: the records (by index) whose labels it is fitted on
+    usable: Mapping[str, tuple[int, ...]]
+    #: per kind asked: the records whose label it leaves out (a recall share between 0 and 1)
+    left_out: Mapping[str, tuple[int, ...]]
+    #: per kind asked that cannot be fitted, why
+    unfit: Mapping[str, str]
+
+    @property
+    def only(self) -> dict[str, set[int]]:
+        """Per metric, the records to judge: those the kinds it can fit are fitted on."""
+        out: dict[str, set[int]] = {}
+        for kind in KINDS:
+            if kind.name in self.usable and kind.name not in self.unfit:
+                out.setdefault(kind.metric, set()).update(self.usable[kind.name])
+        return out
+
+
+def _label_spec(kind: Kind) -> tuple[bool, bool]:
+    """Whether ``kind``'s label is a list (one per piece), and whether it holds grades."""
+    spec = METRICS[kind.metric].labels.get(kind.label)
+    return spec is None or spec.per_piece, kind.graded
+
+
+def _problem(kind: Kind, record: Mapping[str, Any]) -> str | None:
+    per_piece, graded = _label_spec(kind)
+    value = record["labels"][kind.label]
+    return value_problem(
+        kind.label, value, per_piece=per_piece, graded=graded, pieces=n_pieces(record)
+    )
+
+
+def _problems(
+    record: Mapping[str, Any], index: int, line: int | None, kinds: Sequence[Kind]
+) -> list[str]:
+    """What is wrong with the labels ``kinds`` read in one record, each naming the item."""
+    where = item_where(record, index, line)
+    labels = record["labels"]
+    if not isinstance(labels, Mapping):
+        return [f"{where}: labels must be an object, got {type(labels).__name__}"]
+    found = [f"{where}: {p}" for k in kinds if k.label in labels and (p := _problem(k, record))]
+    return list(dict.fromkeys(found))  # two kinds may read one label
+
+
+def check_labels(
+    records: Sequence[Mapping[str, Any]],
+    metrics: Sequence[str] | None = None,
+    *,
+    lines: Sequence[int | None] | None = None,
+    path: str | None = None,
+) -> LabelCheck:
+    """Check the labels that the decisions of ``metrics`` (default: all) are fitted on, before
+    anything is judged (see the module's docstring for the spellings accepted).
+
+    Raises :class:`~localjudge.errors.UsageError` naming the item (id, and line from ``lines``:
+    each record's line in the file ``path``) and the field of a label refused, or saying why
+    when no kind of decision asked can be fitted."""
+    names = list(metrics or METRICS)
+    unknown = [n for n in names if n not in METRICS]
+    if unknown:
+        raise UsageError(f"unknown metric {unknown[0]!r}", hint=f"one of {', '.join(METRICS)}")
+    kinds = [k for k in KINDS if k.metric in names]
+    prefix = f"{path}: " if path else ""
+    labelled = [n for n, r in enumerate(records) if "labels" in r]
+    problems = [
+        problem
+        for n in labelled
+        for problem in _problems(records[n], n, lines[n] if lines is not None else None, kinds)
+    ]
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise UsageError(f"{prefix}{problems[0]}{more}", hint=LABELS_HINT)
+    if not labelled:
+        raise UsageError(f"{prefix}no record has a 'labels' object", hint=LABELS_HINT)
+    usable: dict[str, list[int]] = {k.name: [] for k in kinds}
+    left_out: dict[str, list[int]] = {k.name: [] for k in kinds}
+    for kind in kinds:
+        for n in labelled:
+            value = records[n]["labels"].get(kind.label)
+            if value is None:
+                continue
+            fitted = _label_spec(kind)[0] or value in (0, 1)
+            (usable if fitted else left_out)[kind.name].append(n)
+    unfit = {
+        kind.name: why
+        for kind in kinds
+        if (why := _unfit(kind, [records[n] for n in usable[kind.name]], left_out[kind.name]))
+    }
+    if len(unfit) == len(kinds):
+        reasons = "; ".join(f"{k}: {why}" for k, why in unfit.items())
+        raise UsageError(
+            f"{prefix}nothing to fit cut-offs on for {', '.join(names)}: {reasons}",
+            hint=f"label more items: a few hundred labelled decisions; {LABELS_HINT}",
+        )
+    return LabelCheck(
+        {k: tuple(v) for k, v in usable.items()}, {k: tuple(v) for k, v in left_out.items()}, unfit
+    )
+
+
+def _unfit(kind: Kind, records: Sequence[Mapping[str, Any]], left_out: Collection[int]) -> str:
+    """Why ``kind`` cannot be fitted on the (checked) labels of ``records``, known before
+    judging ("" when it may be)."""
+    label = f"labels.{kind.label}"
+    if not records:
+        shares = f" ({len(left_out)} shares between 0 and 1 left out)" if left_out else ""
+        return f"no item has {label}{' 0 or 1' if left_out else ''}{shares}"
+    per_piece, graded = _label_spec(kind)
+    if per_piece:
+        values = [human_value(v, graded=graded) for r in records for v in r["labels"][kind.label]]
+        if len(values) < MIN_DECISIONS or len(set(values)) < 2:
+            return f"{len(values)} labelled decisions (at least {MIN_DECISIONS}, both classes)"
+    elif len({r["labels"][kind.label] for r in records}) < 2:
+        value = records[0]["labels"][kind.label]
+        return f"{len(records)} items, every one labelled {value} (both classes needed)"
+    return ""
 
 
 def observations(
     records: Sequence[Mapping[str, Any]], results: Iterable[ItemResult]
 ) -> dict[str, list[Observation]]:
-    """Each kind's judge decisions beside the human labels of ``records`` (by input index)."""
+    """Each kind's judge decisions beside the human labels of ``records`` (by input index).
+
+    A label :func:`check_labels` refuses raises its :class:`~localjudge.errors.UsageError`."""
     found: dict[str, list[Observation]] = {k.name: [] for k in KINDS}
     for res in results:
         if res.result is None:
@@ -91,6 +232,9 @@ def observations(
         verdicts = res.result.verdicts
         for kind in KINDS:
             if kind.metric == res.metric and kind.label in labels:
+                if problem := _problem(kind, record):
+                    where = item_where(record, res.index)
+                    raise UsageError(f"{where}: {problem}", hint=LABELS_HINT)
                 found[kind.name] += _pairs(kind, labels[kind.label], verdicts, group)
     return found
 
@@ -99,15 +243,15 @@ def _pairs(
     kind: Kind, label: Any, verdicts: Sequence[Mapping[str, Any]], group: str
 ) -> list[Observation]:
     out = []
-    if kind.label == "recall":
+    humans: list[int | None]
+    if not _label_spec(kind)[0]:
         if label not in (0, 1):
-            return []
-        labels = [int(label)] * len(verdicts)
+            return []  # a share between 0 and 1: left out (counted in Calibration.left_out)
+        humans = [int(label)] * len(verdicts)
     else:
-        labels = [GRADES[v] if kind.graded else int(bool(v)) for v in label]
-        if len(labels) != len(verdicts):
-            return []
-    for verdict, human in zip(verdicts, labels, strict=True):
+        humans = [human_value(v, graded=kind.graded) for v in label]
+    # checked labels have one entry per piece, as the verdicts do
+    for verdict, human in zip(verdicts, humans, strict=True):
         probs = verdict.get("probs")
         if probs is None:
             continue
@@ -120,6 +264,7 @@ def _pairs(
         else:
             soft = sum(GRADES[lv] * p for lv, p in probs["relevance"].items())
             chosen = GRADES[verdict["relevance"]]
+        assert human is not None  # checked: an accepted spelling
         out.append(Observation(group, float(soft), chosen, human))
     return out
 
@@ -130,16 +275,19 @@ def judge_labelled(
     *,
     metrics: Sequence[str] | None = None,
     settings: MetricSettings | None = None,
+    only: Mapping[str, Collection[int]] | None = None,
 ) -> list[ItemResult]:
-    """Judge each labelled record with the metrics its labels cover, with the judge's argmax
-    (no cut-offs) and, by default, reasons off."""
+    """Judge each labelled record with the metrics its labels cover (or, with ``only``, the
+    records it names per metric), with the judge's argmax (no cut-offs) and, by default,
+    reasons off."""
     names = list(metrics or METRICS)
-    only = {
-        name: [i for i, r in enumerate(records) if applicable(name, r.get("labels") or {})]
-        for name in names
-    }
+    if only is None:
+        only = {
+            name: {i for i, r in enumerate(records) if applicable(name, r.get("labels") or {})}
+            for name in names
+        }
     settings = settings or MetricSettings(reasons=False)
-    chosen = [METRICS[n].from_settings(settings) for n in names if only[n]]
+    chosen = [METRICS[n].from_settings(settings) for n in names if only.get(n)]
     return list(evaluate(records, chosen, judge, only=only, cutoffs=NO_CUTOFFS, keep=False))
 
 
@@ -150,8 +298,22 @@ def calibrate(
     metrics: Sequence[str] | None = None,
     source: str = "localjudge calibrate",
 ) -> Calibration:
-    """Fit ``judge``'s cut-offs on the labelled ``records`` (see the module's docstring)."""
-    return fit_cutoffs(records, judge_labelled(records, judge, metrics=metrics), source=source)
+    """Fit ``judge``'s cut-offs on the labelled ``records`` (see the module's docstring).
+
+    The labels are checked first (:func:`check_labels`): a label refused, or nothing to fit on,
+    raises :class:`~localjudge.errors.UsageError` before the judge is asked anything. Only the
+    kinds of decision that can be fitted are judged, on the items they are fitted on."""
+    check = check_labels(records, metrics)
+    only = check.only
+    names = [n for n in (metrics or METRICS) if n in only]
+    found = fit_cutoffs(
+        records, judge_labelled(records, judge, metrics=names, only=only), source=source
+    )
+    # a kind left unjudged says why (known before judging)
+    skipped = {
+        k.name: why for k in KINDS if (why := check.unfit.get(k.name) or found.skipped.get(k.name))
+    }
+    return replace(found, skipped=skipped)
 
 
 def fit_cutoffs(
@@ -163,10 +325,13 @@ def fit_cutoffs(
     fitted: dict[str, tuple[float, ...]] = {}
     checks: dict[str, Mapping[str, Any]] = {}
     skipped: dict[str, str] = {}
+    left_out: dict[str, int] = {}
     for kind in KINDS:
         obs = found[kind.name]
         if kind.metric not in judged:
             continue
+        if not _label_spec(kind)[0] and (shares := _shares(kind, records)):
+            left_out[kind.name] = shares
         if len(obs) < MIN_DECISIONS or len({o.human for o in obs}) < 2:
             skipped[kind.name] = (
                 f"{len(obs)} labelled decisions (at least {MIN_DECISIONS}, both classes)"
@@ -174,7 +339,13 @@ def fit_cutoffs(
             continue
         checks[kind.name] = two_fold(obs, graded=kind.graded, objective=kind.objective)
         fitted[kind.name] = fit(obs, graded=kind.graded, objective=kind.objective)
-    return Calibration(Cutoffs(fitted, source), checks, skipped)
+    return Calibration(Cutoffs(fitted, source), checks, skipped, left_out)
+
+
+def _shares(kind: Kind, records: Sequence[Mapping[str, Any]]) -> int:
+    """How many records label ``kind`` with a share between 0 and 1 (not fitted on)."""
+    values = [(r.get("labels") or {}).get(kind.label) for r in records]
+    return sum(1 for v in values if isinstance(v, (int, float)) and 0 < v < 1)
 
 
 def calibration_table(calibration: Calibration) -> str:
@@ -202,6 +373,11 @@ def calibration_table(calibration: Calibration) -> str:
         + (", ".join(f"{k} = {v}" for k, v in stored.items()) or "none")
     )
     lines += [f"not fitted: {k}: {why}" for k, why in calibration.skipped.items()]
+    lines += [
+        f"left out: {k}: {n} item{'s' if n != 1 else ''} labelled with a share between 0 and 1 "
+        "(only 0 and 1 are fitted on)"
+        for k, n in calibration.left_out.items()
+    ]
     return "\n".join(lines)
 
 
