@@ -32,11 +32,14 @@ from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, MetricSettings
 from localjudge.run.calibration_labels import (
     GRADES,
-    SPELLINGS,
+    LABELS_HINT,
+    MIN_DECISIONS,
+    LabelCheck,
+    check_kinds,
     human_value,
     item_where,
-    n_pieces,
-    value_problem,
+    kind_problem,
+    per_piece,
 )
 from localjudge.run.compare import applicable
 from localjudge.run.evaluation import evaluate
@@ -55,11 +58,6 @@ __all__ = [
     "judge_labelled",
     "observations",
 ]
-
-#: fewer labelled decisions than this (or one class only) are not fitted
-MIN_DECISIONS = 20
-#: a refused label's hint
-LABELS_HINT = f"accepted labels: {SPELLINGS} (README, 'Cut-offs: calibrate')"
 
 
 @dataclass(frozen=True)
@@ -94,54 +92,6 @@ class Calibration:
     left_out: Mapping[str, int] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class LabelCheck:
-    """What the labels of a file give each kind of decision asked, known before anything is
-    judged (:func:`check_labels`)."""
-
-    #: per kind asked: the records (by index) whose labels it is fitted on
-    usable: Mapping[str, tuple[int, ...]]
-    #: per kind asked: the records whose label it leaves out (a recall share between 0 and 1)
-    left_out: Mapping[str, tuple[int, ...]]
-    #: per kind asked that cannot be fitted, why
-    unfit: Mapping[str, str]
-
-    @property
-    def only(self) -> dict[str, set[int]]:
-        """Per metric, the records to judge: those the kinds it can fit are fitted on."""
-        out: dict[str, set[int]] = {}
-        for kind in KINDS:
-            if kind.name in self.usable and kind.name not in self.unfit:
-                out.setdefault(kind.metric, set()).update(self.usable[kind.name])
-        return out
-
-
-def _label_spec(kind: Kind) -> tuple[bool, bool]:
-    """Whether ``kind``'s label is a list (one per piece), and whether it holds grades."""
-    spec = METRICS[kind.metric].labels.get(kind.label)
-    return spec is None or spec.per_piece, kind.graded
-
-
-def _problem(kind: Kind, record: Mapping[str, Any]) -> str | None:
-    per_piece, graded = _label_spec(kind)
-    value = record["labels"][kind.label]
-    return value_problem(
-        kind.label, value, per_piece=per_piece, graded=graded, pieces=n_pieces(record)
-    )
-
-
-def _problems(
-    record: Mapping[str, Any], index: int, line: int | None, kinds: Sequence[Kind]
-) -> list[str]:
-    """What is wrong with the labels ``kinds`` read in one record, each naming the item."""
-    where = item_where(record, index, line)
-    labels = record["labels"]
-    if not isinstance(labels, Mapping):
-        return [f"{where}: labels must be an object, got {type(labels).__name__}"]
-    found = [f"{where}: {p}" for k in kinds if k.label in labels and (p := _problem(k, record))]
-    return list(dict.fromkeys(found))  # two kinds may read one label
-
-
 def check_labels(
     records: Sequence[Mapping[str, Any]],
     metrics: Sequence[str] | None = None,
@@ -150,69 +100,17 @@ def check_labels(
     path: str | None = None,
 ) -> LabelCheck:
     """Check the labels that the decisions of ``metrics`` (default: all) are fitted on, before
-    anything is judged (see the module's docstring for the spellings accepted).
+    anything is judged (see the module's docstring): what each kind can be fitted on.
 
-    Raises :class:`~localjudge.errors.UsageError` naming the item (id, and line from ``lines``:
-    each record's line in the file ``path``) and the field of a label refused, or saying why
-    when no kind of decision asked can be fitted."""
+    Raises :class:`~localjudge.errors.UsageError` naming the item (its id, and its line from
+    ``lines``: each record's line in the file ``path``) and the field of a label refused, or
+    saying why when no kind of decision asked can be fitted."""
     names = list(metrics or METRICS)
     unknown = [n for n in names if n not in METRICS]
     if unknown:
         raise UsageError(f"unknown metric {unknown[0]!r}", hint=f"one of {', '.join(METRICS)}")
     kinds = [k for k in KINDS if k.metric in names]
-    prefix = f"{path}: " if path else ""
-    labelled = [n for n, r in enumerate(records) if "labels" in r]
-    problems = [
-        problem
-        for n in labelled
-        for problem in _problems(records[n], n, lines[n] if lines is not None else None, kinds)
-    ]
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise UsageError(f"{prefix}{problems[0]}{more}", hint=LABELS_HINT)
-    if not labelled:
-        raise UsageError(f"{prefix}no record has a 'labels' object", hint=LABELS_HINT)
-    usable: dict[str, list[int]] = {k.name: [] for k in kinds}
-    left_out: dict[str, list[int]] = {k.name: [] for k in kinds}
-    for kind in kinds:
-        for n in labelled:
-            value = records[n]["labels"].get(kind.label)
-            if value is None:
-                continue
-            fitted = _label_spec(kind)[0] or value in (0, 1)
-            (usable if fitted else left_out)[kind.name].append(n)
-    unfit = {
-        kind.name: why
-        for kind in kinds
-        if (why := _unfit(kind, [records[n] for n in usable[kind.name]], left_out[kind.name]))
-    }
-    if len(unfit) == len(kinds):
-        reasons = "; ".join(f"{k}: {why}" for k, why in unfit.items())
-        raise UsageError(
-            f"{prefix}nothing to fit cut-offs on for {', '.join(names)}: {reasons}",
-            hint=f"label more items: a few hundred labelled decisions; {LABELS_HINT}",
-        )
-    return LabelCheck(
-        {k: tuple(v) for k, v in usable.items()}, {k: tuple(v) for k, v in left_out.items()}, unfit
-    )
-
-
-def _unfit(kind: Kind, records: Sequence[Mapping[str, Any]], left_out: Collection[int]) -> str:
-    """Why ``kind`` cannot be fitted on the (checked) labels of ``records``, known before
-    judging ("" when it may be)."""
-    label = f"labels.{kind.label}"
-    if not records:
-        shares = f" ({len(left_out)} shares between 0 and 1 left out)" if left_out else ""
-        return f"no item has {label}{' 0 or 1' if left_out else ''}{shares}"
-    per_piece, graded = _label_spec(kind)
-    if per_piece:
-        values = [human_value(v, graded=graded) for r in records for v in r["labels"][kind.label]]
-        if len(values) < MIN_DECISIONS or len(set(values)) < 2:
-            return f"{len(values)} labelled decisions (at least {MIN_DECISIONS}, both classes)"
-    elif len({r["labels"][kind.label] for r in records}) < 2:
-        value = records[0]["labels"][kind.label]
-        return f"{len(records)} items, every one labelled {value} (both classes needed)"
-    return ""
+    return check_kinds(records, kinds, lines=lines, path=path)
 
 
 def observations(
@@ -232,7 +130,7 @@ def observations(
         verdicts = res.result.verdicts
         for kind in KINDS:
             if kind.metric == res.metric and kind.label in labels:
-                if problem := _problem(kind, record):
+                if problem := kind_problem(kind, record):
                     where = item_where(record, res.index)
                     raise UsageError(f"{where}: {problem}", hint=LABELS_HINT)
                 found[kind.name] += _pairs(kind, labels[kind.label], verdicts, group)
@@ -244,7 +142,7 @@ def _pairs(
 ) -> list[Observation]:
     out = []
     humans: list[int | None]
-    if not _label_spec(kind)[0]:
+    if not per_piece(kind):
         if label not in (0, 1):
             return []  # a share between 0 and 1: left out (counted in Calibration.left_out)
         humans = [int(label)] * len(verdicts)
@@ -330,7 +228,7 @@ def fit_cutoffs(
         obs = found[kind.name]
         if kind.metric not in judged:
             continue
-        if not _label_spec(kind)[0] and (shares := _shares(kind, records)):
+        if not per_piece(kind) and (shares := _shares(kind, records)):
             left_out[kind.name] = shares
         if len(obs) < MIN_DECISIONS or len({o.human for o in obs}) < 2:
             skipped[kind.name] = (

@@ -1,5 +1,6 @@
-"""The labels ``calibrate`` fits on, read before anything is judged: the spellings it accepts
-and what is wrong with one that it refuses.
+"""The labels ``calibrate`` fits on, checked before anything is judged: the spellings it
+accepts, what is wrong with one that it refuses, and what each kind of decision can be fitted
+on (:func:`check_kinds`).
 
 Pure functions of a record's fields. Accepted, and nothing else (a value is refused, never
 coerced): ``recall`` a number in [0, 1] (only 0 and 1 are fitted on); ``relevant`` and ``used``
@@ -10,12 +11,29 @@ lists of booleans or 0/1, one per context piece; ``levels`` lists of level names
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
+from localjudge.errors import UsageError
+from localjudge.metrics import METRICS
 from localjudge.scoring import RELEVANCE_LEVELS
 
-__all__ = ["GRADES", "SPELLINGS", "human_value", "item_where", "n_pieces", "value_problem"]
+__all__ = [
+    "GRADES",
+    "LABELS_HINT",
+    "MIN_DECISIONS",
+    "SPELLINGS",
+    "LabelCheck",
+    "LabelledKind",
+    "check_kinds",
+    "human_value",
+    "item_where",
+    "kind_problem",
+    "n_pieces",
+    "per_piece",
+    "value_problem",
+]
 
 #: grade of each relevance level (TREC's 0-3)
 GRADES = {level: 3 - i for i, level in enumerate(RELEVANCE_LEVELS)}
@@ -26,6 +44,25 @@ SPELLINGS = (
 )
 _FLAGS = "true, false, 1 or 0"
 _LEVELS = ", ".join(RELEVANCE_LEVELS) + " or 3, 2, 1, 0"
+
+
+#: fewer labelled decisions than this (or one class only) are not fitted
+MIN_DECISIONS = 20
+#: a refused label's hint
+LABELS_HINT = f"accepted labels: {SPELLINGS} (README, 'Cut-offs: calibrate')"
+
+
+class LabelledKind(Protocol):
+    """A kind of decision as the check sees it (:class:`localjudge.run.calibrate.Kind`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def metric(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def graded(self) -> bool: ...
 
 
 def human_value(value: Any, *, graded: bool) -> int | None:
@@ -81,3 +118,134 @@ def _shown(value: Any) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+# --------------------------------------------------------------------------- the check
+
+
+@dataclass(frozen=True)
+class LabelCheck:
+    """What the labels of a file give each kind of decision asked, known before anything is
+    judged (:func:`check_kinds`)."""
+
+    #: per kind asked: the records (by index) whose labels it is fitted on
+    usable: Mapping[str, tuple[int, ...]]
+    #: per kind asked: the records whose label it leaves out (a recall share between 0 and 1)
+    left_out: Mapping[str, tuple[int, ...]]
+    #: per kind asked that cannot be fitted, why
+    unfit: Mapping[str, str]
+    #: the kinds asked, in order
+    kinds: tuple[LabelledKind, ...]
+
+    @property
+    def only(self) -> dict[str, set[int]]:
+        """Per metric, the records to judge: those the kinds it can fit are fitted on."""
+        out: dict[str, set[int]] = {}
+        for kind in self.kinds:
+            if kind.name in self.usable and kind.name not in self.unfit:
+                out.setdefault(kind.metric, set()).update(self.usable[kind.name])
+        return out
+
+
+def per_piece(kind: LabelledKind) -> bool:
+    """Whether ``kind``'s label is a list, one per context piece (else one value per item)."""
+    spec = METRICS[kind.metric].labels.get(kind.label)
+    return spec is None or spec.per_piece
+
+
+def kind_problem(kind: LabelledKind, record: Mapping[str, Any]) -> str | None:
+    """What is wrong with the label ``kind`` reads in ``record`` (None when it is accepted)."""
+    return value_problem(
+        kind.label,
+        record["labels"][kind.label],
+        per_piece=per_piece(kind),
+        graded=kind.graded,
+        pieces=n_pieces(record),
+    )
+
+
+def _problems(
+    record: Mapping[str, Any], index: int, line: int | None, kinds: Sequence[LabelledKind]
+) -> list[str]:
+    """What is wrong with the labels ``kinds`` read in one record, each naming the item."""
+    where = item_where(record, index, line)
+    labels = record["labels"]
+    if not isinstance(labels, Mapping):
+        return [f"{where}: labels must be an object, got {type(labels).__name__}"]
+    found = [f"{where}: {p}" for k in kinds if k.label in labels and (p := kind_problem(k, record))]
+    return list(dict.fromkeys(found))  # two kinds may read one label
+
+
+def check_kinds(
+    records: Sequence[Mapping[str, Any]],
+    kinds: Sequence[LabelledKind],
+    *,
+    lines: Sequence[int | None] | None = None,
+    path: str | None = None,
+) -> LabelCheck:
+    """Check the labels ``kinds`` read in ``records`` and what each kind can be fitted on
+    (:func:`localjudge.run.calibrate.check_labels`, for the kinds of decision ``kinds``)."""
+    names = list(dict.fromkeys(k.metric for k in kinds))
+    prefix = f"{path}: " if path else ""
+    labelled = [n for n, r in enumerate(records) if "labels" in r]
+    problems = [
+        problem
+        for n in labelled
+        for problem in _problems(records[n], n, lines[n] if lines is not None else None, kinds)
+    ]
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise UsageError(f"{prefix}{problems[0]}{more}", hint=LABELS_HINT)
+    if not labelled:
+        raise UsageError(f"{prefix}no record has a 'labels' object", hint=LABELS_HINT)
+    usable: dict[str, list[int]] = {k.name: [] for k in kinds}
+    left_out: dict[str, list[int]] = {k.name: [] for k in kinds}
+    for kind in kinds:
+        for n in labelled:
+            value = records[n]["labels"].get(kind.label)
+            if value is None:
+                continue
+            fitted = per_piece(kind) or value in (0, 1)
+            (usable if fitted else left_out)[kind.name].append(n)
+    unfit = {
+        kind.name: why
+        for kind in kinds
+        if (why := _unfit(kind, records, usable[kind.name], left_out[kind.name]))
+    }
+    if len(unfit) == len(kinds):
+        reasons = "; ".join(f"{k}: {why}" for k, why in unfit.items())
+        raise UsageError(
+            f"{prefix}nothing to fit cut-offs on for {', '.join(names)}: {reasons}",
+            hint=f"label more items: a few hundred labelled decisions; {LABELS_HINT}",
+        )
+    return LabelCheck(
+        {k: tuple(v) for k, v in usable.items()},
+        {k: tuple(v) for k, v in left_out.items()},
+        unfit,
+        tuple(kinds),
+    )
+
+
+def _unfit(
+    kind: LabelledKind,
+    all_records: Sequence[Mapping[str, Any]],
+    usable: Sequence[int],
+    left_out: Collection[int],
+) -> str:
+    """Why ``kind`` cannot be fitted on the (checked) labels of the records ``usable``, known
+    before judging ("" when it may be)."""
+    label = f"labels.{kind.label}"
+    records = [all_records[n] for n in usable]
+    if not records:
+        shares = f" ({len(left_out)} shares between 0 and 1 left out)" if left_out else ""
+        return f"no item has {label}{' 0 or 1' if left_out else ''}{shares}"
+    if per_piece(kind):
+        values = [
+            human_value(v, graded=kind.graded) for r in records for v in r["labels"][kind.label]
+        ]
+        if len(values) < MIN_DECISIONS or len(set(values)) < 2:
+            return f"{len(values)} labelled decisions (at least {MIN_DECISIONS}, both classes)"
+    elif len({r["labels"][kind.label] for r in records}) < 2:
+        value = records[0]["labels"][kind.label]
+        return f"{len(records)} items, every one labelled {value} (both classes needed)"
+    return ""
