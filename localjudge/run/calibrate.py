@@ -16,8 +16,13 @@ Labels (bench's labelled format) and the decisions they check: ``recall`` agains
 ``recall`` a number in [0, 1], of which only 0 and 1 are fitted on (a share between is left
 out, and counted); ``relevant`` and ``used`` booleans or 0/1; ``levels`` the level names
 ``"high"``, ``"medium"``, ``"low"``, ``"none"`` or TREC's grades 3, 2, 1, 0; a list has one
-entry per context piece. The groups an item belongs to: its ``source.qid`` when it has one
-(a query's passages stay on one side), else its id.
+entry per context piece.
+
+The groups the held-out split keeps together (:func:`~localjudge.run.calibration_labels.group_of`):
+an item's ``source.qid``, else its top-level ``group``, else its question (``user_input``: the
+items asking one question are one group), else its id. A kind whose labelled items form fewer
+than :data:`~localjudge.run.calibration_labels.MIN_GROUPS` groups (two on each side of the
+split) is not fitted; a file where no kind asked has enough is refused before judging.
 """
 
 from __future__ import annotations
@@ -34,8 +39,10 @@ from localjudge.run.calibration_labels import (
     GRADES,
     LABELS_HINT,
     MIN_DECISIONS,
+    TOO_FEW_GROUPS,
     LabelCheck,
     check_kinds,
+    grouping,
     human_value,
     item_where,
     kind_problem,
@@ -44,7 +51,7 @@ from localjudge.run.calibration_labels import (
 from localjudge.run.compare import applicable
 from localjudge.run.evaluation import evaluate
 from localjudge.run.results import ItemResult
-from localjudge.stats.cutoffs_fit import Observation, fit, two_fold
+from localjudge.stats.cutoffs_fit import Observation, fit, split_groups, two_fold
 
 __all__ = [
     "KINDS",
@@ -90,6 +97,8 @@ class Calibration:
     skipped: Mapping[str, str]
     #: per kind, the labelled items not fitted on (a recall share between 0 and 1)
     left_out: Mapping[str, int] = field(default_factory=dict)
+    #: how the items judged were grouped for the held-out split (``grouped by ...``)
+    grouped: str = ""
 
 
 def check_labels(
@@ -100,7 +109,8 @@ def check_labels(
     path: str | None = None,
 ) -> LabelCheck:
     """Check the labels that the decisions of ``metrics`` (default: all) are fitted on, before
-    anything is judged (see the module's docstring): what each kind can be fitted on.
+    anything is judged (see the module's docstring): what each kind can be fitted on, and how
+    the items are grouped.
 
     Raises :class:`~localjudge.errors.UsageError` naming the item (its id, and its line from
     ``lines``: each record's line in the file ``path``) and the field of a label refused, or
@@ -120,13 +130,13 @@ def observations(
 
     A label :func:`check_labels` refuses raises its :class:`~localjudge.errors.UsageError`."""
     found: dict[str, list[Observation]] = {k.name: [] for k in KINDS}
+    groups = grouping(records)
     for res in results:
         if res.result is None:
             continue
         record = records[res.index]
         labels = record.get("labels") or {}
-        source = record.get("source") or {}
-        group = str(source.get("qid", record.get("id", res.index)))
+        group = groups.groups[res.index].key
         verdicts = res.result.verdicts
         for kind in KINDS:
             if kind.metric == res.metric and kind.label in labels:
@@ -207,9 +217,10 @@ def calibrate(
     found = fit_cutoffs(
         records, judge_labelled(records, judge, metrics=names, only=only), source=source
     )
-    # a kind left unjudged says why (known before judging)
+    # a labelled kind left unjudged says why (known before judging)
+    unfit = {k: why for k, why in check.unfit.items() if check.usable[k] or check.left_out[k]}
     skipped = {
-        k.name: why for k in KINDS if (why := check.unfit.get(k.name) or found.skipped.get(k.name))
+        k.name: why for k in KINDS if (why := unfit.get(k.name) or found.skipped.get(k.name))
     }
     return replace(found, skipped=skipped)
 
@@ -217,7 +228,9 @@ def calibrate(
 def fit_cutoffs(
     records: Sequence[Mapping[str, Any]], results: Sequence[ItemResult], *, source: str
 ) -> Calibration:
-    """The held-out check and the cut-offs of every kind of decision ``results`` hold."""
+    """The held-out check and the cut-offs of every kind of decision ``results`` hold; a kind
+    with too few labelled decisions, one class, or fewer than two groups on a side of the
+    held-out split is left out (``skipped`` says why)."""
     found = observations(records, results)
     judged = {r.metric for r in results}
     fitted: dict[str, tuple[float, ...]] = {}
@@ -235,9 +248,16 @@ def fit_cutoffs(
                 f"{len(obs)} labelled decisions (at least {MIN_DECISIONS}, both classes)"
             )
             continue
+        first, n_groups = split_groups([o.group for o in obs]), len({o.group for o in obs})
+        if min(len(first), n_groups - len(first)) < 2:
+            groups = f"{n_groups} group{'' if n_groups == 1 else 's'}"
+            skipped[kind.name] = f"{groups} of labelled decisions; {TOO_FEW_GROUPS}"
+            continue
         checks[kind.name] = two_fold(obs, graded=kind.graded, objective=kind.objective)
         fitted[kind.name] = fit(obs, graded=kind.graded, objective=kind.objective)
-    return Calibration(Cutoffs(fitted, source), checks, skipped, left_out)
+    items = sorted({r.index for r in results if r.result is not None})
+    grouped = grouping(records).describe(items) if items else ""
+    return Calibration(Cutoffs(fitted, source), checks, skipped, left_out, grouped)
 
 
 def _shares(kind: Kind, records: Sequence[Mapping[str, Any]]) -> int:
@@ -265,6 +285,8 @@ def calibration_table(calibration: Calibration) -> str:
             before = check["mean"]["argmax"].get(figure)
             lines.append(f"| {name} | mean | | {figure} | {_num(before)} | {_num(after)} |")
     lines.append("")
+    if calibration.grouped:
+        lines.append(calibration.grouped)
     stored = calibration.cutoffs.as_json()
     lines.append(
         "cut-offs fitted on the whole file: "

@@ -1,17 +1,22 @@
 """The labels ``calibrate`` fits on, checked before anything is judged: the spellings it
-accepts, what is wrong with one that it refuses, and what each kind of decision can be fitted
-on (:func:`check_kinds`).
+accepts, what is wrong with one that it refuses, the groups its held-out split keeps together,
+and what each kind of decision can be fitted on (:func:`check_kinds`).
 
 Pure functions of a record's fields. Accepted, and nothing else (a value is refused, never
 coerced): ``recall`` a number in [0, 1] (only 0 and 1 are fitted on); ``relevant`` and ``used``
 lists of booleans or 0/1, one per context piece; ``levels`` lists of level names (``"high"``,
 ``"medium"``, ``"low"``, ``"none"``) or TREC's grades (3, 2, 1, 0), one per context piece.
+
+An item's group (:func:`group_of`) is its ``source.qid``, else its top-level ``group``, else its
+question (``user_input``): items that ask the same question are one group, so a question never
+sits on both sides of the split. Only an item with none of them is a group of its own (its id).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -21,12 +26,19 @@ from localjudge.scoring import RELEVANCE_LEVELS
 
 __all__ = [
     "GRADES",
+    "GROUP_WAYS",
     "LABELS_HINT",
     "MIN_DECISIONS",
+    "MIN_GROUPS",
     "SPELLINGS",
+    "TOO_FEW_GROUPS",
+    "Group",
+    "Grouping",
     "LabelCheck",
     "LabelledKind",
     "check_kinds",
+    "group_of",
+    "grouping",
     "human_value",
     "item_where",
     "kind_problem",
@@ -120,6 +132,77 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+# --------------------------------------------------------------------------- groups
+
+#: where an item's group comes from, in the order they are looked for
+GROUP_WAYS = ("source.qid", "group", "user_input", "id")
+#: fewer groups than this leave a side of the held-out split (half of the groups,
+#: :func:`~localjudge.stats.cutoffs_fit.split_groups`) with fewer than two
+MIN_GROUPS = 4
+#: why a kind with fewer than MIN_GROUPS groups is not fitted
+TOO_FEW_GROUPS = (
+    f"the held-out check needs at least {MIN_GROUPS} groups, 2 on each side of its split"
+)
+
+
+@dataclass(frozen=True)
+class Group:
+    """The group an item is split and resampled with (``key``), and where it came from
+    (``way``: one of :data:`GROUP_WAYS`)."""
+
+    key: str
+    way: str
+
+
+def group_of(record: Mapping[str, Any], index: int = 0) -> Group:
+    """``record``'s group: its ``source.qid``, else its ``group``, else its question
+    (``user_input``, runs of white space as one space), else its id (``#index`` without one)."""
+    source = record.get("source")
+    for way, value in (
+        ("source.qid", source.get("qid") if isinstance(source, Mapping) else None),
+        ("group", record.get("group")),
+        ("user_input", record.get("user_input", record.get("input"))),
+    ):
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            key = " ".join(str(value).split())
+            if key:
+                return Group(key, way)
+    item_id = record.get("id")
+    return Group(str(item_id) if item_id is not None else f"#{index}", "id")
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """Every record's group (:func:`grouping`), by input index."""
+
+    groups: tuple[Group, ...]
+
+    def keys(self, indices: Iterable[int]) -> set[str]:
+        """The distinct groups of the records ``indices``."""
+        return {self.groups[n].key for n in indices}
+
+    def describe(self, indices: Iterable[int]) -> str:
+        """How the records ``indices`` were grouped, e.g. ``grouped by source.qid: 25 groups
+        of 50 items``; records grouped different ways are counted per way."""
+        picked = [self.groups[n] for n in indices]
+        items = Counter(g.way for g in picked)
+        parts = []
+        for way in GROUP_WAYS:
+            if items[way]:
+                n = len({g.key for g in picked if g.way == way})
+                parts.append(f"by {way}: {_count(n, 'group')} of {_count(items[way], 'item')}")
+        return "grouped " + (", ".join(parts) if parts else "by nothing: no items")
+
+
+def grouping(records: Sequence[Mapping[str, Any]]) -> Grouping:
+    """The group of each of ``records`` (:func:`group_of`)."""
+    return Grouping(tuple(group_of(r, n) for n, r in enumerate(records)))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 # --------------------------------------------------------------------------- the check
 
 
@@ -134,6 +217,8 @@ class LabelCheck:
     left_out: Mapping[str, tuple[int, ...]]
     #: per kind asked that cannot be fitted, why
     unfit: Mapping[str, str]
+    #: every record's group for the held-out split
+    groups: Grouping
     #: the kinds asked, in order
     kinds: tuple[LabelledKind, ...]
 
@@ -207,21 +292,24 @@ def check_kinds(
                 continue
             fitted = per_piece(kind) or value in (0, 1)
             (usable if fitted else left_out)[kind.name].append(n)
+    groups = grouping(records)
     unfit = {
         kind.name: why
         for kind in kinds
-        if (why := _unfit(kind, records, usable[kind.name], left_out[kind.name]))
+        if (why := _unfit(kind, records, usable[kind.name], left_out[kind.name], groups))
     }
     if len(unfit) == len(kinds):
         reasons = "; ".join(f"{k}: {why}" for k, why in unfit.items())
         raise UsageError(
             f"{prefix}nothing to fit cut-offs on for {', '.join(names)}: {reasons}",
-            hint=f"label more items: a few hundred labelled decisions; {LABELS_HINT}",
+            hint=f"label more items: a few hundred labelled decisions from at least {MIN_GROUPS} "
+            "groups (items that belong together share a source.qid, a group or a user_input)",
         )
     return LabelCheck(
         {k: tuple(v) for k, v in usable.items()},
         {k: tuple(v) for k, v in left_out.items()},
         unfit,
+        groups,
         tuple(kinds),
     )
 
@@ -231,6 +319,7 @@ def _unfit(
     all_records: Sequence[Mapping[str, Any]],
     usable: Sequence[int],
     left_out: Collection[int],
+    groups: Grouping,
 ) -> str:
     """Why ``kind`` cannot be fitted on the (checked) labels of the records ``usable``, known
     before judging ("" when it may be)."""
@@ -248,4 +337,6 @@ def _unfit(
     elif len({r["labels"][kind.label] for r in records}) < 2:
         value = records[0]["labels"][kind.label]
         return f"{len(records)} items, every one labelled {value} (both classes needed)"
+    if len(groups.keys(usable)) < MIN_GROUPS:
+        return f"{groups.describe(usable)}; {TOO_FEW_GROUPS}"
     return ""

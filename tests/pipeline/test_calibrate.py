@@ -19,7 +19,8 @@ from localjudge.judge.cutoffs_store import judge_cutoffs, store_cutoffs, user_cu
 from localjudge.judge.protocol import Generation, SoftDecision
 from localjudge.judge.schemas import parse_output
 from localjudge.metrics import ContextPosition
-from localjudge.run.calibrate import calibrate
+from localjudge.run.calibrate import calibrate, calibration_table, fit_cutoffs, judge_labelled
+from localjudge.run.calibration_labels import Group, group_of
 from localjudge.run.evaluation import evaluate
 from localjudge.testing import ScriptedJudge, prompt_data
 
@@ -344,3 +345,88 @@ def test_nothing_to_fit_on_is_said_before_the_judge_loads(
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert factory.opened == 0
+
+
+def asking(questions: int, n: int = 40) -> list[dict[str, Any]]:
+    """labelled(n) without query ids: item i asks question ``i % questions``."""
+    records = labelled(n)
+    for i, r in enumerate(records):
+        del r["source"]
+        r["user_input"] = f"question {i % questions}?"
+    return records
+
+
+def test_items_asking_one_question_stay_on_one_side_of_the_split(registry):
+    found = calibrate(asking(10), Hesitant(), metrics=["position"])
+    assert found.grouped == "grouped by user_input: 10 groups of 40 items"
+    folds = found.checks["position.relevant"]["folds"]
+    # each half holds 5 questions, not 20 of the 40 items (a question on both sides)
+    assert [fold["fitted"]["groups"] for fold in folds] == [5, 5]
+    assert "grouped by user_input: 10 groups of 40 items" in calibration_table(found)
+
+
+def test_an_items_group_is_its_qid_else_group_else_question_else_id():
+    base = {"id": "a", "user_input": "  Where  is it? "}
+    assert group_of({**base, "source": {"qid": 7}, "group": "g"}) == Group("7", "source.qid")
+    assert group_of({**base, "group": "g"}) == Group("g", "group")
+    assert group_of({**base, "source": {"other": 1}}) == Group("Where is it?", "user_input")
+    assert group_of({"id": "a"}) == Group("a", "id")
+    assert group_of({}, 3) == Group("#3", "id")
+
+
+def test_mixed_records_are_counted_per_way(registry):
+    records = labelled()
+    for r in records[20:]:
+        del r["source"]
+    found = calibrate(records, Hesitant(), metrics=["position"])
+    assert found.grouped == (
+        "grouped by source.qid: 10 groups of 20 items, by user_input: 20 groups of 20 items"
+    )
+
+
+def test_one_group_is_refused_before_the_judge_loads(tmp_path, registry):
+    data = write_labelled(tmp_path / "labelled.jsonl", asking(1))
+    factory = Factory()
+    result = CliRunner().invoke(
+        main, ["calibrate", str(data), "--no-cache"], obj={"open_judge": factory}
+    )
+    assert result.exit_code == 2, result.output
+    assert (
+        "position.relevant: grouped by user_input: 1 group of 40 items; the held-out check "
+        "needs at least 4 groups, 2 on each side of its split"
+    ) in result.output
+    assert factory.opened == 0
+    judge = Hesitant()
+    with pytest.raises(UsageError, match="grouped by user_input: 3 groups of 40 items"):
+        calibrate(asking(3), judge)
+    assert judge.calls == []
+
+
+def test_a_kind_with_too_few_groups_is_left_out_unjudged(tmp_path, registry):
+    records = labelled()
+    for i, r in enumerate(records):
+        if i < 12:
+            r["source"] = {"qid": f"g{i % 3}"}
+        else:
+            del r["labels"]["relevant"]
+    data = write_labelled(tmp_path / "labelled.jsonl", records)
+    factory = Factory()
+    result = CliRunner().invoke(
+        main, ["calibrate", str(data), "--dry-run", "--no-cache"], obj={"open_judge": factory}
+    )
+    assert result.exit_code == 0, result.output
+    assert (
+        "not fitted: position.relevant: grouped by source.qid: 3 groups of 12 items; the "
+        "held-out check needs at least 4 groups"
+    ) in result.output
+    assert "cut-offs fitted on the whole file: recall.supported = " in result.output
+    assert {c.schema.__name__ for c in factory.judge.calls} == {"SupportedDecision"}
+    assert "not fitted: relevance" not in result.output  # a kind nobody labelled goes unsaid
+
+
+def test_fit_cutoffs_leaves_out_a_kind_whose_split_has_a_side_under_two_groups(registry):
+    records = asking(1)
+    results = judge_labelled(records, Hesitant(), metrics=["position"])
+    found = fit_cutoffs(records, results, source="test")
+    assert not found.cutoffs
+    assert found.skipped["position.relevant"].startswith("1 group of labelled decisions; ")
