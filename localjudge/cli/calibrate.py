@@ -50,7 +50,11 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     Every label is checked before the judge loads; a value is refused (exit 2), never
     coerced. Accepted: recall a number in [0, 1] (only 0 and 1 are fitted on; the shares
     between are left out and counted); relevant and used true/false or 1/0, one per context
-    piece; levels high/medium/low/none or TREC's 3/2/1/0, one per context piece."""
+    piece; levels high/medium/low/none or TREC's 3/2/1/0, one per context piece.
+
+    The halves are halves of groups: an item's source.qid, else its top-level group field,
+    else its question (the items with one user_input are one group). A kind with fewer than
+    4 groups is not fitted; the output says how the items were grouped."""
     from localjudge.data.dataset import read_records  # noqa: PLC0415
     from localjudge.judge.cutoffs_store import store_cutoffs  # noqa: PLC0415
     from localjudge.judge.registry import user_registry_path  # noqa: PLC0415
