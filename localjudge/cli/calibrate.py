@@ -33,7 +33,7 @@ from localjudge.judge.cutoffs import Provenance
     type=click.Choice(["recall", "position", "relevance"]),
     help="Only these metrics' decisions (repeat; default: every one the labels cover).",
 )
-@click.option("--limit", type=int, default=None, help="Only the first N records.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N records.")
 @click.option("--dry-run", is_flag=True, help="Print the check and the cut-offs; store nothing.")
 @click.option(
     "--force",
@@ -66,12 +66,25 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     95% bootstrap intervals), and store for that judge the cut-offs fitted on the whole file
     of each kind whose held-out gain over the cut-offs in use now is confirmed (the paired
     difference's lower 95% bound above 0; --force stores every kind). Agreement measured
-    later on LABELS itself is in-sample. --reset restores the shipped cut-offs."""
+    later on LABELS itself is in-sample. --reset restores the shipped cut-offs.
+
+    Every label is checked before the judge loads; a value is refused (exit 2), never
+    coerced. Accepted: recall a number in [0, 1] (only 0 and 1 are fitted on; the shares
+    between are left out and counted); relevant and used true/false or 1/0, one per context
+    piece; levels high/medium/low/none or TREC's 3/2/1/0, one per context piece.
+
+    The halves are halves of groups: an item's source.qid, else its top-level group field,
+    else its question (the items with one user_input are one group). A kind with fewer than
+    4 groups is not fitted; the output says how the items were grouped."""
     from localjudge.canonical import file_sha256  # noqa: PLC0415
     from localjudge.data.dataset import read_records  # noqa: PLC0415
     from localjudge.judge.cutoffs_store import store_cutoffs  # noqa: PLC0415
     from localjudge.judge.registry import user_registry_path  # noqa: PLC0415
-    from localjudge.run.calibrate import calibrate, calibration_table  # noqa: PLC0415
+    from localjudge.run.calibrate import (  # noqa: PLC0415
+        calibrate,
+        calibration_table,
+        check_labels,
+    )
     from localjudge.run.settings import open_judge  # noqa: PLC0415
 
     if reset:
@@ -80,19 +93,24 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     if labels is None:
         raise UsageError("calibrate needs LABELS (or --reset)")
     records: list[Mapping[str, Any]] = []
+    lines: list[int | None] = []
     for record in read_records(labels):
         if record.data is None:
             raise DataError(f"{labels}: line {record.line}: {record.error}")
         records.append(record.data)
+        lines.append(record.line)
         if limit is not None and len(records) >= limit:
             break
+    metrics = list(metric_names) or None
+    # every label checked before the judge loads: a refused one costs no model load
+    check_labels(records, metrics, lines=lines, path=str(labels))
     settings = judge_settings(model, **options)
     factory = judge_factory(ctx) or open_judge
     judge = factory(settings)
     origin = Provenance(
         "calibrate", labels.name, file_sha256(labels), datetime.date.today().isoformat()
     )
-    found = calibrate(records, judge, metrics=list(metric_names) or None, origin=origin)
+    found = calibrate(records, judge, metrics=metrics, origin=origin)
     click.echo(calibration_table(found, force=force))
     chosen = found.stored(force=force)
     for kind in found.kept():

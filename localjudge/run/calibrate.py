@@ -1,58 +1,84 @@
 """``localjudge calibrate``: fit a judge's cut-offs on a labelled file and show what they change.
 
-:func:`calibrate` judges the file's items with the metrics its labels cover (reasons off: they
-never move a decision), once, without cut-offs (the soft values are what the fit needs;
-with a cache, a later run re-judges nothing). Each kind of decision is then paired with the
-human labels (:func:`observations`), checked two ways round on held-out halves
-(:func:`~localjudge.stats.cutoffs_fit.two_fold`: fit on half of the groups, measure on the
-other) and finally fitted on the whole file. A kind's fitted cut-offs are stored only under the
-one rule (:func:`~localjudge.stats.cutoffs_fit.held_out_check`): the paired held-out difference,
-cut-offs fitted on the other half minus the cut-offs in use now (the baseline where none), has
-a lower 95% bound (bootstrap over groups) above 0; otherwise the value in use is kept
-(:meth:`Calibration.stored`; ``force`` stores regardless). Every figure is measured on groups
-the fit did not see; agreement measured later on this same file is in-sample.
+:func:`calibrate` checks the labels first (:func:`check_labels`: nothing is judged when one is
+refused, or when no kind of decision asked can be fitted), then judges the file's items with the
+metrics its labels cover (reasons off: they never move a decision), once, without cut-offs
+(the soft values are what the fit needs; with a cache, a later run re-judges nothing). Each
+kind of decision is then paired with the human labels (:func:`observations`), checked two ways
+round on held-out halves (:func:`~localjudge.stats.cutoffs_fit.two_fold`: fit on half of the
+groups, measure on the other) and finally fitted on the whole file. A kind's fitted cut-offs
+are stored only under the one rule (:func:`~localjudge.stats.cutoffs_fit.held_out_check`): the
+paired held-out difference, cut-offs fitted on the other half minus the cut-offs in use now
+(the baseline where none), has a lower 95% bound (bootstrap over groups) above 0; otherwise the
+value in use is kept (:meth:`Calibration.stored`; ``force`` stores regardless). Every figure is
+measured on groups the fit did not see; agreement measured later on this same file is
+in-sample.
 
-Labels (bench's labelled format) and the decisions they check: ``recall`` (0 or 1; every
-statement of the item takes it; a share between is left out) against ``recall.supported``;
-``relevant`` against ``position.relevant`` (or, for an item with a reference or a response,
-which position asks with the EXPECTED ANSWER, ``position.relevant_answer``); ``levels``
-against ``relevance.grade``; ``used`` against ``relevance.used``. The groups an item belongs
-to: its ``source.qid`` when it has one (a query's passages stay on one side), else its id.
+Labels (bench's labelled format) and the decisions they check: ``recall`` against
+``recall.supported`` (every statement of the item takes it); ``relevant`` against
+``position.relevant`` (or, for an item with a reference or a response, which position asks
+with the EXPECTED ANSWER, ``position.relevant_answer``); ``levels`` against
+``relevance.grade``; ``used`` against ``relevance.used``. Accepted spellings, and nothing
+else (a value is refused, never coerced): ``recall`` a number in [0, 1], of which only 0 and
+1 are fitted on (a share between is left out, and counted); ``relevant`` and ``used`` booleans
+or 0/1; ``levels`` the level names ``"high"``, ``"medium"``, ``"low"``, ``"none"`` or TREC's
+grades 3, 2, 1, 0; a list has one entry per context piece.
+
+The groups the held-out split keeps together (:func:`~localjudge.run.calibration_labels.group_of`):
+an item's ``source.qid``, else its top-level ``group``, else its question (``user_input``: the
+items asking one question are one group), else its id. A kind whose labelled items form fewer
+than :data:`~localjudge.run.calibration_labels.MIN_GROUPS` groups (two on each side of the
+split) is not fitted; a file where no kind asked has enough is refused before judging.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from localjudge.data.items import make_item
-from localjudge.errors import InvalidItemError
+from localjudge.errors import UsageError
 from localjudge.judge.cutoffs import NO_CUTOFFS, Cutoffs, Provenance
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, MetricSettings
-from localjudge.metrics.position import decision_for
+from localjudge.run.calibration_labels import (
+    GRADES,
+    LABELS_HINT,
+    MIN_DECISIONS,
+    TOO_FEW_GROUPS,
+    LabelCheck,
+    check_kinds,
+    grouping,
+    human_value,
+    item_where,
+    kind_problem,
+    per_piece,
+    position_kind,
+)
 from localjudge.run.compare import applicable
 from localjudge.run.evaluation import evaluate
 from localjudge.run.results import ItemResult
-from localjudge.scoring import RELEVANCE_LEVELS
-from localjudge.stats.cutoffs_fit import HeldOutCheck, Observation, fit, held_out_check, two_fold
+from localjudge.stats.cutoffs_fit import (
+    MIN_GROUPS_PER_SIDE,
+    HeldOutCheck,
+    Observation,
+    fit,
+    held_out_check,
+    two_fold,
+)
 
 __all__ = [
     "KINDS",
     "Calibration",
     "Kind",
+    "LabelCheck",
     "calibrate",
     "calibration_table",
+    "check_labels",
     "fit_cutoffs",
     "judge_labelled",
     "observations",
 ]
-
-#: grade of each relevance level
-GRADES = {level: 3 - i for i, level in enumerate(RELEVANCE_LEVELS)}
-#: fewer labelled decisions than this (or one class only) are not fitted
-MIN_DECISIONS = 20
 
 
 @dataclass(frozen=True)
@@ -86,6 +112,10 @@ class Calibration:
     checks: Mapping[str, Mapping[str, Any]]
     rules: Mapping[str, HeldOutCheck]
     skipped: Mapping[str, str]
+    #: per kind, the labelled items not fitted on (a recall share between 0 and 1)
+    left_out: Mapping[str, int] = field(default_factory=dict)
+    #: how the items judged were grouped for the held-out split (``grouped by ...``)
+    grouped: str = ""
 
     def stored(self, *, force: bool = False) -> Cutoffs:
         """The cut-offs to store: the kinds whose rule passes (every fitted kind with
@@ -98,50 +128,68 @@ class Calibration:
         return [k for k in self.cutoffs.values if not self.rules[k].store]
 
 
+def check_labels(
+    records: Sequence[Mapping[str, Any]],
+    metrics: Sequence[str] | None = None,
+    *,
+    lines: Sequence[int | None] | None = None,
+    path: str | None = None,
+) -> LabelCheck:
+    """Check the labels that the decisions of ``metrics`` (default: all) are fitted on, before
+    anything is judged (see the module's docstring): what each kind can be fitted on, and how
+    the items are grouped.
+
+    Raises :class:`~localjudge.errors.UsageError` naming the item (its id, and its line from
+    ``lines``: each record's line in the file ``path``) and the field of a label refused, or
+    saying why when no kind of decision asked can be fitted."""
+    names = list(metrics or METRICS)
+    unknown = [n for n in names if n not in METRICS]
+    if unknown:
+        raise UsageError(f"unknown metric {unknown[0]!r}", hint=f"one of {', '.join(METRICS)}")
+    kinds = [k for k in KINDS if k.metric in names]
+    return check_kinds(records, kinds, lines=lines, path=path)
+
+
 def observations(
     records: Sequence[Mapping[str, Any]], results: Iterable[ItemResult]
 ) -> dict[str, list[Observation]]:
-    """Each kind's judge decisions beside the human labels of ``records`` (by input index)."""
+    """Each kind's judge decisions beside the human labels of ``records`` (by input index).
+
+    A label :func:`check_labels` refuses raises its :class:`~localjudge.errors.UsageError`."""
     found: dict[str, list[Observation]] = {k.name: [] for k in KINDS}
+    groups = grouping(records)
     for res in results:
         if res.result is None:
             continue
         record = records[res.index]
         labels = record.get("labels") or {}
-        source = record.get("source") or {}
-        group = str(source.get("qid", record.get("id", res.index)))
+        group = groups.groups[res.index].key
         verdicts = res.result.verdicts
-        asked = _position_kind(record, res.index) if res.metric == "position" else None
+        asked = position_kind(record, res.index) if res.metric == "position" else None
         for kind in KINDS:
-            if kind.metric != res.metric or kind.label not in labels:
-                continue
             if asked is not None and kind.name != asked:
-                continue
-            found[kind.name] += _pairs(kind, labels[kind.label], verdicts, group)
+                continue  # position asks one of its two kinds of an item
+            if kind.metric == res.metric and kind.label in labels:
+                if problem := kind_problem(kind, record):
+                    where = item_where(record, res.index)
+                    raise UsageError(f"{where}: {problem}", hint=LABELS_HINT)
+                found[kind.name] += _pairs(kind, labels[kind.label], verdicts, group)
     return found
-
-
-def _position_kind(record: Mapping[str, Any], index: int) -> str | None:
-    """The kind of decision position asked of this record's passages."""
-    try:
-        return decision_for(make_item(record, index=index)).kind
-    except InvalidItemError:
-        return None
 
 
 def _pairs(
     kind: Kind, label: Any, verdicts: Sequence[Mapping[str, Any]], group: str
 ) -> list[Observation]:
     out = []
-    if kind.label == "recall":
+    humans: list[int | None]
+    if not per_piece(kind):
         if label not in (0, 1):
-            return []
-        labels = [int(label)] * len(verdicts)
+            return []  # a share between 0 and 1: left out (counted in Calibration.left_out)
+        humans = [int(label)] * len(verdicts)
     else:
-        labels = [GRADES[v] if kind.graded else int(bool(v)) for v in label]
-        if len(labels) != len(verdicts):
-            return []
-    for verdict, human in zip(verdicts, labels, strict=True):
+        humans = [human_value(v, graded=kind.graded) for v in label]
+    # checked labels have one entry per piece, as the verdicts do
+    for verdict, human in zip(verdicts, humans, strict=True):
         probs = verdict.get("probs")
         if probs is None:
             continue
@@ -153,6 +201,7 @@ def _pairs(
             soft = probs["used"]["true"]
         else:
             soft = sum(GRADES[lv] * p for lv, p in probs["relevance"].items())
+        assert human is not None  # checked: an accepted spelling
         out.append(Observation(group, float(soft), human))
     return out
 
@@ -163,16 +212,19 @@ def judge_labelled(
     *,
     metrics: Sequence[str] | None = None,
     settings: MetricSettings | None = None,
+    only: Mapping[str, Collection[int]] | None = None,
 ) -> list[ItemResult]:
-    """Judge each labelled record with the metrics its labels cover, with no cut-offs (the fit
-    reads the soft values) and, by default, reasons off."""
+    """Judge each labelled record with the metrics its labels cover (or, with ``only``, the
+    records it names per metric), with no cut-offs (the fit reads the soft values) and, by
+    default, reasons off."""
     names = list(metrics or METRICS)
-    only = {
-        name: [i for i, r in enumerate(records) if applicable(name, r.get("labels") or {})]
-        for name in names
-    }
+    if only is None:
+        only = {
+            name: {i for i, r in enumerate(records) if applicable(name, r.get("labels") or {})}
+            for name in names
+        }
     settings = settings or MetricSettings(reasons=False)
-    chosen = [METRICS[n].from_settings(settings) for n in names if only[n]]
+    chosen = [METRICS[n].from_settings(settings) for n in names if only.get(n)]
     return list(evaluate(records, chosen, judge, only=only, cutoffs=NO_CUTOFFS, keep=False))
 
 
@@ -184,15 +236,31 @@ def calibrate(
     origin: Provenance | None = None,
     current: Cutoffs | None = None,
 ) -> Calibration:
-    """Fit ``judge``'s cut-offs on the labelled ``records`` (see the module's docstring);
+    """Fit ``judge``'s cut-offs on the labelled ``records`` (see the module's docstring).
     ``current``: the cut-offs in use now (by default the judge's own, the registries'), which
     the storing rule compares with; ``origin``: the provenance the fitted kinds get (file,
-    sha256, date), each with its held-out evidence added."""
+    sha256, date), each with its held-out evidence added.
+
+    The labels are checked first (:func:`check_labels`): a label refused, or nothing to fit on,
+    raises :class:`~localjudge.errors.UsageError` before the judge is asked anything. Only the
+    kinds of decision that can be fitted are judged, on the items they are fitted on."""
     from localjudge.run.evaluation import resolve_cutoffs  # noqa: PLC0415
 
-    results = judge_labelled(records, judge, metrics=metrics)
-    in_use = resolve_cutoffs(judge, current)
-    return fit_cutoffs(records, results, origin=origin or Provenance("calibrate"), current=in_use)
+    check = check_labels(records, metrics)
+    only = check.only
+    names = [n for n in (metrics or METRICS) if n in only]
+    found = fit_cutoffs(
+        records,
+        judge_labelled(records, judge, metrics=names, only=only),
+        origin=origin or Provenance("calibrate"),
+        current=resolve_cutoffs(judge, current),
+    )
+    # a labelled kind left unjudged says why (known before judging)
+    unfit = {k: why for k, why in check.unfit.items() if check.usable[k] or check.left_out[k]}
+    skipped = {
+        k.name: why for k in KINDS if (why := unfit.get(k.name) or found.skipped.get(k.name))
+    }
+    return replace(found, skipped=skipped)
 
 
 def fit_cutoffs(
@@ -203,7 +271,9 @@ def fit_cutoffs(
     current: Cutoffs = NO_CUTOFFS,
 ) -> Calibration:
     """The held-out checks and the cut-offs of every kind of decision ``results`` hold:
-    ``current`` are the cut-offs the rule compares with (none: the baseline)."""
+    ``current`` are the cut-offs the storing rule compares with (none: the baseline); a kind
+    with too few labelled decisions, one class, or fewer than two groups on a side of the
+    held-out split is left out (``skipped`` says why)."""
     found = observations(records, results)
     judged = {r.metric for r in results}
     fitted: dict[str, tuple[float, ...]] = {}
@@ -211,28 +281,43 @@ def fit_cutoffs(
     checks: dict[str, Mapping[str, Any]] = {}
     rules: dict[str, HeldOutCheck] = {}
     skipped: dict[str, str] = {}
+    left_out: dict[str, int] = {}
+    groups = grouping(records)
     for kind in KINDS:
         obs = found[kind.name]
         if kind.metric not in judged or (kind.metric == "position" and not obs):
             continue  # (position asks one of its two kinds of an item: the other is not news)
+        if not per_piece(kind) and (shares := _shares(kind, records)):
+            left_out[kind.name] = shares
         if len(obs) < MIN_DECISIONS or len({o.human for o in obs}) < 2:
             skipped[kind.name] = (
                 f"{len(obs)} labelled decisions (at least {MIN_DECISIONS}, both classes)"
             )
             continue
-        now = current.values.get(kind.name)
+        n_groups = len({o.group for o in obs})
+        if n_groups // 2 < MIN_GROUPS_PER_SIDE:
+            counted = f"{n_groups} group{'' if n_groups == 1 else 's'}"
+            skipped[kind.name] = f"{counted} of labelled decisions; {TOO_FEW_GROUPS}"
+            continue
         checks[kind.name] = two_fold(obs, graded=kind.graded, objective=kind.objective)
-        rules[kind.name] = held_out_check(obs, now, graded=kind.graded, objective=kind.objective)
+        now = current.values.get(kind.name)
+        rule = held_out_check(obs, now, graded=kind.graded, objective=kind.objective)
+        rules[kind.name] = rule
         fitted[kind.name] = fit(obs, graded=kind.graded, objective=kind.objective)
-        evidence = {**rules[kind.name].as_json(), "grouped_by": _grouping(records)}
+        mine = [r.index for r in results if r.result is not None and r.metric == kind.metric]
+        evidence = {**rule.as_json(), "grouped": groups.describe(sorted(set(mine)))}
         sources[kind.name] = Provenance(
             origin.origin, origin.file, origin.sha256, origin.date, evidence
         )
-    return Calibration(Cutoffs(fitted, sources), checks, rules, skipped)
+    items = sorted({r.index for r in results if r.result is not None})
+    grouped = groups.describe(items) if items else ""
+    return Calibration(Cutoffs(fitted, sources), checks, rules, skipped, left_out, grouped)
 
 
-def _grouping(records: Sequence[Mapping[str, Any]]) -> str:
-    return "source.qid" if all((r.get("source") or {}).get("qid") for r in records) else "id"
+def _shares(kind: Kind, records: Sequence[Mapping[str, Any]]) -> int:
+    """How many records label ``kind`` with a share between 0 and 1 (not fitted on)."""
+    values = [(r.get("labels") or {}).get(kind.label) for r in records]
+    return sum(1 for v in values if isinstance(v, (int, float)) and 0 < v < 1)
 
 
 #: what calibrate's output and the README say of figures measured on the calibration file
@@ -281,12 +366,19 @@ def calibration_table(calibration: Calibration, *, force: bool = False) -> str:
             f"{_ci(rule.difference, rule.difference_ci95, sign=True)} | {verdict} |"
         )
     lines.append("")
+    if calibration.grouped:
+        lines.append(calibration.grouped)
     stored = calibration.cutoffs.as_json()
     lines.append(
         "cut-offs fitted on the whole file: "
         + (", ".join(f"{k} = {_cuts(v)}" for k, v in stored.items()) or "none")
     )
     lines += [f"not fitted: {k}: {why}" for k, why in calibration.skipped.items()]
+    lines += [
+        f"left out: {k}: {n} item{'s' if n != 1 else ''} labelled with a share between 0 and 1 "
+        "(only 0 and 1 are fitted on)"
+        for k, n in calibration.left_out.items()
+    ]
     if calibration.cutoffs:
         lines.append(f"note: {IN_SAMPLE}")
     return "\n".join(lines)

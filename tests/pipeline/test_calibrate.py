@@ -12,14 +12,22 @@ import pytest
 from click.testing import CliRunner
 
 from localjudge.cli import main
+from localjudge.errors import UsageError
 from localjudge.judge.cache import open_cache
 from localjudge.judge.caching import CachingJudge
-from localjudge.judge.cutoffs import Cutoffs
+from localjudge.judge.cutoffs import Cutoffs, Provenance
 from localjudge.judge.cutoffs_store import judge_cutoffs, store_cutoffs, user_cutoffs
 from localjudge.judge.protocol import Generation, SoftDecision
 from localjudge.judge.schemas import parse_output
 from localjudge.metrics import ContextPosition
-from localjudge.run.calibrate import calibrate
+from localjudge.run.calibrate import (
+    calibrate,
+    calibration_table,
+    check_labels,
+    fit_cutoffs,
+    judge_labelled,
+)
+from localjudge.run.calibration_labels import Group, group_of
 from localjudge.run.evaluation import evaluate
 from localjudge.testing import ScriptedJudge, prompt_data
 
@@ -40,7 +48,11 @@ class Hesitant(ScriptedJudge):
             return {"reason": "r"}
         if name == "GradeDecision":
             return {"grade": 0}
-        key = {"SupportedDecision": "supported", "RelevantDecision": "relevant"}
+        key = {
+            "SupportedDecision": "supported",
+            "RelevantDecision": "relevant",
+            "RepeatsDecision": "repeats",
+        }
         return {key.get(name, "used"): "no"}
 
     def generate(self, prompt: Any, schema: Any) -> Generation[Any]:
@@ -54,7 +66,7 @@ class Hesitant(ScriptedJudge):
             if "yes" in text:
                 probs = {"0": 0.4, "1": 0.2, "2": 0.2, "3": 0.2}
             decisions = (SoftDecision(key, probs, "0"),)
-        elif key in ("supported", "relevant", "used"):
+        elif key in ("supported", "relevant", "used", "repeats"):
             decisions = (SoftDecision(key, {'"yes"': p, '"no"': 1 - p}, '"no"'),)
         else:
             decisions = ()
@@ -255,3 +267,280 @@ def test_reset_restores_the_shipped_cutoffs_kind_by_kind(registry):
     missing = runner.invoke(main, ["calibrate"], obj=obj)
     assert missing.exit_code == 2
     assert "needs LABELS" in missing.output
+
+
+def write_labelled(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), "utf-8")
+    return path
+
+
+class Factory:
+    """A judge factory for the CLI that counts how often it was asked for a judge."""
+
+    def __init__(self) -> None:
+        self.opened = 0
+        self.judge = Hesitant()
+
+    def __call__(self, settings: Any) -> Hesitant:
+        self.opened += 1
+        return self.judge
+
+
+def test_limit_must_be_at_least_one(tmp_path, registry):
+    data = write_labelled(tmp_path / "labelled.jsonl", labelled())
+    factory = Factory()
+    result = CliRunner().invoke(
+        main, ["calibrate", str(data), "--limit", "0", "--no-cache"], obj={"open_judge": factory}
+    )
+    assert result.exit_code == 2
+    assert "--limit" in result.output
+    assert factory.opened == 0
+
+
+def with_labels(n: int, **labels: Any) -> list[dict[str, Any]]:
+    """labelled(), item ``i{n}``'s labels replaced by ``labels``."""
+    records = labelled()
+    records[n]["labels"] = labels
+    return records
+
+
+@pytest.mark.parametrize(
+    ("labels", "message"),
+    [
+        ({"relevant": ["yes", "no"]}, 'labels.relevant[0] is "yes"; expected true, false, 1 or 0'),
+        ({"relevant": [True, 2]}, "labels.relevant[1] is 2; expected true, false, 1 or 0"),
+        ({"relevant": [True]}, "labels.relevant has 1 entries for 2 retrieved_contexts"),
+        ({"relevant": True}, "labels.relevant must be a non-empty list, got true"),
+        ({"recall": "yes"}, 'labels.recall must be a number in [0, 1], got "yes"'),
+        ({"recall": 2}, "labels.recall must be a number in [0, 1], got 2"),
+        ({"recall": True}, "labels.recall must be a number in [0, 1], got true"),
+    ],
+)
+def test_a_refused_label_names_item_line_and_field_before_the_judge_loads(
+    tmp_path, registry, labels, message
+):
+    data = write_labelled(tmp_path / "labelled.jsonl", with_labels(3, **labels))
+    factory = Factory()
+    result = CliRunner().invoke(
+        main, ["calibrate", str(data), "--dry-run", "--no-cache"], obj={"open_judge": factory}
+    )
+    assert result.exit_code == 2, result.output
+    assert f'localjudge: error: {data}: item "i3" (line 4): {message}' in result.output
+    assert "accepted labels:" in result.output  # the hint lists the spellings
+    assert factory.opened == 0
+    assert factory.judge.calls == []
+
+
+@pytest.mark.parametrize(
+    ("labels", "message"),
+    [
+        ({"levels": ["high", "High"]}, 'labels.levels[1] is "High"; expected high, medium'),
+        ({"levels": [4, 0]}, "labels.levels[0] is 4; expected high, medium, low, none or 3"),
+        ({"levels": [True, 0]}, "labels.levels[0] is true"),
+        ({"used": ["no", 1]}, 'labels.used[0] is "no"; expected true, false, 1 or 0'),
+    ],
+)
+def test_relevance_labels_are_refused_too(tmp_path, registry, labels, message):
+    data = write_labelled(tmp_path / "labelled.jsonl", with_labels(0, **labels))
+    factory = Factory()
+    result = CliRunner().invoke(
+        main, ["calibrate", str(data), "--no-cache"], obj={"open_judge": factory}
+    )
+    assert result.exit_code == 2, result.output
+    assert f'item "i0" (line 1): {message}' in result.output
+    assert factory.opened == 0
+
+
+def test_labels_not_an_object_and_a_count_of_the_other_problems(tmp_path, registry):
+    records = with_labels(1, relevant=["no", "no"])
+    records[0]["labels"] = ["relevant"]
+    records[5]["labels"] = {"recall": -1}
+    data = write_labelled(tmp_path / "labelled.jsonl", records)
+    result = CliRunner().invoke(
+        main, ["calibrate", str(data), "--no-cache"], obj={"open_judge": Factory()}
+    )
+    assert result.exit_code == 2
+    assert 'item "i0" (line 1): labels must be an object, got list (and 2 more)' in result.output
+
+
+def test_the_library_refuses_a_label_before_judging(registry):
+    judge = Hesitant()
+    with pytest.raises(UsageError, match=r'item "i3" \(record #3\): labels\.relevant\[0\]'):
+        calibrate(with_labels(3, relevant=["yes", "no"]), judge)
+    assert judge.calls == []
+
+
+def test_numbers_for_flags_and_trec_grades_for_levels_fit_as_their_names_do(registry):
+    def relevance_labelled(numbers: bool) -> list[dict[str, Any]]:
+        records = labelled()
+        for n, r in enumerate(records):
+            yes = n % 2 == 0
+            r["response"] = f"answer {n}."
+            if numbers:
+                r["labels"] = {"relevant": [int(yes), 0], "levels": [3 if yes else 1, 0],
+                               "used": [int(yes), 0]}  # fmt: skip
+            else:
+                r["labels"] = {"relevant": [yes, False], "used": [yes, False],
+                               "levels": ["high" if yes else "low", "none"]}  # fmt: skip
+        return records
+
+    named = calibrate(relevance_labelled(False), Hesitant(), metrics=["position", "relevance"])
+    numbered = calibrate(relevance_labelled(True), Hesitant(), metrics=["position", "relevance"])
+    assert set(named.checks) == {"position.relevant_answer", "relevance.grade", "relevance.used"}
+    assert numbered.cutoffs.values == named.cutoffs.values
+    assert numbered.checks == named.checks
+
+
+def test_shares_of_recall_are_left_out_and_counted(tmp_path, registry):
+    records = labelled()
+    for r in records[:3]:
+        r["labels"] = {"recall": 0.5}
+    data = write_labelled(tmp_path / "labelled.jsonl", records)
+    factory = Factory()
+    result = CliRunner().invoke(
+        main,
+        ["calibrate", str(data), "--dry-run", "--no-cache", "--metric", "recall"],
+        obj={"open_judge": factory},
+    )
+    assert result.exit_code == 0, result.output
+    assert "left out: recall.supported: 3 items labelled with a share between 0 and 1" in (
+        result.output
+    )
+    # the items left out are not judged
+    prompts = [c.messages[-1]["content"] for c in factory.judge.calls]
+    assert prompts
+    assert not [p for p in prompts if any(f"claim {n}." in p for n in range(3))]
+
+
+@pytest.mark.parametrize(
+    ("records", "args", "message"),
+    [
+        (
+            [{**r, "labels": {"recall": 0.5}} for r in labelled()],
+            [],
+            "nothing to fit cut-offs on for recall, position, relevance: recall.supported: no "
+            "item has labels.recall 0 or 1 (40 shares between 0 and 1 left out); "
+            "position.relevant: no item has labels.relevant",
+        ),
+        (labelled(), ["--metric", "relevance"], "relevance.grade: no item has labels.levels"),
+        (labelled(6), ["--metric", "position"], "position.relevant_answer: 12 labelled decisions"),
+        ([{k: v for k, v in r.items() if k != "labels"} for r in labelled()], [],
+         "no record has a 'labels' object"),
+    ],
+)  # fmt: skip
+def test_nothing_to_fit_on_is_said_before_the_judge_loads(
+    tmp_path, registry, records, args, message
+):
+    data = write_labelled(tmp_path / "labelled.jsonl", records)
+    factory = Factory()
+    result = CliRunner().invoke(
+        main, ["calibrate", str(data), "--no-cache", *args], obj={"open_judge": factory}
+    )
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert factory.opened == 0
+
+
+def asking(questions: int, n: int = 40) -> list[dict[str, Any]]:
+    """labelled(n) without query ids: item i asks question ``i % questions``."""
+    records = labelled(n)
+    for i, r in enumerate(records):
+        del r["source"]
+        r["user_input"] = f"question {i % questions}?"
+    return records
+
+
+def test_items_asking_one_question_stay_on_one_side_of_the_split(registry):
+    found = calibrate(asking(10), Hesitant(), metrics=["position"])
+    assert found.grouped == "grouped by user_input: 10 groups of 40 items"
+    folds = found.checks["position.relevant_answer"]["folds"]
+    # each half holds 5 questions, not 20 of the 40 items (a question on both sides)
+    assert [fold["fitted"]["groups"] for fold in folds] == [5, 5]
+    assert "grouped by user_input: 10 groups of 40 items" in calibration_table(found)
+
+
+def test_an_items_group_is_its_qid_else_group_else_question_else_id():
+    base = {"id": "a", "user_input": "  Where  is it? "}
+    assert group_of({**base, "source": {"qid": 7}, "group": "g"}) == Group("7", "source.qid")
+    assert group_of({**base, "group": "g"}) == Group("g", "group")
+    assert group_of({**base, "source": {"other": 1}}) == Group("Where is it?", "user_input")
+    assert group_of({"id": "a"}) == Group("a", "id")
+    assert group_of({}, 3) == Group("#3", "id")
+
+
+def test_mixed_records_are_counted_per_way(registry):
+    records = labelled()
+    for r in records[20:]:
+        del r["source"]
+    found = calibrate(records, Hesitant(), metrics=["position"])
+    assert found.grouped == (
+        "grouped by source.qid: 10 groups of 20 items, by user_input: 20 groups of 20 items"
+    )
+
+
+def test_one_group_is_refused_before_the_judge_loads(tmp_path, registry):
+    data = write_labelled(tmp_path / "labelled.jsonl", asking(1))
+    factory = Factory()
+    result = CliRunner().invoke(
+        main, ["calibrate", str(data), "--no-cache"], obj={"open_judge": factory}
+    )
+    assert result.exit_code == 2, result.output
+    assert (
+        "position.relevant_answer: grouped by user_input: 1 group of 40 items; the held-out check "
+        "needs at least 4 groups, 2 on each side of its split"
+    ) in result.output
+    assert factory.opened == 0
+    judge = Hesitant()
+    with pytest.raises(UsageError, match="grouped by user_input: 3 groups of 40 items"):
+        calibrate(asking(3), judge)
+    assert judge.calls == []
+
+
+def test_a_kind_with_too_few_groups_is_left_out_unjudged(tmp_path, registry):
+    records = labelled()
+    for i, r in enumerate(records):
+        if i < 12:
+            r["source"] = {"qid": f"g{i % 3}"}
+        else:
+            del r["labels"]["relevant"]
+    data = write_labelled(tmp_path / "labelled.jsonl", records)
+    factory = Factory()
+    result = CliRunner().invoke(
+        main, ["calibrate", str(data), "--dry-run", "--no-cache"], obj={"open_judge": factory}
+    )
+    assert result.exit_code == 0, result.output
+    assert (
+        "not fitted: position.relevant_answer: grouped by source.qid: 3 groups of 12 items; the "
+        "held-out check needs at least 4 groups"
+    ) in result.output
+    assert "cut-offs fitted on the whole file: recall.supported = " in result.output
+    assert {c.schema.__name__ for c in factory.judge.calls} == {"SupportedDecision"}
+    assert "not fitted: relevance" not in result.output  # a kind nobody labelled goes unsaid
+
+
+def test_fit_cutoffs_leaves_out_a_kind_whose_split_has_a_side_under_two_groups(registry):
+    records = asking(1)
+    results = judge_labelled(records, Hesitant(), metrics=["position"])
+    found = fit_cutoffs(records, results, origin=Provenance("test"))
+    assert not found.cutoffs
+    assert found.skipped["position.relevant_answer"].startswith("1 group of labelled decisions; ")
+
+
+def test_position_fits_each_phrasing_on_the_items_asked_it(registry):
+    """Items with an expected answer are asked (and fitted) another prompt than those without:
+    a cut-off is never applied to a prompt it was not fitted on."""
+    records = labelled()
+    for r in records[:20]:
+        del r["reference"]
+    check = check_labels(records, ["position"])
+    assert set(check.usable["position.relevant"]) == set(range(20))
+    assert set(check.usable["position.relevant_answer"]) == set(range(20, 40))
+    found = calibrate(records, Hesitant(), metrics=["position"])
+    assert {k: r.n for k, r in found.rules.items()} == {
+        "position.relevant": 40,
+        "position.relevant_answer": 40,
+    }
+    only_bare = [{k: v for k, v in r.items() if k != "reference"} for r in labelled()]
+    with pytest.raises(UsageError) as refused:
+        check_labels(only_bare[:4], ["position"])
+    assert "no item with labels.relevant is asked with an EXPECTED ANSWER" in str(refused.value)

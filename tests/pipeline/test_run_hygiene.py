@@ -123,6 +123,25 @@ def test_the_library_refuses_too(data, tmp_path) -> None:
     assert outcome.summary["run"]["n_items"] == 1
 
 
+def test_other_cutoffs_or_their_source_make_another_run(data, tmp_path) -> None:
+    from localjudge import Cutoffs  # noqa: PLC0415 (the public name)
+
+    out = tmp_path / "out"
+    judge = ScriptedJudge(rule_reply)
+    metrics = build_metrics(["recall"])
+    first = Cutoffs.from_json({"recall.supported": 0.4}, "one")
+    eval_file(data, out, judge=judge, metrics=metrics, cutoffs=first)
+    eval_file(data, out, judge=judge, metrics=metrics, cutoffs=first)  # the same run again
+    for other in (
+        Cutoffs.from_json({"recall.supported": 0.6}, "one"),  # another value
+        Cutoffs.from_json({"recall.supported": 0.4}, "two"),  # the same value, fitted elsewhere
+    ):
+        with pytest.raises(UsageError, match="differs from this one"):
+            eval_file(data, out, judge=judge, metrics=metrics, cutoffs=other)
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert {r["settings"]["cutoffs_source"]["recall.supported"] for r in rows} == {"one"}
+
+
 def test_run_differences_lists_each_difference() -> None:
     previous = {"data_sha256": "a", "judge": {"model": "m", "sha256": "x"},
                 "settings": {"limit": None, "metrics": {"recall": {"scale": 1.0}}}}  # fmt: skip

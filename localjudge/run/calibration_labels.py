@@ -1,0 +1,367 @@
+"""The labels ``calibrate`` fits on, checked before anything is judged: the spellings it
+accepts, what is wrong with one that it refuses, the groups its held-out split keeps together,
+and what each kind of decision can be fitted on (:func:`check_kinds`).
+
+Pure functions of a record's fields. Accepted, and nothing else (a value is refused, never
+coerced): ``recall`` a number in [0, 1] (only 0 and 1 are fitted on); ``relevant`` and ``used``
+lists of booleans or 0/1, one per context piece; ``levels`` lists of level names (``"high"``,
+``"medium"``, ``"low"``, ``"none"``) or TREC's grades (3, 2, 1, 0), one per context piece.
+
+An item's group (:func:`group_of`) is its ``source.qid``, else its top-level ``group``, else its
+question (``user_input``): items that ask the same question are one group, so a question never
+sits on both sides of the split. Only an item with none of them is a group of its own (its id).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from localjudge.data.items import make_item
+from localjudge.errors import InvalidItemError, UsageError
+from localjudge.metrics import METRICS
+from localjudge.metrics.position import decision_for
+from localjudge.scoring import RELEVANCE_LEVELS
+
+__all__ = [
+    "GRADES",
+    "GROUP_WAYS",
+    "LABELS_HINT",
+    "MIN_DECISIONS",
+    "MIN_GROUPS",
+    "SPELLINGS",
+    "TOO_FEW_GROUPS",
+    "Group",
+    "Grouping",
+    "LabelCheck",
+    "LabelledKind",
+    "check_kinds",
+    "group_of",
+    "grouping",
+    "human_value",
+    "item_where",
+    "kind_problem",
+    "n_pieces",
+    "per_piece",
+    "position_kind",
+    "value_problem",
+]
+
+#: grade of each relevance level (TREC's 0-3)
+GRADES = {level: 3 - i for i, level in enumerate(RELEVANCE_LEVELS)}
+#: the accepted spellings, for messages and help texts
+SPELLINGS = (
+    "recall: a number in [0, 1] (only 0 and 1 are fitted on); relevant, used: true/false or "
+    "1/0 per context piece; levels: high/medium/low/none or 3/2/1/0 per context piece"
+)
+_FLAGS = "true, false, 1 or 0"
+_LEVELS = ", ".join(RELEVANCE_LEVELS) + " or 3, 2, 1, 0"
+
+
+#: fewer labelled decisions than this (or one class only) are not fitted
+MIN_DECISIONS = 20
+#: a refused label's hint
+LABELS_HINT = f"accepted labels: {SPELLINGS} (README, 'Cut-offs: calibrate')"
+
+
+class LabelledKind(Protocol):
+    """A kind of decision as the check sees it (:class:`localjudge.run.calibrate.Kind`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def metric(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def graded(self) -> bool: ...
+
+
+def human_value(value: Any, *, graded: bool) -> int | None:
+    """A per-piece label as the fit reads it: a grade 0-3 (``graded``) or 0/1; None for a
+    spelling that is not accepted."""
+    if isinstance(value, bool):
+        return None if graded else int(value)
+    if isinstance(value, str):
+        return GRADES.get(value) if graded else None
+    if isinstance(value, int) and 0 <= value <= (3 if graded else 1):
+        return value
+    return None
+
+
+def value_problem(
+    label: str, value: Any, *, per_piece: bool, graded: bool, pieces: int | None
+) -> str | None:
+    """What is wrong with ``labels[label] = value`` (None when it is accepted); ``pieces``: the
+    item's number of context pieces (None: unknown, the length is not checked)."""
+    field = f"labels.{label}"
+    if not per_piece:
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if number and 0 <= value <= 1:
+            return None
+        return f"{field} must be a number in [0, 1], got {_shown(value)}"
+    if not isinstance(value, list) or not value:
+        return f"{field} must be a non-empty list, got {_shown(value)}"
+    if pieces is not None and len(value) != pieces:
+        return f"{field} has {len(value)} entries for {pieces} retrieved_contexts"
+    for i, v in enumerate(value):
+        if human_value(v, graded=graded) is None:
+            return f"{field}[{i}] is {_shown(v)}; expected {_LEVELS if graded else _FLAGS}"
+    return None
+
+
+def position_kind(record: Mapping[str, Any], index: int) -> str | None:
+    """The kind of decision position asks of ``record``'s passages: with an EXPECTED ANSWER
+    (a reference or a response) ``position.relevant_answer``, else ``position.relevant``
+    (None for a record position cannot read)."""
+    try:
+        return decision_for(make_item(record, index=index)).kind
+    except InvalidItemError:
+        return None
+
+
+def n_pieces(record: Mapping[str, Any]) -> int | None:
+    """The record's number of context pieces (None when it has no list of them)."""
+    contexts = record.get("retrieved_contexts", record.get("context"))
+    return len(contexts) if isinstance(contexts, list) else None
+
+
+def item_where(record: Mapping[str, Any], index: int, line: int | None = None) -> str:
+    """The item a message is about: its id (``#index`` without one) and its line in the file
+    (its index among the records without one)."""
+    item_id = record.get("id")
+    name = _shown(item_id) if item_id is not None else f"#{index}"
+    return f"item {name} ({f'line {line}' if line is not None else f'record #{index}'})"
+
+
+def _shown(value: Any) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# --------------------------------------------------------------------------- groups
+
+#: where an item's group comes from, in the order they are looked for
+GROUP_WAYS = ("source.qid", "group", "user_input", "id")
+#: fewer groups than this leave a side of the held-out split (half of the groups,
+#: :func:`~localjudge.stats.cutoffs_fit.split_groups`) with fewer than two
+MIN_GROUPS = 4
+#: why a kind with fewer than MIN_GROUPS groups is not fitted
+TOO_FEW_GROUPS = (
+    f"the held-out check needs at least {MIN_GROUPS} groups, 2 on each side of its split"
+)
+
+
+@dataclass(frozen=True)
+class Group:
+    """The group an item is split and resampled with (``key``), and where it came from
+    (``way``: one of :data:`GROUP_WAYS`)."""
+
+    key: str
+    way: str
+
+
+def group_of(record: Mapping[str, Any], index: int = 0) -> Group:
+    """``record``'s group: its ``source.qid``, else its ``group``, else its question
+    (``user_input``, runs of white space as one space), else its id (``#index`` without one)."""
+    source = record.get("source")
+    for way, value in (
+        ("source.qid", source.get("qid") if isinstance(source, Mapping) else None),
+        ("group", record.get("group")),
+        ("user_input", record.get("user_input", record.get("input"))),
+    ):
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            key = " ".join(str(value).split())
+            if key:
+                return Group(key, way)
+    item_id = record.get("id")
+    return Group(str(item_id) if item_id is not None else f"#{index}", "id")
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """Every record's group (:func:`grouping`), by input index."""
+
+    groups: tuple[Group, ...]
+
+    def keys(self, indices: Iterable[int]) -> set[str]:
+        """The distinct groups of the records ``indices``."""
+        return {self.groups[n].key for n in indices}
+
+    def describe(self, indices: Iterable[int]) -> str:
+        """How the records ``indices`` were grouped, e.g. ``grouped by source.qid: 25 groups
+        of 50 items``; records grouped different ways are counted per way."""
+        picked = [self.groups[n] for n in indices]
+        items = Counter(g.way for g in picked)
+        parts = []
+        for way in GROUP_WAYS:
+            if items[way]:
+                n = len({g.key for g in picked if g.way == way})
+                parts.append(f"by {way}: {_count(n, 'group')} of {_count(items[way], 'item')}")
+        return "grouped " + (", ".join(parts) if parts else "by nothing: no items")
+
+
+def grouping(records: Sequence[Mapping[str, Any]]) -> Grouping:
+    """The group of each of ``records`` (:func:`group_of`)."""
+    return Grouping(tuple(group_of(r, n) for n, r in enumerate(records)))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+# --------------------------------------------------------------------------- the check
+
+
+@dataclass(frozen=True)
+class LabelCheck:
+    """What the labels of a file give each kind of decision asked, known before anything is
+    judged (:func:`check_kinds`)."""
+
+    #: per kind asked: the records (by index) whose labels it is fitted on
+    usable: Mapping[str, tuple[int, ...]]
+    #: per kind asked: the records whose label it leaves out (a recall share between 0 and 1)
+    left_out: Mapping[str, tuple[int, ...]]
+    #: per kind asked that cannot be fitted, why
+    unfit: Mapping[str, str]
+    #: every record's group for the held-out split
+    groups: Grouping
+    #: the kinds asked, in order
+    kinds: tuple[LabelledKind, ...]
+
+    @property
+    def only(self) -> dict[str, set[int]]:
+        """Per metric, the records to judge: those the kinds it can fit are fitted on."""
+        out: dict[str, set[int]] = {}
+        for kind in self.kinds:
+            if kind.name in self.usable and kind.name not in self.unfit:
+                out.setdefault(kind.metric, set()).update(self.usable[kind.name])
+        return out
+
+
+def per_piece(kind: LabelledKind) -> bool:
+    """Whether ``kind``'s label is a list, one per context piece (else one value per item)."""
+    spec = METRICS[kind.metric].labels.get(kind.label)
+    return spec is None or spec.per_piece
+
+
+def kind_problem(kind: LabelledKind, record: Mapping[str, Any]) -> str | None:
+    """What is wrong with the label ``kind`` reads in ``record`` (None when it is accepted)."""
+    return value_problem(
+        kind.label,
+        record["labels"][kind.label],
+        per_piece=per_piece(kind),
+        graded=kind.graded,
+        pieces=n_pieces(record),
+    )
+
+
+def _problems(
+    record: Mapping[str, Any], index: int, line: int | None, kinds: Sequence[LabelledKind]
+) -> list[str]:
+    """What is wrong with the labels ``kinds`` read in one record, each naming the item."""
+    where = item_where(record, index, line)
+    labels = record["labels"]
+    if not isinstance(labels, Mapping):
+        return [f"{where}: labels must be an object, got {type(labels).__name__}"]
+    found = [f"{where}: {p}" for k in kinds if k.label in labels and (p := kind_problem(k, record))]
+    return list(dict.fromkeys(found))  # two kinds may read one label
+
+
+def check_kinds(
+    records: Sequence[Mapping[str, Any]],
+    kinds: Sequence[LabelledKind],
+    *,
+    lines: Sequence[int | None] | None = None,
+    path: str | None = None,
+) -> LabelCheck:
+    """Check the labels ``kinds`` read in ``records`` and what each kind can be fitted on
+    (:func:`localjudge.run.calibrate.check_labels`, for the kinds of decision ``kinds``)."""
+    names = list(dict.fromkeys(k.metric for k in kinds))
+    prefix = f"{path}: " if path else ""
+    labelled = [n for n, r in enumerate(records) if "labels" in r]
+    problems = [
+        problem
+        for n in labelled
+        for problem in _problems(records[n], n, lines[n] if lines is not None else None, kinds)
+    ]
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise UsageError(f"{prefix}{problems[0]}{more}", hint=LABELS_HINT)
+    if not labelled:
+        raise UsageError(f"{prefix}no record has a 'labels' object", hint=LABELS_HINT)
+    usable: dict[str, list[int]] = {k.name: [] for k in kinds}
+    left_out: dict[str, list[int]] = {k.name: [] for k in kinds}
+    for kind in kinds:
+        for n in labelled:
+            value = records[n]["labels"].get(kind.label)
+            if value is None:
+                continue
+            if kind.metric == "position" and position_kind(records[n], n) != kind.name:
+                continue  # position asks each item one of its two kinds
+            fitted = per_piece(kind) or value in (0, 1)
+            (usable if fitted else left_out)[kind.name].append(n)
+    groups = grouping(records)
+    unfit = {
+        kind.name: why
+        for kind in kinds
+        if (why := _unfit(kind, records, usable[kind.name], left_out[kind.name], groups))
+    }
+    if len(unfit) == len(kinds):
+        reasons = "; ".join(f"{k}: {why}" for k, why in unfit.items())
+        raise UsageError(
+            f"{prefix}nothing to fit cut-offs on for {', '.join(names)}: {reasons}",
+            hint=f"label more items: a few hundred labelled decisions from at least {MIN_GROUPS} "
+            "groups (items that belong together share a source.qid, a group or a user_input)",
+        )
+    return LabelCheck(
+        {k: tuple(v) for k, v in usable.items()},
+        {k: tuple(v) for k, v in left_out.items()},
+        unfit,
+        groups,
+        tuple(kinds),
+    )
+
+
+#: how position asks each of its kinds (:func:`position_kind`)
+_ASKED = {
+    "position.relevant": "with the question alone (no reference, no response)",
+    "position.relevant_answer": "with an EXPECTED ANSWER (a reference or a response)",
+}
+
+
+def _unfit(
+    kind: LabelledKind,
+    all_records: Sequence[Mapping[str, Any]],
+    usable: Sequence[int],
+    left_out: Collection[int],
+    groups: Grouping,
+) -> str:
+    """Why ``kind`` cannot be fitted on the (checked) labels of the records ``usable``, known
+    before judging ("" when it may be)."""
+    label = f"labels.{kind.label}"
+    records = [all_records[n] for n in usable]
+    if not records:
+        way = _ASKED.get(kind.name)
+        if way and any(kind.label in (r.get("labels") or {}) for r in all_records):
+            return f"no item with {label} is asked {way}"
+        shares = f" ({len(left_out)} shares between 0 and 1 left out)" if left_out else ""
+        return f"no item has {label}{' 0 or 1' if left_out else ''}{shares}"
+    if per_piece(kind):
+        values = [
+            human_value(v, graded=kind.graded) for r in records for v in r["labels"][kind.label]
+        ]
+        if len(values) < MIN_DECISIONS or len(set(values)) < 2:
+            return f"{len(values)} labelled decisions (at least {MIN_DECISIONS}, both classes)"
+    elif len({r["labels"][kind.label] for r in records}) < 2:
+        value = records[0]["labels"][kind.label]
+        return f"{len(records)} items, every one labelled {value} (both classes needed)"
+    if len(groups.keys(usable)) < MIN_GROUPS:
+        return f"{groups.describe(usable)}; {TOO_FEW_GROUPS}"
+    return ""
