@@ -152,6 +152,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cache", default=None, help="the judge-call cache (reruns are free)")
     parser.add_argument("-t", "--threads", type=int, default=None)
     parser.add_argument("--write", action="store_true", help="store the cut-offs in registry.json")
+    parser.add_argument(
+        "--no-partial",
+        action="store_true",
+        help="skip WiCE supported vs partially + not (its AUC only; 54 claims more to judge)",
+    )
     args = parser.parse_args(argv)
     judge = load_judge(args.model, n_threads=args.threads, cache=args.cache or True)
     print(f"judge {judge.identity.model} ({judge.identity.sha256[:12]})")
@@ -185,6 +190,18 @@ def main(argv: list[str] | None = None) -> None:
             rag,
             f"RAGBench test subsets, {len(rag)} items, LLM-made labels",
         )  # fmt: skip
+    if not args.no_partial:
+        partial_auc(claims, judge)
+    shipped, kept = shipping(found)
+    print(f"\ncut-offs shipped: {json.dumps(shipped['values'])}")
+    print(f"not shipped: {', '.join(kept) or 'none'}")
+    if args.write:
+        write_cutoffs(REGISTRY, judge.identity.sha256, {**shipped, "not_shipped": kept})
+        print(f"written to {REGISTRY}")
+
+
+def partial_auc(claims: list[dict[str, Any]], judge: Any) -> None:
+    """Print the soft value's AUC of WiCE's supported claims against partially + not."""
     partial = [
         {**r, "labels": {"recall": 0 if r["labels"]["recall"] == 0.5 else r["labels"]["recall"]}}
         for r in claims
@@ -195,12 +212,6 @@ def main(argv: list[str] | None = None) -> None:
         f"\nWiCE supported vs partially + not ({len(partial)} claims): "
         f"AUC {whole['auc']['value']:.3f} {whole['auc']['ci95']}"
     )
-    shipped, kept = shipping(found)
-    print(f"\ncut-offs shipped: {json.dumps(shipped['values'])}")
-    print(f"not shipped: {', '.join(kept) or 'none'}")
-    if args.write:
-        write_cutoffs(REGISTRY, judge.identity.sha256, {**shipped, "not_shipped": kept})
-        print(f"written to {REGISTRY}")
 
 
 def shipping(

@@ -75,3 +75,26 @@ def test_writing_goes_through_a_temporary_file(tmp_path: Path, monkeypatch) -> N
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != written[0].name) == [
         "registry.json"
     ]
+
+
+def test_the_shipped_cutoffs_read_back_with_a_provenance_per_kind_and_no_machine_paths() -> None:
+    from localjudge.judge.cutoffs_store import builtin_cutoffs  # noqa: PLC0415
+
+    table = json.loads(SHIPPED.read_text("utf-8"))["cutoffs"]
+    assert table
+    for sha, entry in table.items():
+        cutoffs = builtin_cutoffs(sha)  # every value is a known kind, in range
+        assert set(entry["sources"]) == set(cutoffs.values), sha
+        for kind in cutoffs.values:
+            source = cutoffs.source(kind)
+            assert source.origin == "built-in"
+            assert source.file
+            assert "/" not in source.file
+            assert len(source.sha256) == 64
+            assert source.heldout["difference_ci95"][0] > 0  # the rule it shipped under
+        for kind, evidence in entry.get("not_shipped", {}).items():
+            assert kind not in cutoffs.values
+            assert evidence["difference_ci95"] is None or evidence["difference_ci95"][0] <= 0
+        text = json.dumps(entry)
+        for machine in ("/work", "/home", "/tmp", "/root", "\\\\"):
+            assert machine not in text, (sha, machine)
