@@ -81,6 +81,7 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     from localjudge.judge.cutoffs_store import store_cutoffs  # noqa: PLC0415
     from localjudge.judge.registry import user_registry_path  # noqa: PLC0415
     from localjudge.run.calibrate import (  # noqa: PLC0415
+        IN_SAMPLE,
         calibrate,
         calibration_table,
         check_labels,
@@ -122,6 +123,7 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     store_cutoffs(judge.identity.sha256, chosen)
     kinds = ", ".join(sorted(chosen.values))
     click.echo(f"stored {kinds} for {judge.identity.model} in {user_registry_path()}")
+    click.echo(f"note: {IN_SAMPLE}")
 
 
 def _reset(

@@ -68,6 +68,7 @@ from localjudge.stats.cutoffs_fit import (
 )
 
 __all__ = [
+    "IN_SAMPLE",
     "KINDS",
     "Calibration",
     "Kind",
@@ -379,8 +380,6 @@ def calibration_table(calibration: Calibration, *, force: bool = False) -> str:
         "(only 0 and 1 are fitted on)"
         for k, n in calibration.left_out.items()
     ]
-    if calibration.cutoffs:
-        lines.append(f"note: {IN_SAMPLE}")
     return "\n".join(lines)
 
 

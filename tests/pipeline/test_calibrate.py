@@ -132,8 +132,10 @@ def test_the_cli_prints_the_check_stores_the_cutoffs_and_eval_uses_them(tmp_path
     assert "baseline" in dry.output
     assert "nothing stored (--dry-run)" in dry.output
     assert not registry.exists()
+    assert "in-sample" not in dry.output  # nothing stored: nothing to measure in-sample
     done = runner.invoke(main, ["calibrate", str(data), "--no-cache"], obj=obj)
     assert done.exit_code == 0, done.output
+    assert "note: agreement measured later on this same file is in-sample" in done.output
     stored = user_cutoffs(judge.identity.sha256)
     assert set(stored.values) >= {"recall.supported", "position.relevant_answer"}
     source = stored.source("position.relevant_answer")
