@@ -131,7 +131,7 @@ def _reset(
 ) -> None:
     """Remove the user's cut-offs of the judge's file (found without loading it): the shipped
     ones apply again."""
-    from localjudge.judge.cutoffs import KINDS  # noqa: PLC0415
+    from localjudge.judge.cutoffs import kinds_of  # noqa: PLC0415
     from localjudge.judge.cutoffs_store import reset_cutoffs  # noqa: PLC0415
     from localjudge.judge.registry import model_sha256, resolve_model  # noqa: PLC0415
 
@@ -143,7 +143,7 @@ def _reset(
         resolved = resolve_model(model)
         sha256 = resolved.expected_sha256 or model_sha256(resolved.path)
         name = resolved.alias or resolved.path.name
-    kinds = {k for k in KINDS if k.split(".")[0] in metric_names} if metric_names else None
+    kinds = set(kinds_of(metric_names)) if metric_names else None
     removed = reset_cutoffs(sha256, kinds)
     if removed:
         click.echo(f"removed {', '.join(removed)} for {name}: the shipped cut-offs apply")

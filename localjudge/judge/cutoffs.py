@@ -19,11 +19,11 @@ short reference (:meth:`Provenance.ref`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["KINDS", "NO_CUTOFFS", "Cutoffs", "KindSpec", "Provenance", "baseline"]
+__all__ = ["KINDS", "NO_CUTOFFS", "Cutoffs", "KindSpec", "Provenance", "baseline", "kinds_of"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,12 @@ KINDS: Mapping[str, KindSpec] = {
     "relevance.grade": _GRADE,
     "relevance.used": _YES_NO,
 }
+
+
+def kinds_of(metrics: Iterable[str]) -> frozenset[str]:
+    """The kinds of decision the metrics named make (``"position"``: both its kinds)."""
+    names = set(metrics)
+    return frozenset(k for k in KINDS if k.split(".", 1)[0] in names)
 
 
 def baseline(graded: bool) -> tuple[float, ...]:
@@ -153,20 +159,16 @@ class Cutoffs:
 
     def merged(self, other: Cutoffs) -> Cutoffs:
         """These cut-offs with ``other``'s kinds replacing theirs (with their sources)."""
-        sources = {**{k: self.source(k) for k in self.values}}
+        sources = {k: self.source(k) for k in self.values}
         sources.update({k: other.source(k) for k in other.values})
         return Cutoffs({**self.values, **other.values}, sources)
 
-    def only(self, kinds: set[str] | frozenset[str]) -> Cutoffs:
+    def only(self, kinds: Collection[str]) -> Cutoffs:
         """These cut-offs restricted to ``kinds``."""
         return Cutoffs(
             {k: v for k, v in self.values.items() if k in kinds},
             {k: s for k, s in self.sources.items() if k in kinds},
         )
-
-    def fitted_on(self) -> set[str]:
-        """The sha256 of every labelled file these cut-offs were fitted on."""
-        return {s.sha256 for k in self.values if (s := self.source(k)).sha256}
 
     def __bool__(self) -> bool:
         return bool(self.values)

@@ -302,7 +302,10 @@ def fit_cutoffs(
             continue
         checks[kind.name] = two_fold(obs, graded=kind.graded, objective=kind.objective)
         now = current.values.get(kind.name)
-        rule = held_out_check(obs, now, graded=kind.graded, objective=kind.objective)
+        folds = [f["cutoffs"] for f in checks[kind.name]["folds"]]
+        rule = held_out_check(
+            obs, now, graded=kind.graded, objective=kind.objective, fold_cutoffs=folds
+        )
         rules[kind.name] = rule
         fitted[kind.name] = fit(obs, graded=kind.graded, objective=kind.objective)
         mine = [r.index for r in results if r.result is not None and r.metric == kind.metric]

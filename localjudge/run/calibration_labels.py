@@ -298,13 +298,19 @@ def check_kinds(
         raise UsageError(f"{prefix}no record has a 'labels' object", hint=LABELS_HINT)
     usable: dict[str, list[int]] = {k.name: [] for k in kinds}
     left_out: dict[str, list[int]] = {k.name: [] for k in kinds}
+    # position asks each item one of its two kinds: which one, read once per item
+    asked = (
+        {n: position_kind(records[n], n) for n in labelled}
+        if any(k.metric == "position" for k in kinds)
+        else {}
+    )
     for kind in kinds:
         for n in labelled:
             value = records[n]["labels"].get(kind.label)
             if value is None:
                 continue
-            if kind.metric == "position" and position_kind(records[n], n) != kind.name:
-                continue  # position asks each item one of its two kinds
+            if kind.metric == "position" and asked[n] != kind.name:
+                continue
             fitted = per_piece(kind) or value in (0, 1)
             (usable if fitted else left_out)[kind.name].append(n)
     groups = grouping(records)

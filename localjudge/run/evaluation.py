@@ -28,7 +28,7 @@ from localjudge.data.dataset import LIST_FIELDS, read_records
 from localjudge.data.items import Item, make_item
 from localjudge.data.records import Record
 from localjudge.errors import ContextOverflowError, InvalidItemError, ItemError
-from localjudge.judge.cutoffs import Cutoffs
+from localjudge.judge.cutoffs import Cutoffs, kinds_of
 from localjudge.judge.protocol import (
     CallOrigin,
     Generation,
@@ -185,8 +185,7 @@ def metric_settings(metric: Metric, *, truncate: bool, cutoffs: Cutoffs) -> dict
 
 def _cutoffs_of(metric: Metric, cutoffs: Cutoffs) -> dict[str, Any]:
     """The cut-offs of ``metric``'s kinds of decision, as its settings record them."""
-    prefix = f"{metric.name}."
-    return cutoffs.only({k for k in cutoffs.values if k.startswith(prefix)}).record()
+    return cutoffs.only(kinds_of([metric.name])).record()
 
 
 def _records_of(records: Any) -> Iterable[Any]:

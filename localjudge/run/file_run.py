@@ -21,7 +21,7 @@ from typing import Any
 from localjudge.canonical import canonical_json, file_sha256, sha256_text
 from localjudge.data.items import ALIASES, FIELDS
 from localjudge.errors import UsageError
-from localjudge.judge.cutoffs import Cutoffs
+from localjudge.judge.cutoffs import Cutoffs, kinds_of
 from localjudge.judge.isolation import InterruptLatch
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, Metric
@@ -197,13 +197,16 @@ def _corrected(labelled: LabelledScores, hard: list[float], soft: list[float]) -
     return out
 
 
-def in_sample(labels: Path, cutoffs: Cutoffs, metrics: Sequence[str]) -> list[str]:
-    """A warning when ``labels`` is the file the metrics' cut-offs were fitted on (its sha256
-    is in their provenance): agreement and corrections measured on it are in-sample."""
-    mine = cutoffs.only({k for k in cutoffs.values if k.split(".")[0] in metrics})
-    if file_sha256(labels) not in mine.fitted_on():
+def in_sample(
+    labels: Path, labels_sha256: str, cutoffs: Cutoffs, metrics: Sequence[str]
+) -> list[str]:
+    """A warning when ``labels`` (whose sha256 is ``labels_sha256``) is the file the metrics'
+    cut-offs were fitted on (it is in their provenance): agreement and corrections measured on
+    it are in-sample."""
+    mine = cutoffs.only(kinds_of(metrics))
+    kinds = [k for k in sorted(mine.values) if mine.source(k).sha256 == labels_sha256]
+    if not kinds:
         return []
-    kinds = [k for k in sorted(mine.values) if mine.source(k).sha256 == file_sha256(labels)]
     return [
         f"{labels.name} is the file the judge's cut-offs of {', '.join(kinds)} were fitted on: "
         "agreement and corrections measured on it are in-sample (optimistic); use labels no "
@@ -282,7 +285,7 @@ def eval_file(
     with output_lock(out_dir):
         data_sha = file_sha256(data)
         used = resolve_cutoffs(judge, cutoffs)
-        notes = in_sample(labels, used, [m.name for m in metrics]) if labels is not None else []
+        labels_sha = file_sha256(labels) if labels is not None else None
         settings_by_metric = {
             m.name: metric_settings(m, truncate=truncate, cutoffs=used) for m in metrics
         }
@@ -296,7 +299,7 @@ def eval_file(
             **(
                 {
                     "labels": str(labels),
-                    "labels_sha256": file_sha256(labels),
+                    "labels_sha256": labels_sha,
                     "calibrate": isotonic,  # the key before --isotonic: old runs still match
                 }
                 if labels is not None
@@ -384,4 +387,6 @@ def eval_file(
                         f"{name}: {stats['n_failed']} of {total} items failed ({rate:.1%}), "
                         f"over --max-failure-rate {max_failure_rate:g}"
                     )
+        names = [m.name for m in metrics]
+        notes = in_sample(labels, labels_sha, used, names) if labels and labels_sha else []
         return RunOutcome(writer.path, summary_path, summary, failed, notes)

@@ -61,6 +61,10 @@ class Observation:
     human: int
 
 
+#: an agreement statistic of decisions and their hard values (None where it is undefined)
+Statistic = Callable[[Sequence[Observation], list[int]], Any]
+
+
 def hard(
     obs: Sequence[Observation], cutoffs: Sequence[float] | None, *, graded: bool = False
 ) -> list[int]:
@@ -120,7 +124,7 @@ def _average_ranks(sorted_values: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def _statistics(graded: bool) -> dict[str, Callable[[Sequence[Observation], list[int]], Any]]:
+def _statistics(graded: bool) -> dict[str, Statistic]:
     def arrays(obs: Sequence[Observation], judged: list[int]) -> tuple[np.ndarray, np.ndarray]:
         return np.asarray([o.human for o in obs], dtype=int), np.asarray(judged, dtype=int)
 
@@ -144,13 +148,8 @@ def agreement(
     judged = hard(obs, cutoffs, graded=graded)
     clusters = _clusters(obs)
 
-    def over(stat: Callable[[Sequence[Observation], list[int]], Any]) -> Callable[..., Any]:
-        def value(cs: Sequence[list[int]]) -> float | None:
-            picked = [n for c in cs for n in c]
-            result: float | None = stat([obs[n] for n in picked], [judged[n] for n in picked])
-            return result
-
-        return value
+    def over(stat: Statistic) -> Callable[[Sequence[list[int]]], float | None]:
+        return _over_clusters(obs, judged, stat)
 
     out: dict[str, Any] = {"n": len(obs), "groups": len(clusters)}
     for name, stat in _statistics(graded).items():
@@ -180,8 +179,18 @@ def _clusters(obs: Sequence[Observation]) -> list[list[int]]:
     return list(by_group.values())
 
 
-def _figure(objective: str, graded: bool) -> Callable[[Sequence[Observation], list[int]], Any]:
-    return _statistics(graded)[objective]
+def _over_clusters(
+    obs: Sequence[Observation], judged: Sequence[int], stat: Statistic
+) -> Callable[[Sequence[list[int]]], float | None]:
+    """``stat`` of the hard values ``judged`` as a function of a draw of clusters (lists of
+    indices into ``obs``): what the bootstrap resamples."""
+
+    def value(cs: Sequence[list[int]]) -> float | None:
+        picked = [n for c in cs for n in c]
+        result: float | None = stat([obs[n] for n in picked], [judged[n] for n in picked])
+        return result
+
+    return value
 
 
 # --------------------------------------------------------------------------- fitting
@@ -268,6 +277,16 @@ def split_groups(groups: Sequence[str], seed: str = "localjudge") -> set[str]:
     return set(ranked[: len(ranked) // 2])
 
 
+def _fold_cutoffs(
+    obs: Sequence[Observation], first: set[str], *, graded: bool, objective: str
+) -> list[tuple[float, ...]]:
+    """The cut-offs fitted on the groups in ``first``, then on the others."""
+    return [
+        fit([o for o in obs if (o.group in first) == inside], graded=graded, objective=objective)
+        for inside in (True, False)
+    ]
+
+
 def two_fold(
     obs: Sequence[Observation], *, graded: bool, objective: str = "kappa"
 ) -> dict[str, Any]:
@@ -280,8 +299,8 @@ def two_fold(
         [o for o in obs if o.group not in first],
     ]
     folds = []
-    for fit_on, measure_on in ((halves[0], halves[1]), (halves[1], halves[0])):
-        cuts = fit(fit_on, graded=graded, objective=objective)
+    fits = _fold_cutoffs(obs, first, graded=graded, objective=objective)
+    for cuts, measure_on in zip(fits, (halves[1], halves[0]), strict=True):
         folds.append(
             {
                 "cutoffs": list(cuts),
@@ -352,28 +371,24 @@ def held_out_check(
     *,
     graded: bool,
     objective: str = "kappa",
+    fold_cutoffs: Sequence[Sequence[float]] | None = None,
 ) -> HeldOutCheck:
     """Cross-fitted cut-offs against ``current`` (None: the baseline) on the same decisions,
-    with the paired bootstrap over groups (see :class:`HeldOutCheck`)."""
+    with the paired bootstrap over groups (see :class:`HeldOutCheck`). ``fold_cutoffs``: the
+    cut-offs already fitted on the first half of the split and on the second (what
+    :func:`two_fold` reports as its folds' ``cutoffs``), so they are not fitted again."""
     first = split_groups([o.group for o in obs])
-    fitted = [0] * len(obs)
-    for inside in (True, False):
-        fit_on = [o for o in obs if (o.group in first) == inside]
-        cuts = fit(fit_on, graded=graded, objective=objective)
-        for n, o in enumerate(obs):
-            if (o.group in first) != inside:
-                fitted[n] = hard([o], cuts, graded=graded)[0]
+    if fold_cutoffs is None:
+        fold_cutoffs = _fold_cutoffs(obs, first, graded=graded, objective=objective)
+    on_first, on_second = fold_cutoffs
+    # each decision judged by the cut-offs fitted on the half it is not in
+    fitted = [hard([o], on_second if o.group in first else on_first, graded=graded)[0] for o in obs]
     now = hard(obs, current, graded=graded)
-    stat = _figure(objective, graded)
+    stat = _statistics(graded)[objective]
     clusters = _clusters(obs)
 
     def of(judged: list[int]) -> Callable[[Sequence[list[int]]], float | None]:
-        def value(cs: Sequence[list[int]]) -> float | None:
-            picked = [n for c in cs for n in c]
-            result: float | None = stat([obs[n] for n in picked], [judged[n] for n in picked])
-            return result
-
-        return value
+        return _over_clusters(obs, judged, stat)
 
     def difference(cs: Sequence[list[int]]) -> float | None:
         a, b = of(fitted)(cs), of(now)(cs)

@@ -121,8 +121,7 @@ def test_calibrate_fits_cutoffs_that_the_held_out_half_confirms(registry):
 
 
 def test_the_cli_prints_the_check_stores_the_cutoffs_and_eval_uses_them(tmp_path, registry):
-    data = tmp_path / "labelled.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in labelled()), "utf-8")
+    data = write_labelled(tmp_path / "labelled.jsonl", labelled())
     judge = Hesitant()
     obj = {"open_judge": lambda settings: judge}
     runner = CliRunner()
@@ -227,8 +226,7 @@ class Decisive(Hesitant):
 
 
 def test_a_gain_the_rule_does_not_confirm_is_not_stored_unless_forced(tmp_path, registry):
-    data = tmp_path / "labelled.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in labelled()), "utf-8")
+    data = write_labelled(tmp_path / "labelled.jsonl", labelled())
     judge = Decisive()
     obj = {"open_judge": lambda settings: judge}
     runner = CliRunner()

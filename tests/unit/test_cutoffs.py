@@ -66,7 +66,8 @@ def test_cutoffs_read_from_json_and_back():
         "recall.supported": "calibrate:labels.jsonl@abababababab",
         "relevance.grade": "x",
     }
-    assert merged.fitted_on() == {"ab" * 32}
+    assert merged.source("recall.supported").sha256 == "ab" * 32
+    assert merged.source("relevance.grade").sha256 == ""
 
 
 @pytest.mark.parametrize(
