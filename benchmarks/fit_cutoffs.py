@@ -21,14 +21,14 @@ against not supported (0) (supported against partially + not is printed beside i
 item with a reference or a response) on RAGBench, whose per-document relevance labels were made
 by GPT-4-class models, not people, with its responses as the expected answer.
 
-``--write`` stores cut-offs in ``localjudge/judge/registry.json`` for the judge's sha256 under
-the one rule that ``localjudge calibrate`` uses too, fixed before it was applied
-(:func:`localjudge.stats.cutoffs_fit.held_out_check`): a kind ships only when the paired
-held-out difference, cut-offs fitted on the other half of the groups minus the baseline (the
-larger probability) on the same groups, has a lower 95% bound (bootstrap over groups) above 0.
-Each shipped kind keeps its provenance (file name, sha256, date, that held-out figure with its
-interval and the groups it was measured on); a kind that does not ship is listed under
-``not_shipped`` with the same evidence.
+``--write`` stores cut-offs in ``localjudge/judge/models/registry.json`` for the judge's sha256
+under the one rule that ``localjudge calibrate`` uses too, fixed before it was applied
+(:func:`localjudge.stats.cutoffs_fit.held_out_check`): a kind ships only when the paired held-out
+difference, cut-offs fitted on the other half of the groups minus the baseline (the larger
+probability) on the same groups, has a lower 95% bound (bootstrap over groups) above 0. Each shipped
+kind keeps its provenance (file name, sha256, date, that held-out figure with its interval and the
+groups it was measured on); a kind that does not ship is listed under ``not_shipped`` with the same
+evidence.
 """
 
 from __future__ import annotations
@@ -54,7 +54,9 @@ from localjudge.run.calibrate import (
 )
 from localjudge.stats.cutoffs_fit import Observation, agreement, hard
 
-REGISTRY = Path(__file__).resolve().parent.parent / "localjudge" / "judge" / "registry.json"
+REGISTRY = (
+    Path(__file__).resolve().parent.parent / "localjudge" / "judge" / "models" / "registry.json"
+)
 
 
 def read(path: Path, limit: int) -> list[dict[str, Any]]:

@@ -230,7 +230,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             # the assembled gemma file must not count in its cold start: assemble it first
             # in the shared cache and point the fresh cache at the same models/ folder
-            from localjudge.judge.registry import resolve_model
+            from localjudge.judge.models.registry import resolve_model
 
             model_path = resolve_model(alias).path
             (Path(tmp) / "models").mkdir()

@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-ngl", "--n-gpu-layers", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args(argv)
-    from localjudge.judge.registry import DEFAULT_ALIAS
+    from localjudge.judge.models.registry import DEFAULT_ALIAS
 
     models = args.model or list(dict.fromkeys([DEFAULT_ALIAS, "smollm2-135m"]))
     sets = {"examples": bundled(), f"synthetic-{args.items}": synthetic_items(args.items)}

@@ -67,7 +67,7 @@ def _packages() -> Check:
 
 
 def _native() -> Check:
-    from localjudge.judge.native import AMX_ENV, amx_decision, native_info  # noqa: PLC0415
+    from localjudge.judge.llama import AMX_ENV, amx_decision, native_info  # noqa: PLC0415
 
     try:
         info = native_info()
@@ -94,7 +94,7 @@ def _native() -> Check:
 
 
 def _judge_file(model: str | None) -> Check:
-    from localjudge.judge.registry import DEFAULT_ALIAS, check_gguf, resolve_model  # noqa: PLC0415
+    from localjudge.judge.models import DEFAULT_ALIAS, check_gguf, resolve_model  # noqa: PLC0415
 
     name = model or DEFAULT_ALIAS
     try:

@@ -117,7 +117,7 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
 
 def _installed_judges(named: Sequence[str]) -> tuple[str, ...]:
     """The aliases of every registered judge whose file (or chunk packages) is installed."""
-    from localjudge.judge.registry import list_models  # noqa: PLC0415
+    from localjudge.judge.models import list_models  # noqa: PLC0415
 
     if named:
         raise UsageError("give -m/--model or --all-judges, not both")

@@ -1,10 +1,9 @@
 """``localjudge cache``: browse and maintain the judge-call cache, the log of every judge call.
 
-``path``, ``stats``, ``ls`` and ``export`` only read (:mod:`localjudge.judge.calllog`, a read-only
-connection: they never create, migrate or write the file); ``prune`` and ``clear`` delete
-through :class:`~localjudge.judge.cache.Cache`. Every subcommand takes eval's ``--cache`` and
-honours
-``$LOCALJUDGE_CACHE_DIR``, so it finds the file an eval with the same options uses.
+``path``, ``stats``, ``ls`` and ``export`` only read (:mod:`localjudge.judge.cache.calllog`, a
+read-only connection: they never create, migrate or write the file); ``prune`` and ``clear`` delete
+through :class:`~localjudge.judge.cache.store.Cache`. Every subcommand takes eval's ``--cache`` and
+honours ``$LOCALJUDGE_CACHE_DIR``, so it finds the file an eval with the same options uses.
 """
 
 from __future__ import annotations
@@ -82,7 +81,7 @@ def path_command(cache_path: Path | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
 def stats_command(cache_path: Path | None, as_json: bool) -> None:
     """Calls, size on disk, and calls and cache hits per model and per metric."""
-    from localjudge.judge.calllog import cache_stats  # noqa: PLC0415
+    from localjudge.judge.cache import cache_stats  # noqa: PLC0415
 
     stats = cache_stats(_path(cache_path))
     if as_json:
@@ -120,7 +119,7 @@ def ls_command(
     cache_path: Path | None, model: str | None, metric: str | None, item: str | None, limit: int
 ) -> None:
     """List the most recent calls, newest first."""
-    from localjudge.judge.calllog import CallFilter, iter_calls  # noqa: PLC0415
+    from localjudge.judge.cache import CallFilter, iter_calls  # noqa: PLC0415
 
     where = CallFilter(model=model, metric=metric, item=item)
     calls = list(iter_calls(_path(cache_path), where, limit=limit))
@@ -129,7 +128,8 @@ def ls_command(
 
 
 def calls_table(calls: Sequence[Any]) -> str:
-    """Stored calls (:class:`~localjudge.judge.calllog.LoggedCall`) as an aligned text table."""
+    """Stored calls (:class:`~localjudge.judge.cache.calllog.LoggedCall`) as an aligned text
+    table."""
     header = ("stored", "model", "metric", "item", "schema", "tokens", "seconds", "hits", "output")
     rows = [header]
     for c in calls:
@@ -179,7 +179,7 @@ def export_command(  # noqa: PLR0917 (Click passes every option as an argument)
     """Write every call (or those the filters match), oldest first, to DEST as JSONL or CSV: one
     row per call with its messages and raw output."""
     from localjudge.errors import UsageError  # noqa: PLC0415
-    from localjudge.judge.calllog import (  # noqa: PLC0415
+    from localjudge.judge.cache import (  # noqa: PLC0415
         CallFilter,
         export_calls,
         iter_calls,
@@ -218,8 +218,12 @@ def prune_command(
 ) -> None:
     """Delete old calls, or one model's calls (both options: calls that match both)."""
     from localjudge.errors import UsageError  # noqa: PLC0415
-    from localjudge.judge.cache import Cache  # noqa: PLC0415
-    from localjudge.judge.calllog import CallFilter, count_calls, parse_age  # noqa: PLC0415
+    from localjudge.judge.cache import (  # noqa: PLC0415
+        Cache,
+        CallFilter,
+        count_calls,
+        parse_age,
+    )
 
     if older_than is None and model is None:
         raise UsageError("prune needs --older-than AGE or --model ALIAS|SHA", hint="or use clear")
@@ -243,9 +247,11 @@ def prune_command(
 def clear_command(cache_path: Path | None, yes: bool) -> None:
     """Delete every call in the cache, and the instructions stored beside it (asks first
     unless --yes)."""
-    from localjudge.judge.cache import Cache  # noqa: PLC0415
-    from localjudge.judge.calllog import count_calls  # noqa: PLC0415
-    from localjudge.judge.prefix_store import PREFIX_DIR  # noqa: PLC0415
+    from localjudge.judge.cache import (  # noqa: PLC0415
+        Cache,
+        count_calls,
+    )
+    from localjudge.judge.engine import PREFIX_DIR  # noqa: PLC0415
 
     path = _path(cache_path)
     if not path.is_file():

@@ -1,7 +1,7 @@
 """``localjudge calibrate``: fit a judge's cut-offs on a labelled file and store them.
 
 A client of :func:`localjudge.run.calibrate.calibrate`; the stored cut-offs go into the user
-registry for the judge's file (:func:`localjudge.judge.cutoffs_store.store_cutoffs`), where
+registry for the judge's file (:func:`localjudge.judge.models.cutoffs_store.store_cutoffs`), where
 ``eval`` and ``bench`` find them.
 """
 
@@ -78,8 +78,10 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     4 groups is not fitted; the output says how the items were grouped."""
     from localjudge.canonical import file_sha256  # noqa: PLC0415
     from localjudge.data.dataset import read_records  # noqa: PLC0415
-    from localjudge.judge.cutoffs_store import store_cutoffs  # noqa: PLC0415
-    from localjudge.judge.registry import user_registry_path  # noqa: PLC0415
+    from localjudge.judge.models import (  # noqa: PLC0415
+        store_cutoffs,
+        user_registry_path,
+    )
     from localjudge.run.calibrate import (  # noqa: PLC0415
         IN_SAMPLE,
         calibrate,
@@ -132,8 +134,11 @@ def _reset(
     """Remove the user's cut-offs of the judge's file (found without loading it): the shipped
     ones apply again."""
     from localjudge.judge.cutoffs import kinds_of  # noqa: PLC0415
-    from localjudge.judge.cutoffs_store import reset_cutoffs  # noqa: PLC0415
-    from localjudge.judge.registry import model_sha256, resolve_model  # noqa: PLC0415
+    from localjudge.judge.models import (  # noqa: PLC0415
+        model_sha256,
+        reset_cutoffs,
+        resolve_model,
+    )
 
     factory = judge_factory(ctx)
     if factory is not None:  # an embedding program's (or a test's) judge

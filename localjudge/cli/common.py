@@ -300,7 +300,7 @@ def _gpu_layers(value: str) -> int | str:
 
 
 def _template_kwargs(value: str | None) -> dict[str, Any]:
-    from localjudge.judge.options import chat_template_kwargs  # noqa: PLC0415
+    from localjudge.judge.llama import chat_template_kwargs  # noqa: PLC0415
 
     try:
         return chat_template_kwargs(value, name="the value")

@@ -254,13 +254,13 @@ def _shown(value: Any) -> str:
 
 
 def _threads() -> str:
-    from localjudge.judge.options import default_threads  # noqa: PLC0415 (only for --show-config)
+    from localjudge.judge.llama import default_threads  # noqa: PLC0415 (only for --show-config)
 
     return f"{default_threads()} (the physical cores this process may use)"
 
 
 def _model() -> str:
-    from localjudge.judge.registry import DEFAULT_ALIAS  # noqa: PLC0415
+    from localjudge.judge.models import DEFAULT_ALIAS  # noqa: PLC0415
 
     return f"{DEFAULT_ALIAS} (the default judge)"
 

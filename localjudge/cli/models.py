@@ -1,6 +1,6 @@
 """``localjudge models``: list, add, remove and inspect the judges localjudge can use.
 
-A client of :mod:`localjudge.judge.registry` like the rest of the CLI (:mod:`localjudge.cli`
+A client of :mod:`localjudge.judge.models.registry` like the rest of the CLI (:mod:`localjudge.cli`
 registers the group). ``localjudge models`` with no subcommand lists, as ``models list`` does.
 """
 
@@ -24,7 +24,7 @@ def models_group(ctx: click.Context) -> None:
 @models_group.command("list")
 def list_command() -> None:
     """List the judges localjudge can use and whether each is present."""
-    from localjudge.judge.registry import DEFAULT_ALIAS, list_models, user_registry_path  # noqa: PLC0415
+    from localjudge.judge.models import DEFAULT_ALIAS, list_models, user_registry_path  # noqa: PLC0415
 
     for status in list_models():
         j = status.judge
@@ -50,8 +50,10 @@ def add_command(path: Path, alias: str, force: bool, description: str | None) ->
 
     Nothing is copied: the alias points at the file, which must not change afterwards (a file
     whose sha256 no longer matches is refused at load)."""
-    from localjudge.judge.registry import user_registry_path  # noqa: PLC0415
-    from localjudge.judge.registry_edit import add_model  # noqa: PLC0415
+    from localjudge.judge.models import (  # noqa: PLC0415
+        add_model,
+        user_registry_path,
+    )
 
     info = add_model(path, alias, force=force, description=description)
     click.echo(f"added {alias} -> {info.path} to {user_registry_path()}")
@@ -62,8 +64,10 @@ def add_command(path: Path, alias: str, force: bool, description: str | None) ->
 @click.argument("name")
 def rm_command(name: str) -> None:
     """Remove the user alias NAME (built-in judges cannot be removed; the file is kept)."""
-    from localjudge.judge.registry import user_registry_path  # noqa: PLC0415
-    from localjudge.judge.registry_edit import remove_model  # noqa: PLC0415
+    from localjudge.judge.models import (  # noqa: PLC0415
+        remove_model,
+        user_registry_path,
+    )
 
     removed = remove_model(name)
     click.echo(f"removed {name} ({removed.path or removed.file}) from {user_registry_path()}")
@@ -74,7 +78,7 @@ def rm_command(name: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def info_command(model: str, as_json: bool) -> None:
     """Show a judge's file and GGUF metadata: MODEL is a registered alias or a GGUF path."""
-    from localjudge.judge.registry_edit import model_info  # noqa: PLC0415
+    from localjudge.judge.models import model_info  # noqa: PLC0415
 
     info = model_info(model).as_dict()
     if as_json:
@@ -85,7 +89,7 @@ def info_command(model: str, as_json: bool) -> None:
 
 def info_lines(info: dict[str, Any]) -> list[str]:
     """``models info``'s text: one ``key: value`` line per fact."""
-    from localjudge.judge.ggufmeta import human_count  # noqa: PLC0415
+    from localjudge.judge.models import human_count  # noqa: PLC0415
 
     alias = f"{info['alias']} ({info['registry']})" if info["alias"] else "(not registered)"
     sha = info["sha256"]

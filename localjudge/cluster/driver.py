@@ -4,9 +4,9 @@
 through Ray Data (``from_items(...).map_batches(JudgeActor, compute=ActorPoolStrategy(size=N))``):
 one loaded judge per actor, the batched engine inside it. Everything else stays on the driver:
 records are read with localjudge's own readers, the driver's
-:class:`~localjudge.judge.caching.CachingJudge` wraps the RayJudge (so cache hits never leave the
-driver, and every finished call is stored the moment its batch comes back), and the driver writes
-``results.jsonl`` and ``summary.json``.
+:class:`~localjudge.judge.cache.caching.CachingJudge` wraps the RayJudge (so cache hits never leave
+the driver, and every finished call is stored the moment its batch comes back), and the driver
+writes ``results.jsonl`` and ``summary.json``.
 
 Generations travel as plain data (raw text, stats, soft decisions) and are validated again on
 the driver with :func:`~localjudge.judge.schemas.parse_output`, so values are those of a local run.
@@ -76,7 +76,7 @@ MAX_BATCH = 32
 
 def driver_sha256(settings: JudgeSettings) -> str:
     """The sha256 of the model file ``settings`` name, as the driver resolves it."""
-    from localjudge.judge.registry import model_sha256, resolve_model  # noqa: PLC0415
+    from localjudge.judge.models import model_sha256, resolve_model  # noqa: PLC0415
 
     return model_sha256(resolve_model(settings.model).path)
 
@@ -311,8 +311,10 @@ def open_ray_judge(
         import ray  # noqa: PLC0415
     except ImportError:
         raise _ray_missing() from None
-    from localjudge.judge.cache import open_cache  # noqa: PLC0415
-    from localjudge.judge.caching import CachingJudge  # noqa: PLC0415
+    from localjudge.judge.cache import (  # noqa: PLC0415
+        CachingJudge,
+        open_cache,
+    )
 
     connect(address)
     if worker is None:

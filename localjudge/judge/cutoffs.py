@@ -4,7 +4,7 @@ The metrics read a decision's soft value from the probabilities of its allowed v
 (:mod:`localjudge.metrics.asks`); a cut-off fitted on labelled data turns it into the hard
 verdict. The bundled judges ship cut-offs fitted on the development sets
 (``benchmarks/fit_cutoffs.py``) in their registry entries; ``localjudge calibrate`` fits a
-user's own and stores them in the user registry (:mod:`localjudge.judge.cutoffs_store`).
+user's own and stores them in the user registry (:mod:`localjudge.judge.models.cutoffs_store`).
 
 A kind without a cut-off takes the **baseline**, the larger probability: a yes/no decision is
 yes when P(yes) >= 0.5, and a graded one (0-3) takes its expected grade against 0.5 / 1.5 /
@@ -14,6 +14,9 @@ Every kind of decision the metrics make is named in :data:`KINDS`, with how many
 takes and the range of its soft value; :meth:`Cutoffs.from_json` refuses anything else. Each
 kind keeps where its cut-offs came from (:class:`Provenance`); results record the values and a
 short reference (:meth:`Provenance.ref`).
+
+At the top of :mod:`localjudge.judge`: any layer may use it (the values; where they are stored
+is :mod:`localjudge.judge.models`').
 """
 
 from __future__ import annotations

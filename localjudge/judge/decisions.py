@@ -8,7 +8,8 @@ to the one value a token's bytes can still spell; a token that leaves the value 
 its mass on to the next position along the greedy path.
 
 numpy and :mod:`localjudge.judge.protocol` only: no llama.cpp, no grammar (the engine hands in
-the output so far, the logits and the allowed tokens).
+the output so far, the logits and the allowed tokens). At the top of :mod:`localjudge.judge`:
+any layer may use it.
 """
 
 from __future__ import annotations

@@ -16,6 +16,9 @@ The child follows its parent: on Linux the kernel kills it when the parent dies
 SIGTERM reach the parent, which passes the first on to the child (a second one kills it): the
 child sits in a process group of its own, so a terminal's Ctrl-C is not delivered to it twice;
 it treats SIGTERM as Ctrl-C (finished work kept, exit 130).
+
+At the top of :mod:`localjudge.judge`: any layer may use it (standard library only; what the
+child runs is handed in).
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ Strings exclude the characters JSON would have to escape (``"``, ``\\`` and cont
 so a string of ``n`` characters is exactly its UTF-8 bytes between two quotes; ``ascii``
 strings (reasons) take one byte per character. Every generated token carries at least one byte,
 so the byte bound of the JSON text is a token bound.
+
+At the top of :mod:`localjudge.judge`: any layer may use it (the metrics' schemas derive from
+it).
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ from localjudge.metrics.asks import Answer, Ask, decide, reason_request, sum_sta
 from localjudge.run.grouping import ask_grouped
 from localjudge.run.outcome import Evaluation
 from localjudge.run.results import ItemResult
+from localjudge.run.settings import resolve_cutoffs
 from localjudge.run.truncation import trim_contexts
 
 __all__ = [
@@ -120,11 +121,11 @@ def evaluate(
     name scores none): the others get no row for it. ``bench`` judges a metric only on the
     items whose labels cover it.
 
-    ``cutoffs``: the soft value at which each kind of decision turns to yes; by default the
-    judge's own (:func:`~localjudge.judge.cutoffs_store.judge_cutoffs`: the registry's, or the
-    user's from ``localjudge calibrate``), and the baseline where it has none (the larger
-    probability: :func:`~localjudge.judge.cutoffs.baseline`). They are recorded with each
-    metric's settings, with a short reference to each one's source.
+    ``cutoffs``: the soft value at which each kind of decision turns to yes; by default the judge's
+    own (:func:`~localjudge.judge.models.cutoffs_store.judge_cutoffs`: the registry's, or the user's
+    from ``localjudge calibrate``), and the baseline where it has none (the larger probability:
+    :func:`~localjudge.judge.cutoffs.baseline`). They are recorded with each metric's settings, with
+    a short reference to each one's source.
 
     ``keep=False`` makes it a pure stream whose memory does not grow with the data (what
     ``eval_file`` uses); the methods then see only results not yet iterated.
@@ -165,15 +166,6 @@ def evaluate(
         },
         keep=keep,
     )
-
-
-def resolve_cutoffs(judge: Judge, cutoffs: Cutoffs | None = None) -> Cutoffs:
-    """``cutoffs``, or by default the judge's own (the registries')."""
-    if cutoffs is not None:
-        return cutoffs
-    from localjudge.judge.cutoffs_store import judge_cutoffs  # noqa: PLC0415
-
-    return judge_cutoffs(judge.identity)
 
 
 def metric_settings(metric: Metric, *, truncate: bool, cutoffs: Cutoffs) -> dict[str, Any]:

@@ -265,7 +265,7 @@ def eval_file(
     ``cutoffs``: as :func:`evaluate` takes them (by default the judge's own), resolved once: the
     data, the labelled items and each metric's recorded settings all use the same ones.
 
-    Pass a :class:`~localjudge.judge.caching.CachingJudge` to cache and resume."""
+    Pass a :class:`~localjudge.judge.cache.caching.CachingJudge` to cache and resume."""
     mapping = dict(mapping or {})
     unknown = set(fail_under or {}) - {m.name for m in metrics}
     if unknown:

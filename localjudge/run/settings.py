@@ -12,20 +12,28 @@ from pathlib import Path
 from typing import Any
 
 from localjudge.errors import UsageError
-from localjudge.judge.cache import open_cache
-from localjudge.judge.caching import CachingJudge
+from localjudge.judge.cache import CachingJudge, open_cache
+from localjudge.judge.cutoffs import Cutoffs
 from localjudge.judge.engine import DEFAULT_PARALLEL
-from localjudge.judge.options import (
+from localjudge.judge.llama import (
     DEFAULT_FLASH_ATTN,
     chat_template_kwargs,
     default_threads,
     flash_attn_mode,
 )
+from localjudge.judge.models import DEFAULT_ALIAS
 from localjudge.judge.protocol import Judge
-from localjudge.judge.registry import DEFAULT_ALIAS
 from localjudge.metrics import METRICS, Metric, MetricSettings
 
-__all__ = ["JudgeSettings", "MetricSettings", "build_metrics", "open_cache", "open_judge"]
+__all__ = [
+    "JudgeSettings",
+    "MetricSettings",
+    "build_metrics",
+    "cache_counts",
+    "open_cache",
+    "open_judge",
+    "resolve_cutoffs",
+]
 
 DEFAULT_N_CTX = 8192
 
@@ -111,6 +119,23 @@ def open_judge(settings: JudgeSettings, *, cached: bool = True) -> Judge:
     if settings.use_cache and cached:
         judge = CachingJudge(judge, open_cache(settings.cache))
     return judge
+
+
+def resolve_cutoffs(judge: Judge, cutoffs: Cutoffs | None = None) -> Cutoffs:
+    """``cutoffs``, or by default the judge's own (the registries')."""
+    if cutoffs is not None:
+        return cutoffs
+    from localjudge.judge.models import judge_cutoffs  # noqa: PLC0415
+
+    return judge_cutoffs(judge.identity)
+
+
+def cache_counts(judge: Judge) -> tuple[int, int] | None:
+    """The calls a caching judge made and the calls its cache answered; None for a judge
+    without a cache in front of it."""
+    if isinstance(judge, CachingJudge):
+        return judge.calls, judge.hits
+    return None
 
 
 def build_metrics(names: Sequence[str], settings: MetricSettings | None = None) -> list[Metric]:

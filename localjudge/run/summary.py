@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from localjudge.canonical import read_json, write_json
-from localjudge.judge.caching import CachingJudge
 from localjudge.judge.protocol import Judge
 from localjudge.run.results import (
     SUMMARY,
@@ -23,6 +22,7 @@ from localjudge.run.results import (
     Summary,
     checked_version,
 )
+from localjudge.run.settings import cache_counts
 from localjudge.versions import versions
 
 __all__ = [
@@ -51,7 +51,7 @@ def build_summary(
     settings: Mapping[str, Any],
 ) -> Summary:
     """The summary of the run ``writer`` wrote: statistics per metric and the run manifest."""
-    caching = judge if isinstance(judge, CachingJudge) else None
+    counts = cache_counts(judge)
     return {
         "format": SUMMARY.version,
         "metrics": {name: t.as_dict() for name, t in writer.tallies.items()},
@@ -63,8 +63,8 @@ def build_summary(
             "settings": dict(settings),
             "versions": versions(),
             # a caching judge counts real calls; without one, the rows count the calls made for them
-            "judge_calls": caching.calls if caching is not None else writer.calls,
-            "cache_hits": caching.hits if caching is not None else 0,
+            "judge_calls": counts[0] if counts is not None else writer.calls,
+            "cache_hits": counts[1] if counts is not None else 0,
         },
     }
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from localjudge.judge.native import AMX_ENV, amx_decision, native_info
+from localjudge.judge.llama.native import AMX_ENV, amx_decision, native_info
 
 pytestmark = pytest.mark.model
 
@@ -31,7 +31,7 @@ print(json.dumps({"settings": dict(judge.identity.settings), "n": len(r.verdicts
 #: loads a judge with llama.cpp's own log on (LOCALJUDGE_DEBUG=1)
 LOAD_LOG = """
 import sys
-from localjudge.judge.llama import load_judge
+from localjudge.judge.llama.judge import load_judge
 judge = load_judge(sys.argv[1], n_threads=2, n_ctx=1024, cache=False)
 print("use_extra_bufts", judge.identity.settings["cpu_extra_buffers"])
 """

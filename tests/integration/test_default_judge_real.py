@@ -14,7 +14,12 @@ import pytest
 
 from localjudge import ContextPosition, ContextRecall, ContextRelevance, evaluate, load_judge
 from localjudge.data.items import make_item
-from localjudge.judge.registry import DEFAULT_ALIAS, builtin_registry, model_sha256, resolve_model
+from localjudge.judge.models.registry import (
+    DEFAULT_ALIAS,
+    builtin_registry,
+    model_sha256,
+    resolve_model,
+)
 from localjudge.metrics import MetricResult
 
 pytestmark = pytest.mark.model

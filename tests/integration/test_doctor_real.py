@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from localjudge.judge.cache import Cache
+from localjudge.judge.cache.store import Cache
+from localjudge.judge.models.registry import resolve_model
 from localjudge.judge.protocol import GenerationStats
-from localjudge.judge.registry import resolve_model
 
 pytestmark = pytest.mark.model
 

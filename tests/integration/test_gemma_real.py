@@ -10,7 +10,7 @@ import pytest
 
 from localjudge import ContextPosition, ContextRecall, ContextRelevance, load_judge
 from localjudge.data.items import make_item
-from localjudge.judge.prompting import plain_prompt
+from localjudge.judge.llama.prompting import plain_prompt
 from localjudge.metrics import Metric
 
 pytestmark = pytest.mark.model

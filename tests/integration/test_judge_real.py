@@ -34,8 +34,8 @@ from localjudge import (
     load_judge,
 )
 from localjudge.data.items import make_item
-from localjudge.judge.cache import Cache
-from localjudge.judge.caching import CachingJudge
+from localjudge.judge.cache.caching import CachingJudge
+from localjudge.judge.cache.store import Cache
 from localjudge.judge.cutoffs import NO_CUTOFFS
 from localjudge.judge.protocol import JudgeRequest
 from localjudge.judge.schemas import worst_case_tokens

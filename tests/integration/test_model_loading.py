@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from localjudge import ConstraintError, ModelError, load_judge
-from localjudge.judge.registry import resolve_model
+from localjudge.judge.models.registry import resolve_model
 
 pytestmark = pytest.mark.model
 

@@ -12,7 +12,7 @@ import pytest
 
 from localjudge import ContextPosition, load_judge
 from localjudge.canonical import file_sha256
-from localjudge.judge.registry import builtin_registry, chunks_of, locate, model_sha256
+from localjudge.judge.models.registry import builtin_registry, chunks_of, locate, model_sha256
 
 pytestmark = pytest.mark.model
 

@@ -23,8 +23,8 @@ from localjudge.errors import ConstraintError, UsageError
 from localjudge.integrations import MAX_ITEMS, BudgetedJudge
 from localjudge.integrations.deepeval import LocalJudgeModel
 from localjudge.integrations.ragas import LocalJudgeLLM
-from localjudge.judge.cache import Cache
-from localjudge.judge.caching import CachingJudge
+from localjudge.judge.cache.caching import CachingJudge
+from localjudge.judge.cache.store import Cache
 from localjudge.judge.schemas import json_schema
 from localjudge.testing import ScriptedJudge
 

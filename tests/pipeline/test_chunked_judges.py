@@ -24,8 +24,8 @@ from click.testing import CliRunner, Result
 
 from localjudge.cli import main
 from localjudge.errors import ModelError
-from localjudge.judge import registry
-from localjudge.judge.registry import list_models, locate, resolve_model
+from localjudge.judge.models import registry
+from localjudge.judge.models.registry import list_models, locate, resolve_model
 
 ROOT = Path(__file__).resolve().parents[2]
 ALIAS = "fake-chunked"
@@ -130,7 +130,8 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Fake:
 
 @pytest.fixture
 def hashes(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """The files whose sha256 :mod:`localjudge.judge.registry` computes whole (not copying)."""
+    """The files whose sha256 :mod:`~localjudge.judge.models.registry` computes whole (no
+    copy)."""
     seen: list[Path] = []
     real = registry.file_sha256
 

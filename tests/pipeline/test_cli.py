@@ -14,7 +14,7 @@ from pipeline_rules import EXPECTED, rule_records, rule_reply
 
 from localjudge.cli import main
 from localjudge.errors import ConstraintError, ModelError
-from localjudge.judge.caching import CachingJudge
+from localjudge.judge.cache.caching import CachingJudge
 from localjudge.metrics.statements import split_statements
 from localjudge.run.settings import JudgeSettings, open_cache
 from localjudge.testing import ScriptedJudge
@@ -431,7 +431,7 @@ def test_bench_in_one_process_with_every_judge_option(tmp_path: Path) -> None:
 def test_bench_all_judges_compares_every_installed_registered_judge(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from localjudge.judge.registry import list_models  # noqa: PLC0415
+    from localjudge.judge.models.registry import list_models  # noqa: PLC0415
 
     path = tmp_path / "labelled.jsonl"
     labelled = [{**r, "labels": {"relevant": [True, False]}} for r in RECORDS]

@@ -15,7 +15,7 @@ from pipeline_rules import rule_reply
 
 from localjudge.cli import main
 from localjudge.cli.config import env_name
-from localjudge.judge.caching import CachingJudge
+from localjudge.judge.cache.caching import CachingJudge
 from localjudge.run.settings import JudgeSettings, open_cache
 from localjudge.testing import ScriptedJudge
 
@@ -302,7 +302,7 @@ def test_show_config_for_bench_without_a_file(project: Path) -> None:
 
 def test_show_config_prints_what_a_run_uses_for_an_unset_option(project, monkeypatch) -> None:
     monkeypatch.setenv("LOCALJUDGE_CACHE_DIR", str(project / "cachedir"))
-    monkeypatch.setattr("localjudge.judge.options.default_threads", lambda: 7)
+    monkeypatch.setattr("localjudge.judge.llama.default_threads", lambda: 7)
     got = show(run(Factory(), "eval", "--show-config"))
     assert got["--threads"] == ("null -> 7 (the physical cores this process may use)", "default")
     assert got["--model"] == ("null -> qwen2.5-coder-1.5b (the default judge)", "default")

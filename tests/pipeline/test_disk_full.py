@@ -21,8 +21,8 @@ from click.testing import CliRunner
 from pipeline_rules import rule_reply
 
 from localjudge.cli import main
-from localjudge.judge.cache import Cache
-from localjudge.judge.caching import CachingJudge
+from localjudge.judge.cache.caching import CachingJudge
+from localjudge.judge.cache.store import Cache
 from localjudge.run.settings import open_cache
 from localjudge.testing import ScriptedJudge
 

@@ -13,8 +13,8 @@ from pipeline_rules import EXPECTED, rule_reply
 from localjudge.canonical import compact_json
 from localjudge.data.items import make_item
 from localjudge.errors import UsageError
-from localjudge.judge.cache import Cache
-from localjudge.judge.caching import CachingJudge
+from localjudge.judge.cache.caching import CachingJudge
+from localjudge.judge.cache.store import Cache
 from localjudge.metrics import METRICS, ContextPosition, ContextRecall, ContextRelevance
 from localjudge.metrics.statements import split_statements
 from localjudge.run.file_run import detect_metrics, eval_file

@@ -14,7 +14,7 @@ from pipeline_rules import rule_reply
 from localjudge.cli import main
 from localjudge.cli.common import EXIT_CACHE, EXIT_INTERNAL, EXIT_USAGE
 from localjudge.errors import LocalJudgeError
-from localjudge.judge.caching import CachingJudge
+from localjudge.judge.cache.caching import CachingJudge
 from localjudge.run.settings import open_cache
 from localjudge.testing import ScriptedJudge
 
@@ -80,12 +80,12 @@ def test_an_unexpected_error_loading_the_judge_is_exit_8(data: Path) -> None:
 @pytest.mark.parametrize("command", ["models", "doctor"])
 def test_an_unexpected_error_outside_eval_is_exit_8_too(monkeypatch, command) -> None:
     import localjudge.doctor  # noqa: PLC0415
-    import localjudge.judge.registry  # noqa: PLC0415
+    import localjudge.judge.models  # noqa: PLC0415
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise ValueError("exploded")
 
-    monkeypatch.setattr(localjudge.judge.registry, "list_models", broken)
+    monkeypatch.setattr(localjudge.judge.models, "list_models", broken)
     monkeypatch.setattr(localjudge.doctor, "run_checks", broken)  # doctor has no guard of its own
     result = CliRunner().invoke(main, [command], catch_exceptions=False)
     assert result.exit_code == 8
@@ -142,12 +142,12 @@ def test_clicks_own_usage_errors_exit_2(args: list[str]) -> None:
 
 
 def test_a_closed_stdout_is_quiet_exit_141(monkeypatch: pytest.MonkeyPatch) -> None:
-    import localjudge.judge.registry  # noqa: PLC0415
+    import localjudge.judge.models  # noqa: PLC0415
 
     def closed(*args: Any, **kwargs: Any) -> Any:
         raise BrokenPipeError(32, "Broken pipe")  # what `localjudge models | head -1` meets
 
-    monkeypatch.setattr(localjudge.judge.registry, "list_models", closed)
+    monkeypatch.setattr(localjudge.judge.models, "list_models", closed)
     result = CliRunner().invoke(main, ["models"], catch_exceptions=False)
     assert result.exit_code == 141
     assert "error" not in result.stderr

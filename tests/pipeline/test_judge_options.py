@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 from pipeline_rules import rule_reply
 
 from localjudge.cli import main
-from localjudge.judge.options import default_threads
+from localjudge.judge.llama.options import default_threads
 from localjudge.run.settings import JudgeSettings
 from localjudge.testing import ScriptedJudge
 

@@ -16,8 +16,8 @@ from pipeline_rules import rule_reply
 
 from localjudge.canonical import file_sha256
 from localjudge.cli import main
-from localjudge.judge.ggufmeta import file_type_name, human_count
-from localjudge.judge.registry import builtin_registry, resolve_model
+from localjudge.judge.models.ggufmeta import file_type_name, human_count
+from localjudge.judge.models.registry import builtin_registry, resolve_model
 from localjudge.run.settings import JudgeSettings
 from localjudge.testing import ScriptedJudge
 

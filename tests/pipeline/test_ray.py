@@ -25,8 +25,8 @@ from pipeline_rules import rule_reply
 from localjudge.cli import main
 from localjudge.cluster import RAY_CHUNK_SIZE, RayConfig, open_ray_judge
 from localjudge.errors import ModelError
-from localjudge.judge.cache import Cache, open_cache
-from localjudge.judge.caching import CachingJudge
+from localjudge.judge.cache.caching import CachingJudge
+from localjudge.judge.cache.store import Cache, open_cache
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.run.bench import bench_file
 from localjudge.run.file_run import eval_file

@@ -12,8 +12,8 @@ import pytest
 from pipeline_rules import rule_reply
 
 from localjudge.data.items import make_item
-from localjudge.judge.cache import Cache
-from localjudge.judge.caching import CachingJudge
+from localjudge.judge.cache.caching import CachingJudge
+from localjudge.judge.cache.store import Cache
 from localjudge.judge.protocol import Generation, SoftDecision, generate_many
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.run.evaluation import evaluate, score

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from localjudge import ModelError
-from localjudge.judge.native import AMX_ENV, NativeInfo, amx_decision
+from localjudge.judge.llama.native import AMX_ENV, NativeInfo, amx_decision
 
 
 def info(*, buffers: list[str] | None, amx_int8: str = "0") -> NativeInfo:

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from localjudge.errors import LocalJudgeError
-from localjudge.judge.registry import DEFAULT_ALIAS
+from localjudge.judge.models.registry import DEFAULT_ALIAS
 from localjudge.metrics import METRICS
 from localjudge.metrics.relevance import LEVELS
 from localjudge.run.bench import bench_file, bench_table

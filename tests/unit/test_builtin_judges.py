@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from localjudge.judge.registry import DEFAULT_ALIAS, Chunk, builtin_registry, chunks_of
+from localjudge.judge.models.registry import DEFAULT_ALIAS, Chunk, builtin_registry, chunks_of
 
 try:
     import tomllib

@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 
 from localjudge.errors import UsageError
-from localjudge.judge.cache_format import model_params
-from localjudge.judge.calllog import export_format, parse_age
+from localjudge.judge.cache.calllog import export_format, parse_age
+from localjudge.judge.cache.rows import model_params
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from localjudge.judge import llama_log
+from localjudge.judge.engine import log as llama_log
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from localjudge.errors import ModelError
-from localjudge.judge.native import gpu_layers
+from localjudge.judge.llama.native import gpu_layers
 
 
 @pytest.mark.parametrize(

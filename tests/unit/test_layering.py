@@ -306,6 +306,126 @@ def test_the_layer_check_sees_upward_and_cyclic_function_level_imports(tmp_path)
     assert cycles(graph) == [["pkg.high", "pkg.low.a"]]
 
 
+# --------------------------------------------------------------------------- judge/'s rooms
+
+#: the subpackages of ``localjudge.judge``, lowest first after its top (``""``: the judge
+#: interface, its value types and the child process). Inside judge/ a module imports its own
+#: room and the rooms below it.
+JUDGE_ROOMS: list[set[str]] = [{""}, {"engine", "cache"}, {"models"}, {"llama"}]
+JUDGE_RANK = {name: rank for rank, names in enumerate(JUDGE_ROOMS) for name in names}
+#: the composition points: the only modules outside judge/ that may import one of its
+#: subpackages, and then only the names it offers (the subpackage, never a module inside it).
+#: A name ending in ``.`` stands for every module under it.
+COMPOSITION = ("", "run.settings", "doctor", "integrations", "cluster.driver", "cli.")
+#: lines a room of judge/ (its top, or one subpackage) may hold
+MAX_ROOM_LINES = 1600
+
+
+def _room(module: str, rooms: set[str]) -> str | None:
+    parts = module.split(".")
+    if parts[1:2] != ["judge"]:
+        return None
+    return parts[2] if len(parts) > 2 and parts[2] in rooms else ""
+
+
+def _composes(module: str) -> bool:
+    inner = module.partition(".")[2]
+    return any(
+        inner == c.rstrip(".") or (c.endswith(".") and inner.startswith(c)) for c in COMPOSITION
+    )
+
+
+def judge_rule_breaks(graph: dict[str, dict[str, int]], rank: dict[str, int]) -> list[str]:
+    """Every import that breaks judge/'s rule: within judge/, an arrow up or across its rooms;
+    from outside, a subpackage imported by a module that is no composition point, or a module
+    inside a subpackage imported at all."""
+    rooms = {name for name in rank if name}
+    breaks = []
+    for source, edges in sorted(graph.items()):
+        for target, line in sorted(edges.items()):
+            into = _room(target, rooms)
+            if not into:
+                continue
+            where = f"{source} -> {target} (line {line})"
+            come = _room(source, rooms)
+            if come is not None:
+                if into != come and rank[into] >= rank[come]:
+                    breaks.append(f"{where}: {come or 'the top'} may not import {into}")
+            elif not _composes(source):
+                breaks.append(f"{where}: only the composition points import judge.{into}")
+            elif target.count(".") > 2:
+                breaks.append(f"{where}: import what localjudge.judge.{into} offers")
+    return breaks
+
+
+def test_judge_subpackages_are_imported_by_the_rule():
+    assert judge_rule_breaks(import_graph(PACKAGE), JUDGE_RANK) == []
+
+
+def test_every_subpackage_of_judge_has_a_room():
+    found = {p.name for p in (PACKAGE / "judge").iterdir() if (p / "__init__.py").is_file()}
+    assert found == {name for name in JUDGE_RANK if name}
+
+
+def test_the_judge_rule_sees_each_kind_of_break(tmp_path):
+    pkg = tmp_path / "pkg"
+    files = {
+        "__init__.py": "",
+        "judge/__init__.py": "",
+        "judge/protocol.py": "def f():\n    from pkg.judge import llama\n",
+        "judge/cache/__init__.py": "from pkg.judge.cache.store import Cache\n",
+        "judge/cache/store.py": "import pkg.judge.protocol\n\nCache = 1\n",
+        "judge/llama/__init__.py": "",
+        "judge/llama/judge.py": "from pkg.judge.cache import Cache\n",
+        "judge/models/__init__.py": "from pkg.judge.llama import judge\n",
+        "metrics/__init__.py": "from pkg.judge.cache import Cache\n",
+        "cli/__init__.py": "from pkg.judge.cache.store import Cache\n",
+        "cli/models.py": "from pkg.judge.llama import judge\n",
+    }
+    for name, text in files.items():
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text(text, "utf-8")
+    breaks = judge_rule_breaks(import_graph(pkg), JUDGE_RANK)
+    assert [b.split(" (")[0] for b in breaks] == [
+        "pkg.cli -> pkg.judge.cache.store",
+        "pkg.cli.models -> pkg.judge.llama.judge",
+        "pkg.judge.models -> pkg.judge.llama.judge",
+        "pkg.judge.protocol -> pkg.judge.llama",
+        "pkg.metrics -> pkg.judge.cache",
+    ]
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text("utf-8").splitlines())
+
+
+def test_no_room_of_judge_over_the_room_limit():
+    judge = PACKAGE / "judge"
+    rooms = {"": sum(_lines(p) for p in judge.glob("*.py"))}
+    for name in JUDGE_RANK:
+        if name:
+            rooms[name] = sum(_lines(p) for p in (judge / name).rglob("*.py"))
+    assert {name: n for name, n in rooms.items() if n > MAX_ROOM_LINES} == {}
+
+
+def test_each_room_of_judge_says_what_it_owns_and_offers():
+    import importlib  # noqa: PLC0415
+
+    for name in sorted(n for n in JUDGE_RANK if n):
+        package = importlib.import_module(f"localjudge.judge.{name}")
+        doc = package.__doc__ or ""
+        assert "Owns" in doc, name
+        assert "Offers:" in doc, name
+        offers = doc.split("Offers:", 1)[1]
+        unnamed = [n for n in package.__all__ if f"{n}`" not in offers]
+        assert unnamed == [], name
+        assert all(hasattr(package, n) for n in package.__all__), name
+    for path in sorted((PACKAGE / "judge").glob("*.py")):
+        if path.name != "__init__.py":
+            module = importlib.import_module(f"localjudge.judge.{path.stem}")
+            assert "any layer may use it" in " ".join((module.__doc__ or "").split()), path.name
+
+
 #: what starts a process: the modules, and the os functions
 SPAWNING_MODULES = {"multiprocessing", "subprocess", "concurrent.futures.process"}
 SPAWNING_OS = ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "popen", "spawn", "exec")

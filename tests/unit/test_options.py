@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from localjudge.errors import UsageError
-from localjudge.judge.options import (
+from localjudge.judge.llama.options import (
     RESERVED_TEMPLATE_VARIABLES,
     chat_template_kwargs,
     default_threads,

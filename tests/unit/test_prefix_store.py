@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from localjudge.judge.engine_types import GRID, EngineRequest
-from localjudge.judge.prefix_store import MAGIC, MAX_FILES, PrefixStore
+from localjudge.judge.engine.prefix_store import MAGIC, MAX_FILES, PrefixStore
+from localjudge.judge.engine.values import GRID, EngineRequest
 
 IDENTITY = {"sha256": "a" * 64, "backend": "llama-cpp-python 0.3.36", "settings": {"ngl": 0}}
 TOKENS = list(range(300))

@@ -1,6 +1,7 @@
 """The caching wrapper: a :class:`~localjudge.judge.protocol.Judge` that answers repeated calls
-from the judge-call cache (:class:`~localjudge.judge.cache.Cache`) and stores every new one the
-moment it returns, with its log entry. Keys are :func:`~localjudge.judge.cache_format.cache_key`'s.
+from the judge-call cache (:class:`~localjudge.judge.cache.store.Cache`) and stores every new one
+the moment it returns, with its log entry. Keys are
+:func:`~localjudge.judge.cache.rows.cache_key`'s.
 """
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from localjudge.errors import LocalJudgeError
-from localjudge.judge.cache import Cache
-from localjudge.judge.cache_format import CallLog, cache_key
+from localjudge.judge.cache.rows import CallLog, cache_key
+from localjudge.judge.cache.store import Cache
 from localjudge.judge.protocol import (
     Generation,
     Judge,

@@ -1,8 +1,8 @@
-"""What the judge engine (:mod:`localjudge.judge.engine`) is given and gives back: a request
+"""What the judge engine (:mod:`localjudge.judge.engine.batched`) is given and gives back: a request
 rendered to tokens (:class:`EngineRequest`, with the points at which its prompt is evaluated),
 what one request produced (:class:`EngineOutput`) and the engine's counters
 (:class:`EngineStats`), with the evaluation cuts that the requests and the KV memory
-(:mod:`localjudge.judge.kv`) share.
+(:mod:`localjudge.judge.engine.kv`) share.
 
 Pure data: imports :mod:`localjudge.judge.protocol` only, never ``llama_cpp`` or ``llguidance``.
 """

@@ -2,8 +2,8 @@
 
 :func:`add_model` registers a GGUF file under an alias in the user's registry (checked first:
 magic, metadata, sha256), :func:`remove_model` takes one out, and :func:`model_info` reads what a
-file says about itself (:mod:`localjudge.judge.ggufmeta`). Reading the registries and resolving
-an alias to a file is :mod:`localjudge.judge.registry`'s.
+file says about itself (:mod:`localjudge.judge.models.ggufmeta`). Reading the registries and
+resolving an alias to a file is :mod:`localjudge.judge.models.registry`'s.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from localjudge.errors import ModelError, UsageError
-from localjudge.judge.ggufmeta import GGUFMetadata, read_gguf_metadata
-from localjudge.judge.registry import (
+from localjudge.judge.models.ggufmeta import GGUFMetadata, read_gguf_metadata
+from localjudge.judge.models.registry import (
     ALIAS_PATTERN,
     RegisteredJudge,
     builtin_registry,

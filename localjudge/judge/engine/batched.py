@@ -4,10 +4,10 @@ llguidance grammar, sampling only what the grammar leaves open.
 How it works (llama-cpp-python's low-level bindings; llama.cpp's ``examples/parallel`` and its
 server's slots follow the same pattern):
 
-- **One context, many sequences.** ``parallel`` slots plus a *holder* sequence that holds the
-  shared instruction prefix (the prompt's fixed part), evaluated once, alone, or read from the
-  prefix store (:mod:`localjudge.judge.prefix_store`), where the next process finds it. A finished
-  slot keeps its prompt's cells and is refilled with the next request (continuous batching).
+- **One context, many sequences.** ``parallel`` slots plus a *holder* sequence that holds the shared
+  instruction prefix (the prompt's fixed part), evaluated once, alone, or read from the prefix store
+  (:mod:`localjudge.judge.engine.prefix_store`), where the next process finds it. A finished slot
+  keeps its prompt's cells and is refilled with the next request (continuous batching).
 - **Every prompt token read once.** A request starts from the longest prefix any sequence
   holds (its own slot, another slot, the holder): copied (``llama_memory_seq_cp``) and trimmed
   to the reused length. A prompt is evaluated in decode calls cut at fixed points: the end of
@@ -40,10 +40,10 @@ server's slots follow the same pattern):
   (a token that leaves the value open carries the mass on to the next position).
 
 This module keeps the decode loop: the slots, the grammar steps, the schedule of decode calls.
-The rest lives by responsibility in :mod:`~localjudge.judge.kv` (the context and what its
+The rest lives by responsibility in :mod:`~localjudge.judge.engine.kv` (the context and what its
 sequences hold), :mod:`~localjudge.judge.decisions` (soft verdicts),
-:mod:`~localjudge.judge.engine_types` (requests, outputs, counters) and
-:mod:`~localjudge.judge.llama_log` (llama.cpp's log and a Ctrl-C inside it). Imports those,
+:mod:`~localjudge.judge.engine.values` (requests, outputs, counters) and
+:mod:`~localjudge.judge.engine.log` (llama.cpp's log and a Ctrl-C inside it). Imports those,
 the prefix store's type, numpy and :mod:`localjudge.errors`; ``llama_cpp`` and ``llguidance``
 only inside :class:`Engine`, when a judge is loaded.
 """
@@ -61,9 +61,9 @@ import numpy as np
 
 from localjudge.errors import ConstraintError, LocalJudgeError
 from localjudge.judge.decisions import Decisions
-from localjudge.judge.engine_types import N_UBATCH, EngineOutput, EngineRequest, EngineStats
-from localjudge.judge.kv import KVCache
-from localjudge.judge.prefix_store import PrefixStore
+from localjudge.judge.engine.kv import KVCache
+from localjudge.judge.engine.prefix_store import PrefixStore
+from localjudge.judge.engine.values import N_UBATCH, EngineOutput, EngineRequest, EngineStats
 
 __all__ = ["DEFAULT_PARALLEL", "Engine", "EngineOutput", "EngineRequest", "EngineStats"]
 

@@ -3,7 +3,7 @@ or the plain layout of :func:`plain_prompt` for a model without one), the text t
 renders and the tokens it becomes (:func:`render_prompt`), with the fixed instructions and the
 item's shared part marked for prefix reuse.
 
-The model (llama-cpp-python's ``LlamaModel``) is handed in by :mod:`localjudge.judge.llama`;
+The model (llama-cpp-python's ``LlamaModel``) is handed in by :mod:`localjudge.judge.llama.judge`;
 ``llama_cpp`` itself is imported only for the template formatter, inside
 :func:`chat_formatter`. Imports :mod:`localjudge.errors` and the judge's protocol and registry.
 """
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from localjudge.errors import ModelError
+from localjudge.judge.models.registry import ResolvedModel
 from localjudge.judge.protocol import Prompt, as_messages
-from localjudge.judge.registry import ResolvedModel
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ def chat_formatter(
     template = metadata.get("tokenizer.chat_template")
     use = chat_template if chat_template is not None else bool(template)
     if resolved.alias is not None and chat_template is None:
-        from localjudge.judge.registry import registry  # noqa: PLC0415
+        from localjudge.judge.models.registry import registry  # noqa: PLC0415
 
         entry = next((j for j in registry() if j.alias == resolved.alias), None)
         use = bool(template) and (entry is None or entry.instruct)

@@ -6,7 +6,7 @@ Gemma's and Qwen's files come in chunks, one installed package per part, which a
 into the cache directory. Every part is checked (its size before anything is read, its sha256
 as it is copied), and so is the joined file; a part that is missing, truncated or changed is a
 :class:`ModelError` naming its package. Users add their own aliases in a JSON registry (see
-``models/README.md``), through :mod:`localjudge.judge.registry_edit`.
+``models/README.md``), through :mod:`localjudge.judge.models.edit`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 from localjudge.canonical import file_sha256
 from localjudge.errors import ModelError
-from localjudge.judge.cache import default_cache_dir
+from localjudge.judge.cache.store import default_cache_dir
 
 #: the judge used without -m: chosen by agreement on the development data (benchmarks/README.md)
 DEFAULT_ALIAS = "qwen2.5-coder-1.5b"
@@ -125,7 +125,7 @@ def registry() -> list[RegisteredJudge]:
 
 def builtin_registry() -> list[RegisteredJudge]:
     """The judges of the package's own ``registry.json`` (read-only package data)."""
-    text = resources.files("localjudge.judge").joinpath("registry.json").read_text("utf-8")
+    text = resources.files("localjudge.judge.models").joinpath("registry.json").read_text("utf-8")
     return _parse_registry(json.loads(text), "built-in registry")
 
 

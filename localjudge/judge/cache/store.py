@@ -1,6 +1,6 @@
 """The judge-call cache: an SQLite store of judge calls (the wrapper that puts it in front of any
-judge is :mod:`localjudge.judge.caching`; keys, rows, schema and checksums are
-:mod:`localjudge.judge.cache_format`'s).
+judge is :mod:`localjudge.judge.cache.caching`; keys, rows, schema and checksums are
+:mod:`localjudge.judge.cache.rows`'s).
 
 A call is keyed by what determines its output and nothing else (``cache_key``): the judge's
 identity (model sha256, backend versions, decoding settings), the rendered messages and the output
@@ -25,7 +25,8 @@ request's :class:`~localjudge.judge.protocol.CallOrigin`), tokens, time and when
 how often the cache answered it since. Message texts live once each in a ``prompts`` table keyed by
 their sha256 (a metric's instructions are shared by all its calls); a row lists its messages as
 ``[[role, sha256], ...]``. A row's checksum covers its key, output, messages list, log fields and
-stats; a prompt is checked against its own sha256. :mod:`localjudge.judge.calllog` reads the log.
+stats; a prompt is checked against its own sha256. :mod:`localjudge.judge.cache.calllog` reads the
+log.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ import platformdirs
 
 from localjudge.canonical import compact_json, sha256_text
 from localjudge.errors import CacheError, DiskFullError, LocalJudgeError
-from localjudge.judge.cache_format import (
+from localjudge.judge.cache.rows import (
     MIGRATIONS,
     ROW_COLUMNS,
     SCHEMA_VERSION,

@@ -1,12 +1,13 @@
 """The judge-call log kept in the cache, read without changing the file (``localjudge cache``).
 
-Every call the cache stores is a log entry (:mod:`localjudge.judge.cache`, schema version 4): the
-messages the judge saw, its raw output, the model's alias and sha256, the schema, the metric and
-item that asked, tokens, time, when it was stored and how often the cache answered it since.
-This module lists, counts and exports those entries through a read-only SQLite connection, so
-browsing never migrates, creates or writes a cache file; a file of an older schema is read as it
-is (its calls simply lack the fields it did not record). Deleting is the cache's own business
-(:meth:`~localjudge.judge.cache.Cache.prune`, :meth:`~localjudge.judge.cache.Cache.clear`).
+Every call the cache stores is a log entry (:mod:`localjudge.judge.cache.store`, schema version 4):
+the messages the judge saw, its raw output, the model's alias and sha256, the schema, the metric and
+item that asked, tokens, time, when it was stored and how often the cache answered it since. This
+module lists, counts and exports those entries through a read-only SQLite connection, so browsing
+never migrates, creates or writes a cache file; a file of an older schema is read as it is (its
+calls simply lack the fields it did not record). Deleting is the cache's own business
+(:meth:`~localjudge.judge.cache.store.Cache.prune`,
+:meth:`~localjudge.judge.cache.store.Cache.clear`).
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from typing import Any, TextIO
 
 from localjudge.canonical import compact_json, sha256_text
 from localjudge.errors import CacheError, DiskFullError, UsageError, is_disk_full
-from localjudge.judge.cache import BUSY_TIMEOUT_S
-from localjudge.judge.cache_format import checksum_ok, filter_sql, stored_schema_version
+from localjudge.judge.cache.rows import checksum_ok, filter_sql, stored_schema_version
+from localjudge.judge.cache.store import BUSY_TIMEOUT_S
 
 __all__ = [
     "EXPORT_FIELDS",

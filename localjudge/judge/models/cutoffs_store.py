@@ -19,8 +19,8 @@ from typing import Any
 
 from localjudge.errors import ModelError
 from localjudge.judge.cutoffs import NO_CUTOFFS, Cutoffs, Provenance
+from localjudge.judge.models.registry import read_user_registry, user_registry_path
 from localjudge.judge.protocol import JudgeIdentity
-from localjudge.judge.registry import read_user_registry, user_registry_path
 
 __all__ = [
     "builtin_cutoffs",
@@ -41,7 +41,7 @@ def judge_cutoffs(identity: JudgeIdentity) -> Cutoffs:
 def builtin_cutoffs(sha256: str) -> Cutoffs:
     """The cut-offs the package ships for the judge file with this sha256 (none: empty); read
     once per process (package data does not change under it)."""
-    text = resources.files("localjudge.judge").joinpath("registry.json").read_text("utf-8")
+    text = resources.files("localjudge.judge.models").joinpath("registry.json").read_text("utf-8")
     return _entry(json.loads(text), sha256, "built-in registry")
 
 
@@ -54,7 +54,7 @@ def user_cutoffs(sha256: str) -> Cutoffs:
 def store_cutoffs(sha256: str, cutoffs: Cutoffs) -> None:
     """Store ``cutoffs`` for the judge file with this sha256 in the user registry (replacing
     that judge's kinds that ``cutoffs`` has, keeping its others), each with its source."""
-    from localjudge.judge.registry_edit import write_user_registry  # noqa: PLC0415
+    from localjudge.judge.models.edit import write_user_registry  # noqa: PLC0415
 
     data = read_user_registry() or {"judges": []}
     table = dict(data.get("cutoffs") or {})
@@ -65,7 +65,7 @@ def store_cutoffs(sha256: str, cutoffs: Cutoffs) -> None:
 def reset_cutoffs(sha256: str, kinds: set[str] | None = None) -> list[str]:
     """Remove the user's cut-offs of this judge file (only ``kinds`` when given), so that the
     built-in ones (or the baseline) apply again; returns the kinds removed."""
-    from localjudge.judge.registry_edit import write_user_registry  # noqa: PLC0415
+    from localjudge.judge.models.edit import write_user_registry  # noqa: PLC0415
 
     data = read_user_registry()
     mine = user_cutoffs(sha256)

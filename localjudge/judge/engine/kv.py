@@ -6,9 +6,9 @@
 - **What each sequence holds** (:class:`_Held`): the tokens of its cells and the lengths at
   which their evaluation was cut, so that a request starts from the longest prefix any sequence
   holds: copied (``llama_memory_seq_cp``), trimmed to the reused length, the rest of its shared
-  part evaluated (see :mod:`localjudge.judge.engine` for why outputs do not depend on it).
-- **The holder's prefix**, read from the prefix store (:mod:`localjudge.judge.prefix_store`) as
-  llama.cpp serialises a sequence, or evaluated and stored there.
+  part evaluated (see :mod:`localjudge.judge.engine.batched` for why outputs do not depend on it).
+- **The holder's prefix**, read from the prefix store (:mod:`localjudge.judge.engine.prefix_store`)
+  as llama.cpp serialises a sequence, or evaluated and stored there.
 
 The engine hands in the ``llama_cpp`` module (imported nowhere here; ``ctypes`` only for the
 state buffers). Imports numpy, :mod:`localjudge.errors` and the judge's engine types, prefix
@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from localjudge.errors import ModelError
-from localjudge.judge.engine_types import N_UBATCH, EngineRequest, EngineStats
-from localjudge.judge.llama_log import raise_pending_interrupt
-from localjudge.judge.prefix_store import PrefixStore
+from localjudge.judge.engine.log import raise_pending_interrupt
+from localjudge.judge.engine.prefix_store import PrefixStore
+from localjudge.judge.engine.values import N_UBATCH, EngineRequest, EngineStats
 
 #: the smallest per-sequence window a context is made with (it grows with the requests)
 MIN_SEQ_CTX = 2048

@@ -1,17 +1,17 @@
 """The llama.cpp judge: a GGUF model in-process, decoding under llguidance grammars.
 
-This module, with :mod:`localjudge.judge.engine` (which it drives) and :mod:`localjudge.judge.kv`
-(its context), :mod:`localjudge.judge.prompting` (the chat template and the tokens of a prompt),
-:mod:`localjudge.judge.native` (the build, the AMX decision, importing the backends) and
-:mod:`localjudge.judge.tokens` (the token table), is the only place that uses ``llama_cpp`` and
-``llguidance``, and they are imported when a judge is loaded, so ``import localjudge`` and
-``localjudge --help`` stay light.
+This module, with :mod:`localjudge.judge.engine.batched` (which it drives) and
+:mod:`localjudge.judge.engine.kv` (its context), :mod:`localjudge.judge.llama.prompting` (the chat
+template and the tokens of a prompt), :mod:`localjudge.judge.llama.native` (the build, the AMX
+decision, importing the backends) and :mod:`localjudge.judge.llama.tokens` (the token table), is the
+only place that uses ``llama_cpp`` and ``llguidance``, and they are imported when a judge is loaded,
+so ``import localjudge`` and ``localjudge --help`` stay light.
 
 How each guarantee is kept:
 
 - valid JSON: every token is chosen under the schema's llguidance grammar
-  (:mod:`localjudge.judge.engine`); the text is then validated by the same pydantic schema (no
-  repair).
+  (:mod:`localjudge.judge.engine.batched`); the text is then validated by the same pydantic schema
+  (no repair).
 - never cut off: the output bound is the schema's worst case (:func:`worst_case_tokens`),
   checked against the window before generating.
 - never silently unconstrained: a matcher error, a rejected token, an early end or an output
@@ -21,7 +21,7 @@ How each guarantee is kept:
 - reproducible: greedy decoding with a fixed seed; an output depends only on its own prompt and
   the settings (see the engine's notes on batches).
 - no native crash from AMX: on CPUs where llama.cpp's AMX kernels are active, the model is loaded
-  without llama.cpp's extra buffer types (:func:`~localjudge.judge.native.amx_decision`).
+  without llama.cpp's extra buffer types (:func:`~localjudge.judge.llama.native.amx_decision`).
 """
 
 from __future__ import annotations
@@ -37,13 +37,14 @@ from typing import Any
 from pydantic import BaseModel
 
 from localjudge.errors import ConstraintError, ContextOverflowError, ModelError, OutputBudgetError
-from localjudge.judge.cache import open_cache, resolve_cache_path
-from localjudge.judge.caching import CachingJudge
+from localjudge.judge.cache.caching import CachingJudge
+from localjudge.judge.cache.store import open_cache, resolve_cache_path
 from localjudge.judge.decisions import decision_keys
-from localjudge.judge.engine import DEFAULT_PARALLEL, Engine
-from localjudge.judge.engine_types import N_UBATCH, EngineOutput, EngineRequest
-from localjudge.judge.llama_log import raise_pending_interrupt
-from localjudge.judge.native import (
+from localjudge.judge.engine.batched import DEFAULT_PARALLEL, Engine
+from localjudge.judge.engine.log import raise_pending_interrupt
+from localjudge.judge.engine.prefix_store import PREFIX_DIR, PrefixStore
+from localjudge.judge.engine.values import N_UBATCH, EngineOutput, EngineRequest
+from localjudge.judge.llama.native import (
     amx_decision,
     announce,
     debug_enabled,
@@ -52,16 +53,17 @@ from localjudge.judge.native import (
     native_info,
     quiet_stderr,
 )
-from localjudge.judge.options import (
+from localjudge.judge.llama.options import (
     DEFAULT_FLASH_ATTN,
     default_threads,
     flash_attn_mode,
 )
-from localjudge.judge.options import (
+from localjudge.judge.llama.options import (
     chat_template_kwargs as check_template_kwargs,
 )
-from localjudge.judge.prefix_store import PREFIX_DIR, PrefixStore
-from localjudge.judge.prompting import Prepared, chat_formatter, render_prompt
+from localjudge.judge.llama.prompting import Prepared, chat_formatter, render_prompt
+from localjudge.judge.llama.tokens import lltokenizer
+from localjudge.judge.models.registry import ResolvedModel, check_gguf, model_sha256, resolve_model
 from localjudge.judge.protocol import (
     Generation,
     GenerationStats,
@@ -74,9 +76,7 @@ from localjudge.judge.protocol import (
     as_messages,
     check_fits,
 )
-from localjudge.judge.registry import ResolvedModel, check_gguf, model_sha256, resolve_model
 from localjudge.judge.schemas import json_schema, output_budget, parse_output, worst_case_tokens
-from localjudge.judge.tokens import lltokenizer
 from localjudge.versions import package_version
 
 DEFAULT_N_CTX = 8192
@@ -343,7 +343,7 @@ class LlamaJudge:
 
     def render(self, prompt: Prompt, *, shared_chars: int = 0) -> Prepared:
         """The exact prompt text and tokens the model sees (chat template or plain layout;
-        :func:`~localjudge.judge.prompting.render_prompt`)."""
+        :func:`~localjudge.judge.llama.prompting.render_prompt`)."""
         return render_prompt(
             self._model,
             self._formatter,
@@ -388,8 +388,8 @@ def load_judge(
 ) -> LlamaJudge | CachingJudge:
     """Load a judge: ``model`` is a GGUF path, a registered alias, or None for the default judge.
 
-    ``cache`` (on by default, as in the CLI): the judge answers a call it has made before from
-    the SQLite cache (:class:`~localjudge.judge.caching.CachingJudge`; the file in the user cache
+    ``cache`` (on by default, as in the CLI): the judge answers a call it has made before from the
+    SQLite cache (:class:`~localjudge.judge.cache.caching.CachingJudge`; the file in the user cache
     directory or ``$LOCALJUDGE_CACHE_DIR``, or at the path given); ``False`` returns the bare
     :class:`LlamaJudge`. The caching judge passes every other attribute to the one it wraps.
 
@@ -398,8 +398,8 @@ def load_judge(
     for the chat template's render (``{"enable_thinking": False}``), part of the judge's
     identity and so of its cache keys.
 
-    ``store_prefix`` (default: as ``cache``): the evaluated instructions are kept beside the
-    cache (:mod:`localjudge.judge.prefix_store`; a path: beside that cache), so the next process
+    ``store_prefix`` (default: as ``cache``): the evaluated instructions are kept beside the cache
+    (:mod:`localjudge.judge.engine.prefix_store`; a path: beside that cache), so the next process
     reads them instead of evaluating them; ``cache=False`` leaves that store alone too.
 
     Nothing is downloaded. Raises :class:`ModelError` for a missing, empty, non-GGUF, truncated or

@@ -1,9 +1,9 @@
 """Parsing and defaults of the judge options that are not plain numbers.
 
 Shared by the CLI (``-t``, ``-fa``, ``--chat-template-kwargs``), :class:`~localjudge.run.settings.
-JudgeSettings` and :func:`~localjudge.judge.llama.load_judge`, so every entry point accepts the same
-values and fails with the same error. Standard library only (``psutil`` is imported when the
-thread default is asked for).
+JudgeSettings` and :func:`~localjudge.judge.llama.judge.load_judge`, so every entry point accepts
+the same values and fails with the same error. Standard library only (``psutil`` is imported when
+the thread default is asked for).
 """
 
 from __future__ import annotations

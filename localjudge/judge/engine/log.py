@@ -5,7 +5,7 @@ would be printed and dropped by ctypes. :func:`install_log` keeps it and
 :func:`raise_pending_interrupt`, called after every llama.cpp call that may log (loading a model,
 making a context, a decode call, reading a stored prefix), raises it once control is back.
 
-Standard library only: ``llama_cpp`` is handed in by :mod:`localjudge.judge.native`, which
+Standard library only: ``llama_cpp`` is handed in by :mod:`localjudge.judge.llama.native`, which
 imports it.
 """
 

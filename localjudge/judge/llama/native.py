@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from localjudge.errors import ConstraintError, ModelError
-from localjudge.judge.llama_log import install_log
+from localjudge.judge.engine.log import install_log
 from localjudge.versions import package_version
 
 __all__ = [

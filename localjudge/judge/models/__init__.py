@@ -1,0 +1,44 @@
+"""The installed judges: which exist, where their files are, and the cut-offs stored for them.
+
+Owns :mod:`~localjudge.judge.models.registry` (aliases, installed model packages and plain GGUF
+paths, resolved to a checked file; with the package data ``registry.json``),
+:mod:`~localjudge.judge.models.edit` (``localjudge models add``, ``remove`` and ``info``),
+:mod:`~localjudge.judge.models.ggufmeta` (a GGUF file's metadata, without llama.cpp) and
+:mod:`~localjudge.judge.models.cutoffs_store` (a judge's cut-offs in the registries). Nothing here
+loads a model or downloads anything.
+
+Offers: :data:`DEFAULT_ALIAS`, :class:`ResolvedModel`, :func:`resolve_model`, :func:`check_gguf`,
+:func:`model_sha256`, :func:`list_models`, :func:`user_registry_path`; :func:`add_model`,
+:func:`remove_model`, :func:`model_info`, :func:`human_count`; and :func:`judge_cutoffs`,
+:func:`store_cutoffs`, :func:`reset_cutoffs`.
+"""
+
+from localjudge.judge.models.cutoffs_store import judge_cutoffs, reset_cutoffs, store_cutoffs
+from localjudge.judge.models.edit import add_model, model_info, remove_model
+from localjudge.judge.models.ggufmeta import human_count
+from localjudge.judge.models.registry import (
+    DEFAULT_ALIAS,
+    ResolvedModel,
+    check_gguf,
+    list_models,
+    model_sha256,
+    resolve_model,
+    user_registry_path,
+)
+
+__all__ = [
+    "DEFAULT_ALIAS",
+    "ResolvedModel",
+    "add_model",
+    "check_gguf",
+    "human_count",
+    "judge_cutoffs",
+    "list_models",
+    "model_info",
+    "model_sha256",
+    "remove_model",
+    "reset_cutoffs",
+    "resolve_model",
+    "store_cutoffs",
+    "user_registry_path",
+]
