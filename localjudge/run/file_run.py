@@ -12,7 +12,7 @@ the prediction-powered means (:mod:`localjudge.stats.ppi`). The loop itself is
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -20,12 +20,12 @@ from typing import Any
 
 from localjudge.canonical import canonical_json, file_sha256, sha256_text
 from localjudge.data.items import ALIASES, FIELDS
+from localjudge.data.records import Record
 from localjudge.errors import UsageError
-from localjudge.judge.cutoffs import Cutoffs, kinds_of
+from localjudge.judge.cutoffs import Cutoffs
 from localjudge.judge.isolation import InterruptLatch
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, Metric
-from localjudge.run.compare import label_problem
 from localjudge.run.evaluation import (
     CHUNK_SIZE,
     OnJudging,
@@ -34,10 +34,16 @@ from localjudge.run.evaluation import (
     read,
     resolve_cutoffs,
 )
-from localjudge.run.results import LABELLED, RESULTS, ItemResult, ResultRow, ResultsWriter, Summary
+from localjudge.run.labelled_pass import (
+    LabelledScores,
+    calibrations,
+    corrected,
+    in_sample,
+    judge_labelled,
+)
+from localjudge.run.results import RESULTS, ItemResult, ResultRow, ResultsWriter, Summary
 from localjudge.run.rundir import finished_run, output_lock, refuse_replacing, run_differences
 from localjudge.run.summary import build_summary, write_summary
-from localjudge.stats.ppi import fit_calibration, ppi_mean
 
 __all__ = [
     "DataSurvey",
@@ -45,6 +51,7 @@ __all__ = [
     "RunOutcome",
     "detect_metrics",
     "eval_file",
+    "failed_thresholds",
     "in_sample",
     "judge_labelled",
     "survey",
@@ -102,118 +109,6 @@ def detect_metrics(
     return survey(data, fmt=fmt, mapping=mapping, limit=limit).metrics
 
 
-@dataclass
-class LabelledScores:
-    """One metric on the labelled items: the human-derived score and the judge's, item by item
-    (only items that have both; ``soft`` None where a judge gave no soft score)."""
-
-    human: list[float] = field(default_factory=list)
-    hard: list[float] = field(default_factory=list)
-    soft: list[float | None] = field(default_factory=list)
-
-    def soft_scores(self) -> list[float] | None:
-        """The soft scores, when every labelled item has one (else None)."""
-        if not self.soft or any(v is None for v in self.soft):
-            return None
-        return [float(v) for v in self.soft if v is not None]
-
-    def calibration(self) -> Callable[[ResultRow], float | None] | None:
-        """A row's score mapped to the human scale by an isotonic fit on these items: from the
-        soft scores when every labelled item has one, else from the hard ones (a row is mapped
-        from the same kind of score; None when it has none). None when nothing can be fitted."""
-        soft = self.soft_scores()
-        key = "soft_score" if soft is not None else "score"
-        fitted = fit_calibration(soft if soft is not None else self.hard, self.human)
-        if fitted is None:
-            return None
-
-        def calibrated(row: ResultRow) -> float | None:
-            value = row[key]  # type: ignore[literal-required]
-            return None if value is None else fitted(float(value))
-
-        return calibrated
-
-
-def judge_labelled(
-    labels: Path,
-    out_dir: Path,
-    *,
-    judge: Judge,
-    metrics: Sequence[Metric],
-    mapping: Mapping[str, str],
-    truncate: bool,
-    settings_by_metric: Mapping[str, Mapping[str, Any]],
-    raw_output: bool = False,
-    chunk_size: int = CHUNK_SIZE,
-    cutoffs: Cutoffs | None = None,
-) -> dict[str, LabelledScores]:
-    """Score the labelled file (bench's format: records with ``labels``) like the data, write
-    its rows to ``out_dir/labelled.jsonl``, and pair each judge score with the metric's formula
-    applied to the human labels. Items without usable labels for a metric are left out of it."""
-    records = list(read(labels, fmt=None, mapping=mapping))
-    human: dict[tuple[int, str], float] = {}
-    for rec in records:
-        data = rec.data or {}
-        contexts = data.get(mapping.get("retrieved_contexts", "retrieved_contexts"))
-        n_pieces = len(contexts) if isinstance(contexts, list) else None
-        if label_problem(data.get("labels"), n_pieces) is not None:
-            continue
-        for m in metrics:
-            value = METRICS[m.name].human_score(data["labels"])
-            if value is not None:
-                human[(rec.index, m.name)] = float(value)
-    scores = {m.name: LabelledScores() for m in metrics}
-    with ResultsWriter(
-        out_dir / LABELLED.name, judge.identity, settings_by_metric, raw_output=raw_output
-    ) as writer:
-        for res in evaluate(
-            records,
-            metrics,
-            judge,
-            mapping=mapping,
-            truncate=truncate,
-            chunk_size=chunk_size,
-            keep=False,
-            cutoffs=cutoffs,
-        ):
-            row = writer.write(res)
-            h = human.get((res.index, res.metric))
-            if h is not None and row["score"] is not None:
-                scores[res.metric].human.append(h)
-                scores[res.metric].hard.append(float(row["score"]))
-                scores[res.metric].soft.append(row["soft_score"])
-    return scores
-
-
-def _corrected(labelled: LabelledScores, hard: list[float], soft: list[float]) -> dict[str, Any]:
-    """The prediction-powered estimates of one metric's human-scale mean (hard, soft); the soft
-    one only when every labelled and every scored item has a soft score."""
-    out: dict[str, Any] = {}
-    est = ppi_mean(labelled.human, labelled.hard, hard)
-    out["ppi"] = est.as_dict() if est is not None else None
-    soft_l = labelled.soft_scores()
-    est = ppi_mean(labelled.human, soft_l, soft) if soft_l and len(soft) == len(hard) else None
-    out["ppi_soft"] = est.as_dict() if est is not None else None
-    return out
-
-
-def in_sample(
-    labels: Path, labels_sha256: str, cutoffs: Cutoffs, metrics: Sequence[str]
-) -> list[str]:
-    """A warning when ``labels`` (whose sha256 is ``labels_sha256``) is the file the metrics'
-    cut-offs were fitted on (it is in their provenance): agreement and corrections measured on
-    it are in-sample."""
-    mine = cutoffs.only(kinds_of(metrics))
-    kinds = [k for k in sorted(mine.values) if mine.source(k).sha256 == labels_sha256]
-    if not kinds:
-        return []
-    return [
-        f"{labels.name} is the file the judge's cut-offs of {', '.join(kinds)} were fitted on: "
-        "agreement and corrections measured on it are in-sample (optimistic); use labels no "
-        "fit saw"
-    ]
-
-
 def eval_file(
     data: Path,
     out_dir: Path,
@@ -267,6 +162,52 @@ def eval_file(
 
     Pass a :class:`~localjudge.judge.cache.caching.CachingJudge` to cache and resume."""
     mapping = dict(mapping or {})
+    isotonic = _checked_options(metrics, fail_under, labels, isotonic=isotonic, calibrate=calibrate)
+    records = read(data, fmt=fmt, mapping=mapping)  # fails now on an unreadable file
+    with output_lock(out_dir):
+        run = _prepare(
+            data,
+            out_dir,
+            judge=judge,
+            metrics=metrics,
+            mapping=mapping,
+            cutoffs=cutoffs,
+            labels=labels,
+            settings=settings,
+            run_options={"limit": limit, "map": mapping, "format": fmt},
+            only=only,
+            isotonic=isotonic,
+            truncate=truncate,
+            raw_output=raw_output,
+            chunk_size=chunk_size,
+            overwrite=overwrite,
+        )
+        labelled = _labelled_pass(run) if labels is not None else {}
+        writer = _data_pass(
+            run,
+            islice(records, limit),
+            calibrations(labelled) if isotonic else {},
+            only=only,
+            on_result=on_result,
+            on_judging=on_judging,
+        )
+        summary = _summary(run, writer, labelled)
+        summary_path = write_summary(out_dir, summary)
+        failed = failed_thresholds(summary, fail_under, max_failure_rate)
+        return RunOutcome(writer.path, summary_path, summary, failed, _notes(run))
+
+
+def _checked_options(
+    metrics: Sequence[Metric],
+    fail_under: Mapping[str, float] | None,
+    labels: Path | None,
+    *,
+    isotonic: bool,
+    calibrate: bool | None,
+) -> bool:
+    """Whether the run fits the isotonic map (``calibrate`` is its deprecated name, warned of
+    at :func:`eval_file`'s caller); refuses thresholds on metrics that are not run, and an
+    isotonic fit without labels."""
     unknown = set(fail_under or {}) - {m.name for m in metrics}
     if unknown:
         raise UsageError(
@@ -276,117 +217,204 @@ def eval_file(
         warnings.warn(
             "eval_file(calibrate=...) is deprecated, use isotonic=... (the same isotonic fit)",
             DeprecationWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
         isotonic = isotonic or calibrate
     if isotonic and labels is None:
         raise UsageError("--isotonic needs --labels (the labelled items it is fitted on)")
-    records = read(data, fmt=fmt, mapping=mapping)  # fails now on an unreadable file
-    with output_lock(out_dir):
-        data_sha = file_sha256(data)
-        used = resolve_cutoffs(judge, cutoffs)
-        labels_sha = file_sha256(labels) if labels is not None else None
-        settings_by_metric = {
-            m.name: metric_settings(m, truncate=truncate, cutoffs=used) for m in metrics
-        }
-        run_settings = {
-            **(settings or {}),
-            "metrics": settings_by_metric,
-            "limit": limit,
-            "map": mapping,
-            "format": fmt,
-            **({"only_sha256": _selection_sha256(only)} if only is not None else {}),
-            **(
-                {
-                    "labels": str(labels),
-                    "labels_sha256": labels_sha,
-                    "calibrate": isotonic,  # the key before --isotonic: old runs still match
-                }
-                if labels is not None
-                else {}
+    return isotonic
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What the phases of one :func:`eval_file` run share, fixed before anything is judged."""
+
+    data: Path
+    data_sha256: str
+    out_dir: Path
+    judge: Judge
+    metrics: Sequence[Metric]
+    mapping: Mapping[str, str]
+    #: the cut-offs every pass uses and the settings record (resolved once)
+    cutoffs: Cutoffs
+    labels: Path | None
+    labels_sha256: str | None
+    #: per metric, the settings its rows record
+    settings_by_metric: Mapping[str, Mapping[str, Any]]
+    #: the run's settings as ``summary.json`` records them
+    settings: Mapping[str, Any]
+    truncate: bool
+    raw_output: bool
+    chunk_size: int
+
+
+def _prepare(
+    data: Path,
+    out_dir: Path,
+    *,
+    judge: Judge,
+    metrics: Sequence[Metric],
+    mapping: Mapping[str, str],
+    cutoffs: Cutoffs | None,
+    labels: Path | None,
+    settings: Mapping[str, Any] | None,
+    run_options: Mapping[str, Any],
+    only: Mapping[str, Collection[int]] | None,
+    isotonic: bool,
+    truncate: bool,
+    raw_output: bool,
+    chunk_size: int,
+    overwrite: bool,
+) -> _Run:
+    """The run's hashes, cut-offs and settings; refuses to replace a finished run in
+    ``out_dir`` that is another run."""
+    data_sha = file_sha256(data)
+    used = resolve_cutoffs(judge, cutoffs)
+    labels_sha = file_sha256(labels) if labels is not None else None
+    settings_by_metric = {
+        m.name: metric_settings(m, truncate=truncate, cutoffs=used) for m in metrics
+    }
+    run_settings = {
+        **(settings or {}),
+        "metrics": settings_by_metric,
+        **run_options,
+        **({"only_sha256": _selection_sha256(only)} if only is not None else {}),
+        **(
+            {
+                "labels": str(labels),
+                "labels_sha256": labels_sha,
+                "calibrate": isotonic,  # the key before --isotonic: old runs still match
+            }
+            if labels is not None
+            else {}
+        ),
+    }
+    previous = None if overwrite else finished_run(out_dir)
+    if previous is not None:
+        refuse_replacing(
+            out_dir,
+            run_differences(
+                previous,
+                data_sha256=data_sha,
+                judge=judge.identity.as_dict(),
+                settings=run_settings,
             ),
-        }
-        previous = None if overwrite else finished_run(out_dir)
-        if previous is not None:
-            refuse_replacing(
-                out_dir,
-                run_differences(
-                    previous,
-                    data_sha256=data_sha,
-                    judge=judge.identity.as_dict(),
-                    settings=run_settings,
-                ),
-            )
-        labelled: dict[str, LabelledScores] = {}
-        if labels is not None:
-            labelled = judge_labelled(
-                labels,
-                out_dir,
-                judge=judge,
-                metrics=metrics,
-                mapping=mapping,
-                truncate=truncate,
-                settings_by_metric=settings_by_metric,
-                raw_output=raw_output,
-                chunk_size=chunk_size,
-                cutoffs=used,
-            )
-        calibrations = {}
-        for name, pairs in labelled.items() if isotonic else ():
-            if (calibrated := pairs.calibration()) is not None:
-                calibrations[name] = calibrated
-        with (
-            InterruptLatch() as interrupted,
-            ResultsWriter(
-                out_dir / RESULTS.name,
-                judge.identity,
-                settings_by_metric,
-                calibrations,
-                raw_output=raw_output,
-            ) as writer,
-        ):
-            for res in evaluate(
-                islice(records, limit),
-                metrics,
-                judge,
-                mapping=mapping,
-                truncate=truncate,
-                on_result=on_result,
-                on_judging=on_judging,
-                chunk_size=chunk_size,
-                keep=False,
-                only=only,
-                cutoffs=used,  # the cut-offs the settings record and the labelled pass used
-            ):
-                writer.write(res)
-                interrupted.check()  # a Ctrl-C some library swallowed stops the run here
-            interrupted.check()  # never a finished run after an interrupt
-        summary = build_summary(
-            writer,
-            data=data,
-            data_sha256=data_sha,
-            judge=judge,
-            settings=run_settings,
         )
-        for name, pairs in labelled.items():
-            tally = writer.tallies[name]
-            summary["metrics"][name].update(_corrected(pairs, tally.scores, tally.soft_scores))  # type: ignore[typeddict-item]
-        summary_path = write_summary(out_dir, summary)
-        means = {name: stats["mean"] for name, stats in summary["metrics"].items()}
-        failed = [
-            f"{name} mean {means[name]} < {threshold}"
-            for name, threshold in (fail_under or {}).items()
-            if (mean := means[name]) is None or mean < threshold
-        ]
-        if max_failure_rate is not None:
-            for name, stats in summary["metrics"].items():
-                total = stats["n_scored"] + stats["n_failed"] + stats["n_undefined"]
-                rate = stats["n_failed"] / total if total else 0.0
-                if rate > max_failure_rate:
-                    failed.append(
-                        f"{name}: {stats['n_failed']} of {total} items failed ({rate:.1%}), "
-                        f"over --max-failure-rate {max_failure_rate:g}"
-                    )
-        names = [m.name for m in metrics]
-        notes = in_sample(labels, labels_sha, used, names) if labels and labels_sha else []
-        return RunOutcome(writer.path, summary_path, summary, failed, notes)
+    return _Run(
+        data,
+        data_sha,
+        out_dir,
+        judge,
+        metrics,
+        mapping,
+        used,
+        labels,
+        labels_sha,
+        settings_by_metric,
+        run_settings,
+        truncate,
+        raw_output,
+        chunk_size,
+    )
+
+
+def _labelled_pass(run: _Run) -> dict[str, LabelledScores]:
+    """The labelled items scored like the data (``labelled.jsonl``), paired with the people's."""
+    assert run.labels is not None
+    return judge_labelled(
+        run.labels,
+        run.out_dir,
+        judge=run.judge,
+        metrics=run.metrics,
+        mapping=run.mapping,
+        truncate=run.truncate,
+        settings_by_metric=run.settings_by_metric,
+        raw_output=run.raw_output,
+        chunk_size=run.chunk_size,
+        cutoffs=run.cutoffs,
+    )
+
+
+def _data_pass(
+    run: _Run,
+    records: Iterable[Record],
+    calibrated: Mapping[str, Callable[[ResultRow], float | None]],
+    *,
+    only: Mapping[str, Collection[int]] | None,
+    on_result: Callable[[ItemResult], None] | None,
+    on_judging: OnJudging | None,
+) -> ResultsWriter:
+    """The data scored through the writer of ``results.jsonl`` (renamed from its partial file
+    once every row is written); the closed writer, with its tallies."""
+    with (
+        InterruptLatch() as interrupted,
+        ResultsWriter(
+            run.out_dir / RESULTS.name,
+            run.judge.identity,
+            run.settings_by_metric,
+            dict(calibrated),
+            raw_output=run.raw_output,
+        ) as writer,
+    ):
+        for res in evaluate(
+            records,
+            run.metrics,
+            run.judge,
+            mapping=run.mapping,
+            truncate=run.truncate,
+            on_result=on_result,
+            on_judging=on_judging,
+            chunk_size=run.chunk_size,
+            keep=False,
+            only=only,
+            cutoffs=run.cutoffs,  # the cut-offs the settings record and the labelled pass used
+        ):
+            writer.write(res)
+            interrupted.check()  # a Ctrl-C some library swallowed stops the run here
+        interrupted.check()  # never a finished run after an interrupt
+    return writer
+
+
+def _summary(run: _Run, writer: ResultsWriter, labelled: Mapping[str, LabelledScores]) -> Summary:
+    """The run's summary, with the prediction-powered means of the labelled metrics."""
+    summary = build_summary(
+        writer,
+        data=run.data,
+        data_sha256=run.data_sha256,
+        judge=run.judge,
+        settings=run.settings,
+    )
+    for name, pairs in labelled.items():
+        tally = writer.tallies[name]
+        summary["metrics"][name].update(corrected(pairs, tally.scores, tally.soft_scores))  # type: ignore[typeddict-item]
+    return summary
+
+
+def failed_thresholds(
+    summary: Summary, fail_under: Mapping[str, float] | None, max_failure_rate: float | None
+) -> list[str]:
+    """The thresholds a run's summary misses: a mean under ``fail_under``'s, a metric with
+    more failed items than ``max_failure_rate`` allows."""
+    means = {name: stats["mean"] for name, stats in summary["metrics"].items()}
+    failed = [
+        f"{name} mean {means[name]} < {threshold}"
+        for name, threshold in (fail_under or {}).items()
+        if (mean := means[name]) is None or mean < threshold
+    ]
+    if max_failure_rate is not None:
+        for name, stats in summary["metrics"].items():
+            total = stats["n_scored"] + stats["n_failed"] + stats["n_undefined"]
+            rate = stats["n_failed"] / total if total else 0.0
+            if rate > max_failure_rate:
+                failed.append(
+                    f"{name}: {stats['n_failed']} of {total} items failed ({rate:.1%}), "
+                    f"over --max-failure-rate {max_failure_rate:g}"
+                )
+    return failed
+
+
+def _notes(run: _Run) -> list[str]:
+    """What the user should know about the run's figures: labels the cut-offs were fitted on."""
+    if not run.labels or not run.labels_sha256:
+        return []
+    return in_sample(run.labels, run.labels_sha256, run.cutoffs, [m.name for m in run.metrics])

@@ -118,8 +118,9 @@ def test_the_old_keyword_calibrate_still_works_with_a_deprecation_warning(tmp_pa
     data, labels = files
     run = {"metrics": [ContextRecall()], "labels": labels}
     eval_file(data, tmp_path / "new", judge=ScriptedJudge(rule_reply), isotonic=True, **run)
-    with pytest.warns(DeprecationWarning, match=r"calibrate=.*isotonic="):
+    with pytest.warns(DeprecationWarning, match=r"calibrate=.*isotonic=") as caught:
         eval_file(data, tmp_path / "old", judge=ScriptedJudge(rule_reply), calibrate=True, **run)
+    assert caught[0].filename == __file__  # the warning names the caller's line
     old, new = (calibrated(lines(tmp_path / d / "results.jsonl")) for d in ("old", "new"))
     assert old == new
     assert all(c is not None for _, c in old)

@@ -1,0 +1,145 @@
+"""The labelled pass of an eval run with ``--labels``: the labelled items scored like the data
+(``labelled.jsonl``), each judge score paired with the human one, and what those pairs give the
+summary (prediction-powered means, :mod:`localjudge.stats.ppi`) and the rows (an isotonic map to
+the human scale); and the warning when those labels are the ones the cut-offs were fitted on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from localjudge.judge.cutoffs import Cutoffs, kinds_of
+from localjudge.judge.protocol import Judge
+from localjudge.metrics import METRICS, Metric
+from localjudge.run.compare import label_problem
+from localjudge.run.evaluation import CHUNK_SIZE, evaluate, read
+from localjudge.run.results import LABELLED, ResultRow, ResultsWriter
+from localjudge.stats.ppi import fit_calibration, ppi_mean
+
+__all__ = ["LabelledScores", "calibrations", "corrected", "in_sample", "judge_labelled"]
+
+
+@dataclass
+class LabelledScores:
+    """One metric on the labelled items: the human-derived score and the judge's, item by item
+    (only items that have both; ``soft`` None where a judge gave no soft score)."""
+
+    human: list[float] = field(default_factory=list)
+    hard: list[float] = field(default_factory=list)
+    soft: list[float | None] = field(default_factory=list)
+
+    def soft_scores(self) -> list[float] | None:
+        """The soft scores, when every labelled item has one (else None)."""
+        if not self.soft or any(v is None for v in self.soft):
+            return None
+        return [float(v) for v in self.soft if v is not None]
+
+    def calibration(self) -> Callable[[ResultRow], float | None] | None:
+        """A row's score mapped to the human scale by an isotonic fit on these items: from the
+        soft scores when every labelled item has one, else from the hard ones (a row is mapped
+        from the same kind of score; None when it has none). None when nothing can be fitted."""
+        soft = self.soft_scores()
+        key = "soft_score" if soft is not None else "score"
+        fitted = fit_calibration(soft if soft is not None else self.hard, self.human)
+        if fitted is None:
+            return None
+
+        def calibrated(row: ResultRow) -> float | None:
+            value = row[key]  # type: ignore[literal-required]
+            return None if value is None else fitted(float(value))
+
+        return calibrated
+
+
+def judge_labelled(
+    labels: Path,
+    out_dir: Path,
+    *,
+    judge: Judge,
+    metrics: Sequence[Metric],
+    mapping: Mapping[str, str],
+    truncate: bool,
+    settings_by_metric: Mapping[str, Mapping[str, Any]],
+    raw_output: bool = False,
+    chunk_size: int = CHUNK_SIZE,
+    cutoffs: Cutoffs | None = None,
+) -> dict[str, LabelledScores]:
+    """Score the labelled file (bench's format: records with ``labels``) like the data, write
+    its rows to ``out_dir/labelled.jsonl``, and pair each judge score with the metric's formula
+    applied to the human labels. Items without usable labels for a metric are left out of it."""
+    records = list(read(labels, fmt=None, mapping=mapping))
+    human: dict[tuple[int, str], float] = {}
+    for rec in records:
+        data = rec.data or {}
+        contexts = data.get(mapping.get("retrieved_contexts", "retrieved_contexts"))
+        n_pieces = len(contexts) if isinstance(contexts, list) else None
+        if label_problem(data.get("labels"), n_pieces) is not None:
+            continue
+        for m in metrics:
+            value = METRICS[m.name].human_score(data["labels"])
+            if value is not None:
+                human[(rec.index, m.name)] = float(value)
+    scores = {m.name: LabelledScores() for m in metrics}
+    with ResultsWriter(
+        out_dir / LABELLED.name, judge.identity, settings_by_metric, raw_output=raw_output
+    ) as writer:
+        for res in evaluate(
+            records,
+            metrics,
+            judge,
+            mapping=mapping,
+            truncate=truncate,
+            chunk_size=chunk_size,
+            keep=False,
+            cutoffs=cutoffs,
+        ):
+            row = writer.write(res)
+            h = human.get((res.index, res.metric))
+            if h is not None and row["score"] is not None:
+                scores[res.metric].human.append(h)
+                scores[res.metric].hard.append(float(row["score"]))
+                scores[res.metric].soft.append(row["soft_score"])
+    return scores
+
+
+def corrected(labelled: LabelledScores, hard: list[float], soft: list[float]) -> dict[str, Any]:
+    """The prediction-powered estimates of one metric's human-scale mean (hard, soft); the soft
+    one only when every labelled and every scored item has a soft score."""
+    out: dict[str, Any] = {}
+    est = ppi_mean(labelled.human, labelled.hard, hard)
+    out["ppi"] = est.as_dict() if est is not None else None
+    soft_l = labelled.soft_scores()
+    est = ppi_mean(labelled.human, soft_l, soft) if soft_l and len(soft) == len(hard) else None
+    out["ppi_soft"] = est.as_dict() if est is not None else None
+    return out
+
+
+def in_sample(
+    labels: Path, labels_sha256: str, cutoffs: Cutoffs, metrics: Sequence[str]
+) -> list[str]:
+    """A warning when ``labels`` (whose sha256 is ``labels_sha256``) is the file the metrics'
+    cut-offs were fitted on (it is in their provenance): agreement and corrections measured on
+    it are in-sample."""
+    mine = cutoffs.only(kinds_of(metrics))
+    kinds = [k for k in sorted(mine.values) if mine.source(k).sha256 == labels_sha256]
+    if not kinds:
+        return []
+    return [
+        f"{labels.name} is the file the judge's cut-offs of {', '.join(kinds)} were fitted on: "
+        "agreement and corrections measured on it are in-sample (optimistic); use labels no "
+        "fit saw"
+    ]
+
+
+def calibrations(
+    labelled: Mapping[str, LabelledScores],
+) -> dict[str, Callable[[ResultRow], float | None]]:
+    """Each metric's isotonic map of a row's score to the human scale, where one can be fitted."""
+    out = {}
+    for name, pairs in labelled.items():
+        if (calibrated := pairs.calibration()) is not None:
+            out[name] = calibrated
+    return out
