@@ -31,17 +31,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workers import run_worker
+from workers import OPENING, run_worker
 
-WORKER = r"""
-import json, resource, sys, time
-from localjudge import load_judge, evaluate
+WORKER = (
+    OPENING
+    + r"""
+import resource, time
+from localjudge import evaluate
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
-cfg = json.loads(sys.argv[1])
-records = json.loads(sys.stdin.read())
-judge = load_judge(cfg["model"], n_threads=cfg["threads"], n_gpu_layers=cfg["ngl"],
-                   parallel=cfg["parallel"], fast_forward=cfg["ff"], n_ctx=cfg["n_ctx"],
-                   cache=False)
+judge = open_judge(parallel=cfg["parallel"], fast_forward=cfg["ff"], n_ctx=cfg["n_ctx"])
 metrics = [ContextRecall(), ContextPosition(), ContextRelevance()]
 start = time.perf_counter()
 results = list(evaluate(records, metrics, judge, chunk_size=cfg["chunk"]))
@@ -59,14 +57,14 @@ print(json.dumps({
     "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
 }))
 """
+)
 
-TODAY_WORKER = r"""
-import json, resource, sys, time
-from localjudge import load_judge, evaluate
-cfg = json.loads(sys.argv[1])
-records = json.loads(sys.stdin.read())
-judge = load_judge(cfg["model"], n_threads=cfg["threads"], n_gpu_layers=cfg["ngl"],
-                   n_ctx=cfg["n_ctx"], cache=False)
+TODAY_WORKER = (
+    OPENING
+    + r"""
+import resource, time
+from localjudge import evaluate
+judge = open_judge(n_ctx=cfg["n_ctx"])
 metrics = ["recall", "position", "relevance"]
 start = time.perf_counter()
 results = list(evaluate(records, metrics, judge, chunk_size=cfg["chunk"]))
@@ -76,14 +74,13 @@ print(json.dumps({
     "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
 }))
 """
+)
 
-CEILING_WORKER = r"""
-import json, sys, time
-from localjudge import load_judge
-cfg = json.loads(sys.argv[1])
-judge = load_judge(cfg["model"], n_threads=cfg["threads"], n_gpu_layers=cfg["ngl"],
-                   parallel=max(cfg["rows"]), n_ctx=cfg["n_ctx"],
-                   cache=False)
+CEILING_WORKER = (
+    OPENING
+    + r"""
+import time
+judge = open_judge(parallel=max(cfg["rows"]), n_ctx=cfg["n_ctx"])
 kv = judge.engine.kv
 kv.ensure_context(1024)
 def best(entries, reps=5):
@@ -99,6 +96,7 @@ prompt = best([(100 + k % 50, k, 0, k == 255) for k in range(256)])
 rows = {n: best([(100, 0, s, True) for s in range(n)]) for n in cfg["rows"]}
 print(json.dumps({"prompt_tps": 256 / prompt, "rows_tps": {n: n / t for n, t in rows.items()}}))
 """
+)
 
 TOPICS = [
     ("the Nile", "Africa", "about 6,650 km long"),

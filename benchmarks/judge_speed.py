@@ -29,17 +29,16 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from engine import items as synthetic_items  # noqa: E402
-from workers import run_worker  # noqa: E402
+from workers import CLOCK, OPENING, run_worker  # noqa: E402
 
-WORKER = r"""
-import time
-started = time.perf_counter()
-import json, resource, sys
-from localjudge import evaluate, load_judge, score
+WORKER = (
+    CLOCK
+    + OPENING
+    + r"""
+import resource
+from localjudge import evaluate, score
 from localjudge.metrics import ContextPosition
-cfg = json.loads(sys.argv[1])
-records = json.loads(sys.stdin.read())
-judge = load_judge(cfg["model"], n_threads=cfg["threads"], n_gpu_layers=cfg["ngl"], cache=False)
+judge = open_judge()
 loaded = time.perf_counter()
 first = records[0]
 score(ContextPosition(), judge, user_input=first["user_input"],
@@ -48,25 +47,17 @@ cold = time.perf_counter() - started
 start = time.perf_counter()
 results = list(evaluate(records, ["recall", "position", "relevance"], judge))
 wall = time.perf_counter() - start
-per_metric = {}
-for r in results:
-    m = per_metric.setdefault(r.metric, {"n": 0, "seconds": 0.0, "errors": 0, "tokens": 0})
-    if r.result is None or r.result.stats is None:
-        m["errors"] += r.error is not None
-        continue
-    m["n"] += 1
-    m["seconds"] += r.result.stats.seconds
-    m["tokens"] += r.result.stats.completion_tokens
 print(json.dumps({
     "model": judge.identity.model,
     "load": loaded - started,
     "cold": cold,
     "wall": wall,
     "n_items": len(records),
-    "per_metric": per_metric,
+    "per_metric": per_metric(results, tokens="completion_tokens"),
     "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
 }))
 """
+)
 
 
 def bundled() -> list[dict[str, Any]]:

@@ -45,24 +45,22 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from engine import TOPICS, items  # noqa: E402 (the 64-item set of the engine benchmark)
-from workers import run_worker  # noqa: E402
+from workers import CLOCK, OPENING, run_worker  # noqa: E402
 
 EXAMPLES = HERE.parent / "examples" / "rag.jsonl"
 
 #: scores records x 3 metrics (or the first record's recall, for a cold start) in a new process
-WORKER = r"""
-import time
-T0 = time.perf_counter()
-import inspect, json, sys
-from localjudge import evaluate, load_judge
+WORKER = (
+    CLOCK
+    + OPENING
+    + r"""
+import inspect
+from localjudge import evaluate
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
-cfg = json.loads(sys.argv[1])
-records = json.loads(sys.stdin.read())
 kw = {}
 if "store_prefix" in inspect.signature(load_judge).parameters:
     kw["store_prefix"] = cfg["store"]
-judge = load_judge(cfg["model"], n_threads=cfg["threads"], n_gpu_layers=cfg["ngl"],
-                   cache=False, **kw)
+judge = open_judge(**kw)
 loaded = time.perf_counter()
 r = cfg["reasons"]
 metrics = [ContextRecall(reasons=r)] if cfg["first"] else [
@@ -71,25 +69,26 @@ results = list(evaluate(records[:1] if cfg["first"] else records, metrics, judge
 end = time.perf_counter()
 s = judge.engine.stats
 print(json.dumps({
-    "from_start": end - T0, "load": loaded - T0, "wall": end - loaded,
+    "from_start": end - started, "load": loaded - started, "wall": end - loaded,
     "prompt_seconds": s.prompt_seconds, "prompt_tokens": s.prompt_tokens_evaluated,
     "errors": sum(r.error is not None for r in results),
     "calls": sum(r.result.calls for r in results if r.result is not None),
     "loads": getattr(s, "prefix_loads", 0),
 }))
 """
+)
 
 #: the exact prompt tokens of every call of every item x metric, as the judge renders them:
 #: per call [tokens, fixed, shared end, instructions key, opening key (per pass: decisions, then
 #: reasons)]
-TOKENS = r"""
-import hashlib, json, sys
-from localjudge import load_judge
+TOKENS = (
+    OPENING
+    + r"""
+import hashlib
 from localjudge.data.items import make_item
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.metrics.asks import Answer, reason_request
-cfg = json.loads(sys.argv[1])
-judge = load_judge(cfg["model"], n_threads=1, n_gpu_layers=0, cache=False)
+judge = open_judge(n_threads=1, n_gpu_layers=0)
 
 
 def key(tokens):
@@ -97,7 +96,7 @@ def key(tokens):
 
 
 out = []
-for i, record in enumerate(json.loads(sys.stdin.read())):
+for i, record in enumerate(records):
     row = {}
     r = cfg["reasons"]
     for metric in (ContextRecall(reasons=r), ContextPosition(reasons=r),
@@ -123,6 +122,7 @@ for i, record in enumerate(json.loads(sys.stdin.read())):
     out.append(row)
 print(json.dumps(out))
 """
+)
 
 
 def long_items(n: int) -> list[dict[str, Any]]:

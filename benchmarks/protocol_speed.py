@@ -31,20 +31,19 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from workers import run_worker  # noqa: E402
+from workers import OPENING, run_worker  # noqa: E402
 
-WORKER = r"""
-import json, shutil, sys, tempfile, time
-from localjudge import evaluate, load_judge
+WORKER = (
+    OPENING
+    + r"""
+import shutil, tempfile, time
+from localjudge import evaluate
 from localjudge.metrics import METRICS, MetricSettings
 from localjudge.judge.schemas import StrictModel
 from typing import Literal
 
-cfg = json.loads(sys.argv[1])
-records = json.loads(sys.stdin.read())
 cache_dir = tempfile.mkdtemp()
-judge = load_judge(cfg["model"], n_threads=cfg["threads"], n_gpu_layers=cfg["ngl"],
-                   cache=f"{cache_dir}/calls.sqlite3")
+judge = open_judge(cache=f"{cache_dir}/calls.sqlite3")
 bare = judge.inner if hasattr(judge, "inner") else judge
 
 
@@ -66,19 +65,12 @@ for reasons in (False, True):
     # a run without the cache: every call made, its seconds its own
     results = list(evaluate(records, metrics, bare))
     wall = time.perf_counter() - start
-    per = {}
-    for r in results:
-        m = per.setdefault(r.metric, {"n": 0, "seconds": 0.0, "evaluated": 0, "errors": 0})
-        if r.result is None or r.result.stats is None:
-            m["errors"] += r.error is not None
-            continue
-        m["n"] += 1
-        m["seconds"] += r.result.stats.seconds
-        m["evaluated"] += r.result.stats.evaluated_prompt_tokens
+    per = per_metric(results, evaluated="evaluated_prompt_tokens")
     report["runs"]["on" if reasons else "off"] = {"wall": wall, "per_metric": per}
 shutil.rmtree(cache_dir, ignore_errors=True)
 print(json.dumps(report))
 """
+)
 
 
 def top5(path: Path, n: int) -> list[dict[str, Any]]:
