@@ -182,7 +182,7 @@ def eval_file(
             chunk_size=chunk_size,
             overwrite=overwrite,
         )
-        labelled = _labelled_pass(run) if labels is not None else {}
+        labelled = _labelled_pass(run)
         writer = _data_pass(
             run,
             islice(records, limit),
@@ -319,8 +319,10 @@ def _prepare(
 
 
 def _labelled_pass(run: _Run) -> dict[str, LabelledScores]:
-    """The labelled items scored like the data (``labelled.jsonl``), paired with the people's."""
-    assert run.labels is not None
+    """The labelled items scored like the data (``labelled.jsonl``), paired with the people's
+    (none without labels)."""
+    if run.labels is None:
+        return {}
     return judge_labelled(
         run.labels,
         run.out_dir,

@@ -23,8 +23,7 @@ def workers(monkeypatch: pytest.MonkeyPatch):
 
 
 @pytest.mark.parametrize("name", sorted(WORKERS))
-def test_every_worker_opens_with_the_shared_opening_and_compiles(workers, name, monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
+def test_every_worker_opens_with_the_shared_opening_and_compiles(workers, name):
     module = load(name)
     for attr in WORKERS[name]:
         code = getattr(module, attr)

@@ -6,6 +6,7 @@ child processes."""
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import subprocess
 import sys
@@ -409,8 +410,6 @@ def test_no_room_of_judge_over_the_room_limit():
 
 
 def test_each_room_of_judge_says_what_it_owns_and_offers():
-    import importlib  # noqa: PLC0415
-
     for name in sorted(n for n in JUDGE_RANK if n):
         package = importlib.import_module(f"localjudge.judge.{name}")
         doc = package.__doc__ or ""

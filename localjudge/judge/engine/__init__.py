@@ -9,20 +9,11 @@ evaluated instruction prefix kept on disk) and :mod:`~localjudge.judge.engine.lo
 log, and a Ctrl-C that lands inside it). It knows nothing of models' files, prompts or caches:
 :mod:`localjudge.judge.llama` hands it a loaded model and token lists.
 
-Offers: :class:`Engine`, :data:`DEFAULT_PARALLEL`, :class:`EngineRequest`, :class:`EngineOutput`,
-:class:`EngineStats`, :class:`PrefixStore` and :data:`PREFIX_DIR`.
+Offers: :class:`Engine`, :data:`DEFAULT_PARALLEL` (the judge's default ``parallel``) and
+:data:`PREFIX_DIR` (where the stored prefixes lie beside a cache).
 """
 
 from localjudge.judge.engine.batched import DEFAULT_PARALLEL, Engine
-from localjudge.judge.engine.prefix_store import PREFIX_DIR, PrefixStore
-from localjudge.judge.engine.values import EngineOutput, EngineRequest, EngineStats
+from localjudge.judge.engine.prefix_store import PREFIX_DIR
 
-__all__ = [
-    "DEFAULT_PARALLEL",
-    "PREFIX_DIR",
-    "Engine",
-    "EngineOutput",
-    "EngineRequest",
-    "EngineStats",
-    "PrefixStore",
-]
+__all__ = ["DEFAULT_PARALLEL", "PREFIX_DIR", "Engine"]

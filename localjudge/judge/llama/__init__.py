@@ -9,7 +9,7 @@ backends) and :mod:`~localjudge.judge.llama.options` (the judge options every en
 alike). ``llama_cpp`` and ``llguidance`` are imported inside functions, never at import.
 
 Offers: :class:`LlamaJudge`, :func:`load_judge`; the options :data:`DEFAULT_FLASH_ATTN`,
-:data:`FLASH_ATTN_MODES`, :func:`default_threads`, :func:`flash_attn_mode`,
+:func:`default_threads`, :func:`flash_attn_mode`,
 :func:`chat_template_kwargs`; and for ``localjudge doctor`` :data:`AMX_ENV`,
 :func:`amx_decision`, :func:`native_info`. Only the composition points (the package's API,
 :mod:`localjudge.run.settings`, the CLI, ``doctor``, the adapters and the Ray driver) import it.
@@ -19,7 +19,6 @@ from localjudge.judge.llama.judge import LlamaJudge, load_judge
 from localjudge.judge.llama.native import AMX_ENV, amx_decision, native_info
 from localjudge.judge.llama.options import (
     DEFAULT_FLASH_ATTN,
-    FLASH_ATTN_MODES,
     chat_template_kwargs,
     default_threads,
     flash_attn_mode,
@@ -28,7 +27,6 @@ from localjudge.judge.llama.options import (
 __all__ = [
     "AMX_ENV",
     "DEFAULT_FLASH_ATTN",
-    "FLASH_ATTN_MODES",
     "LlamaJudge",
     "amx_decision",
     "chat_template_kwargs",
