@@ -28,6 +28,7 @@ from localjudge.judge.protocol import (
     OnOutcome,
     Outcome,
     Prompt,
+    Reading,
     SoftDecision,
     as_messages,
     check_fits,
@@ -48,6 +49,8 @@ class Call:
     raw: str
     #: the request's ``shared_chars`` (0 for a plain ``generate``)
     shared_chars: int = 0
+    #: the request's ``read_chars`` (None for a plain ``generate``)
+    read_chars: tuple[int, int] | None = None
 
 
 class ScriptedJudge:
@@ -56,7 +59,11 @@ class ScriptedJudge:
     ``replies`` is consumed one per call; a single callable answers every call. ``n_ctx`` turns on
     the context-window check, counting one token per whitespace-separated word of the prompt.
     ``certain`` gives soft verdicts too: probability 1 for every value the reply chose, as a
-    judge that never hesitates would.
+    judge that never hesitates would. ``reading`` gives a request that marks a span to read
+    (``read_chars``) its :class:`~localjudge.judge.protocol.Reading`: called with the messages
+    and the span's text, it returns the mean log-probability per token (one token per
+    whitespace-separated word); without it such a request gets no reading, as from a judge
+    that has none.
     """
 
     def __init__(
@@ -66,6 +73,7 @@ class ScriptedJudge:
         model: str = "scripted",
         n_ctx: int | None = None,
         certain: bool = False,
+        reading: Callable[[list[dict[str, str]], str], float] | None = None,
     ) -> None:
         self._next: Callable[[], Reply]
         if callable(replies):
@@ -76,8 +84,10 @@ class ScriptedJudge:
             self._next = lambda: next(it)
         self.n_ctx = n_ctx
         self.certain = certain
+        self.reading = reading
         self.calls: list[Call] = []
         self._shared_chars = 0
+        self._read_chars: tuple[int, int] | None = None
         self._identity = JudgeIdentity(
             model=model, sha256="0" * 64, backend="scripted", settings={"n_ctx": n_ctx}
         )
@@ -107,7 +117,7 @@ class ScriptedJudge:
         raw = reply if isinstance(reply, str) else compact_json(reply)
         value = parse_output(schema, raw)
         assert isinstance(value, schema)
-        self.calls.append(Call(messages, schema, raw, self._shared_chars))
+        self.calls.append(Call(messages, schema, raw, self._shared_chars, self._read_chars))
         stats = GenerationStats(
             prompt_tokens=prompt_tokens,
             evaluated_prompt_tokens=prompt_tokens,
@@ -115,7 +125,13 @@ class ScriptedJudge:
             seconds=time.perf_counter() - start,
         )
         decisions = _certain_decisions(schema, raw) if self.certain else ()
-        return Generation(value=value, raw=raw, stats=stats, decisions=decisions)
+        found = None
+        if self.reading is not None and self._read_chars is not None:
+            start, end = self._read_chars
+            span = messages[-1]["content"][start:end]
+            words = max(len(span.split()), 1)
+            found = Reading(float(self.reading(messages, span)) * words, words)
+        return Generation(value=value, raw=raw, stats=stats, decisions=decisions, reading=found)
 
     def generate_many(
         self, requests: Sequence[JudgeRequest], *, on_outcome: OnOutcome | None = None
@@ -124,10 +140,12 @@ class ScriptedJudge:
 
         def call(request: JudgeRequest) -> Generation[BaseModel]:
             self._shared_chars = request.shared_chars  # recorded with the call
+            self._read_chars = request.read_chars
             try:
                 return self.generate(request.messages, request.schema)
             finally:
                 self._shared_chars = 0
+                self._read_chars = None
 
         return generate_each(self, requests, on_outcome=on_outcome, call=call)
 

@@ -208,6 +208,7 @@ class RayJudge:
                 "messages": json.dumps([dict(m) for m in r.messages]),
                 "schema": classes[r.schema],
                 "shared": r.shared_chars,
+                "read": json.dumps(r.read_chars),
             }
             for i, r in enumerate(requests)
         ]

@@ -29,8 +29,8 @@ from localjudge.judge.protocol import (
     JudgeRequest,
     M,
     Outcome,
-    decode_decisions,
-    encode_decisions,
+    decode_soft,
+    encode_soft,
     generate_many,
 )
 from localjudge.judge.schemas import parse_output
@@ -133,7 +133,7 @@ def encode_outcome(outcome: Outcome) -> str:
         {
             "raw": outcome.raw,
             "stats": [s.prompt_tokens, s.evaluated_prompt_tokens, s.completion_tokens, s.seconds],
-            "decisions": encode_decisions(outcome.decisions),
+            "decisions": encode_soft(outcome.decisions, outcome.reading),
         }
     )
 
@@ -154,11 +154,13 @@ def decode_outcome(text: str, schema: type[M]) -> Generation[M] | ContextOverflo
     prompt, evaluated, completion, seconds = data["stats"]
     value = parse_output(schema, data["raw"])
     assert isinstance(value, schema)
+    decisions, reading = decode_soft(data["decisions"])
     return Generation(
         value=value,
         raw=data["raw"],
         stats=GenerationStats(prompt, evaluated, completion, seconds),
-        decisions=decode_decisions(data["decisions"]),
+        decisions=decisions,
+        reading=reading,
     )
 
 
@@ -166,7 +168,7 @@ class JudgeActor:
     """Ray Data's callable class: one loaded judge per actor, answering batches of requests.
 
     A batch is ``{"i": positions, "messages": JSON texts, "schema": indices into schemas,
-    "shared": each request's shared_chars}``
+    "shared": each request's shared_chars, "read": each request's read_chars as JSON}``
     and comes back as ``{"i": positions, "outcome": JSON texts}``."""
 
     def __init__(
@@ -183,14 +185,24 @@ class JudgeActor:
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, list[Any]]:
         requests = [
-            JudgeRequest(json.loads(m), self.schemas[int(s)], shared_chars=int(k))
-            for m, s, k in zip(batch["messages"], batch["schema"], batch["shared"], strict=True)
+            JudgeRequest(
+                json.loads(m), self.schemas[int(s)], shared_chars=int(k), read_chars=_span(r)
+            )
+            for m, s, k, r in zip(
+                batch["messages"], batch["schema"], batch["shared"], batch["read"], strict=True
+            )
         ]
         outcomes = generate_many(self.judge, requests)
         return {
             "i": [int(i) for i in batch["i"]],
             "outcome": [encode_outcome(o) for o in outcomes],
         }
+
+
+def _span(text: str) -> tuple[int, int] | None:
+    """A request's ``read_chars`` from the JSON the driver sent."""
+    span = json.loads(text)
+    return None if span is None else (int(span[0]), int(span[1]))
 
 
 def worker_identity(worker: WorkerFactory, sha256: str | None) -> dict[str, Any]:

@@ -47,12 +47,18 @@ class JudgeRequest:
     share (a metric's request: the item's question and contexts, the same for each of the
     item's metrics). A judge may tokenize that part on its own and evaluate it once for all of
     them; 0 (the default) marks nothing. It changes tokenization, so it is part of a cache
-    key."""
+    key.
+
+    ``read_chars``: a span ``(start, end)`` of characters of the last message's content, inside
+    its shared part, whose tokens' log-probabilities the judge reads while it evaluates them
+    (:class:`Reading`: how likely the judge found that text after what precedes it; nothing is
+    generated for it). None (the default): nothing is read. Part of a cache key."""
 
     messages: list[Message]
     schema: type[BaseModel]
     origin: CallOrigin | None = field(default=None, compare=False)
     shared_chars: int = 0
+    read_chars: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,39 @@ class SoftDecision:
     chosen: str
 
 
+@dataclass(frozen=True)
+class Reading:
+    """How likely the judge found a marked span of its prompt (``JudgeRequest.read_chars``):
+    the sum of the natural log-probabilities of the span's tokens, each after everything before
+    it, and how many tokens the span has."""
+
+    logprob: float
+    tokens: int
+
+    @property
+    def mean(self) -> float:
+        """The mean log-probability per token."""
+        return self.logprob / self.tokens if self.tokens else 0.0
+
+
+def encode_soft(decisions: Sequence[SoftDecision], reading: Reading | None) -> Any:
+    """A generation's soft output as plain JSON data: :func:`encode_decisions`' list, or, with a
+    reading, ``{"decisions": [...], "reading": [logprob, tokens]}`` (how the cache stores it and
+    a cluster worker sends it back; :func:`decode_soft` reads either)."""
+    listed = encode_decisions(decisions)
+    if reading is None:
+        return listed
+    return {"decisions": listed, "reading": [reading.logprob, reading.tokens]}
+
+
+def decode_soft(data: Any) -> tuple[tuple[SoftDecision, ...], Reading | None]:
+    """The soft verdicts and the reading :func:`encode_soft` wrote."""
+    if isinstance(data, Mapping):
+        logprob, tokens = data["reading"]
+        return decode_decisions(data["decisions"]), Reading(float(logprob), int(tokens))
+    return decode_decisions(data or []), None
+
+
 def encode_decisions(decisions: Sequence[SoftDecision]) -> list[list[Any]]:
     """Soft verdicts as plain JSON data, ``[[key, probs, chosen], ...]``: how the cache stores
     them and how a cluster worker sends them back (:func:`decode_decisions` reads them)."""
@@ -102,6 +141,8 @@ class Generation(Generic[M_co]):
     cached: bool = False
     #: the soft verdicts, in output order (empty from judges that have none)
     decisions: tuple[SoftDecision, ...] = ()
+    #: the reading of the request's ``read_chars`` (None: none asked, or a judge without one)
+    reading: Reading | None = None
 
 
 @dataclass(frozen=True)

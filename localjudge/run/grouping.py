@@ -55,7 +55,12 @@ def _asked_once(judge: Judge, requests: list[JudgeRequest]) -> list[Outcome]:
     distinct: list[JudgeRequest] = []
     source: list[int] = []
     for r in requests:
-        key = (tuple((m["role"], m["content"]) for m in r.messages), r.schema, r.shared_chars)
+        key = (
+            tuple((m["role"], m["content"]) for m in r.messages),
+            r.schema,
+            r.shared_chars,
+            r.read_chars,
+        )
         if key not in first:
             first[key] = len(distinct)
             distinct.append(r)

@@ -75,7 +75,9 @@ class CachingJudge:
         generation is stored the moment the inner judge reports it."""
         outcomes: list[Outcome | None] = [None] * len(requests)
         keys = [
-            cache_key(self.identity, as_messages(r.messages), r.schema, r.shared_chars)
+            cache_key(
+                self.identity, as_messages(r.messages), r.schema, r.shared_chars, r.read_chars
+            )
             for r in requests
         ]
         misses = []
@@ -128,9 +130,17 @@ class CachingJudge:
             stats=stored.stats,
             cached=True,
             decisions=stored.decisions,
+            reading=stored.reading,
         )
 
     def _store(self, key: str, generation: Generation[Any], request: JudgeRequest) -> None:
         self.calls += 1  # counted once a model ran: an overflow raised before generating is not
         log = CallLog.of(request, self.identity)
-        self.cache.put(key, generation.raw, generation.stats, generation.decisions, log)
+        self.cache.put(
+            key,
+            generation.raw,
+            generation.stats,
+            generation.decisions,
+            log,
+            reading=generation.reading,
+        )

@@ -25,9 +25,10 @@ from localjudge.judge.protocol import (
     GenerationStats,
     JudgeIdentity,
     JudgeRequest,
+    Reading,
     SoftDecision,
     as_messages,
-    decode_decisions,
+    decode_soft,
 )
 from localjudge.judge.schemas import json_schema
 
@@ -108,10 +109,12 @@ def cache_key(
     messages: list[dict[str, str]],
     schema: type[BaseModel],
     shared_chars: int = 0,
+    read_chars: tuple[int, int] | None = None,
 ) -> str:
     """The cache key of one judge call: ``"v1:"`` + the sha256 of canonical JSON (sorted keys,
     compact separators) of the judge identity, the messages, the schema's JSON schema and,
-    when the request marks one, where its shared part ends (it changes tokenization)."""
+    when the request marks one, where its shared part ends (it changes tokenization) and the
+    span it reads (it changes the output)."""
     payload: dict[str, Any] = {
         "identity": identity.as_dict(),
         "messages": messages,
@@ -119,6 +122,8 @@ def cache_key(
     }
     if shared_chars:
         payload["shared_chars"] = shared_chars
+    if read_chars is not None:
+        payload["read_chars"] = list(read_chars)
     return f"{KEY_VERSION}:{sha256_text(canonical_json(payload))}"
 
 
@@ -133,6 +138,8 @@ class CachedCall:
     created_at: str | None
     #: the call's soft verdicts (empty for judges that have none, and for old entries)
     decisions: tuple[SoftDecision, ...] = ()
+    #: the reading of the span the call read (None: none)
+    reading: Reading | None = None
 
 
 @dataclass(frozen=True)
@@ -161,8 +168,10 @@ class CallLog:
         )
 
 
-def decisions_from_json(text: str | None) -> tuple[SoftDecision, ...]:
-    return decode_decisions(json.loads(text)) if text else ()
+def soft_from_json(text: str | None) -> tuple[tuple[SoftDecision, ...], Reading | None]:
+    """A stored call's soft verdicts and reading
+    (:func:`~localjudge.judge.protocol.encode_soft`)."""
+    return decode_soft(json.loads(text)) if text else ((), None)
 
 
 #: the columns of a stored call that its checksum covers, in checksum order

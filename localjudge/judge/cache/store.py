@@ -57,15 +57,16 @@ from localjudge.judge.cache.rows import (
     CachedCall,
     CallLog,
     checksum_ok,
-    decisions_from_json,
     filter_sql,
     row_checksum,
+    soft_from_json,
     stored_schema_version,
 )
 from localjudge.judge.protocol import (
     GenerationStats,
+    Reading,
     SoftDecision,
-    encode_decisions,
+    encode_soft,
 )
 
 #: environment variable that overrides the cache directory
@@ -237,12 +238,14 @@ class Cache:
             completion_tokens=int(row["completion_tokens"]),
             seconds=float(row["seconds"]),
         )
+        decisions, reading = soft_from_json(row["decisions"])
         return CachedCall(
             key=key,
             raw=str(row["raw"]),
             stats=stats,
             created_at=row["created_at"],
-            decisions=decisions_from_json(row["decisions"]),
+            decisions=decisions,
+            reading=reading,
         )
 
     def put(
@@ -252,6 +255,8 @@ class Cache:
         stats: GenerationStats,
         decisions: Sequence[SoftDecision] = (),
         log: CallLog | None = None,
+        *,
+        reading: Reading | None = None,
     ) -> None:
         """Store a call (with its call-log entry, when given), committed before this returns. A
         key already stored is left as it is."""
@@ -265,7 +270,7 @@ class Cache:
             "completion_tokens": int(stats.completion_tokens),
             "seconds": float(stats.seconds),
             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "decisions": compact_json(encode_decisions(decisions)),
+            "decisions": compact_json(encode_soft(decisions, reading)),
             "messages": compact_json(
                 [[m["role"], sha] for m, (sha, _) in zip(log.messages, prompts, strict=True)]
             )

@@ -95,6 +95,8 @@ class _Slot:
     #: prompt tokens evaluated for this request (its instructions' too, when it needed them)
     cost: int = 0
     truncated: bool = False
+    #: the reading of the request's ``read`` span (sum of log-probabilities, tokens)
+    reading: tuple[float, int] | None = None
 
 
 class Engine:
@@ -167,7 +169,8 @@ class Engine:
         from the holder), evaluate the prompt up to its last cut point (the item's shared part:
         a request started after it copies it), and leave the rest to the decode loop."""
         started = time.perf_counter()
-        target, slot.cost = self.kv.prepare(slot.seq, request)
+        prepared = self.kv.prepare(slot.seq, request)
+        target, slot.cost, slot.reading = prepared.target, prepared.cost, prepared.reading
         matcher = self._llg.LLMatcher(self.tokenizer, request.grammar, log_level=0)
         if matcher.is_error():
             raise ConstraintError(f"the output grammar is invalid: {matcher.get_error()}")
@@ -381,6 +384,7 @@ class Engine:
             evaluated_prompt_tokens=slot.cost,
             seconds=slot.seconds,
             decisions=slot.decisions.made,
+            reading=slot.reading,
         )
         self.stats.sampled += slot.sampled
         self.stats.forced += slot.forced

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,19 @@ class _Held:
 
     tokens: tuple[int, ...]
     points: frozenset[int]
+    #: the log-probabilities read while these cells were evaluated: position -> log P(that
+    #: token | the tokens before it) (a request's ``read`` span)
+    logprobs: Mapping[int, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What :meth:`KVCache.prepare` left in a sequence: the prompt length now in it, the prompt
+    tokens the request cost, and the reading of its ``read`` span (sum, tokens; None: none)."""
+
+    target: int
+    cost: int
+    reading: tuple[float, int] | None = None
 
 
 class KVCache:
@@ -169,37 +182,57 @@ class KVCache:
         return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
 
     def _evaluate(
-        self, seq: int, tokens: Sequence[int], start: int, end: int, cuts: Sequence[int]
-    ) -> None:
+        self,
+        seq: int,
+        tokens: Sequence[int],
+        start: int,
+        end: int,
+        cuts: Sequence[int],
+        *,
+        read: Collection[int] = (),
+    ) -> dict[int, float]:
         """Evaluate ``tokens[start:end]`` into ``seq``: a decode call ending at each of ``cuts``
         inside the range, and :data:`N_UBATCH`-token ones from each such start (how the same
-        tokens are cut whichever request evaluates them)."""
+        tokens are cut whichever request evaluates them). Returns the log-probability of each
+        position of ``read`` whose token and the one before it are in the range."""
         bounds = [p for p in cuts if start < p < end] + [end]
         at = start
+        found: dict[int, float] = {}
         for bound in bounds:
             for first in range(at, bound, N_UBATCH):
-                chunk = tokens[first : min(first + N_UBATCH, bound)]
-                self.decode([(t, first + k, seq, False) for k, t in enumerate(chunk)], prompt=True)
+                last = min(first + N_UBATCH, bound)
+                # the logits at position p - 1 give the probability of token p
+                want = [p - 1 for p in range(first + 1, last + 1) if p in read and p < end]
+                rows = set(want)
+                self.decode(
+                    [(tokens[q], q, seq, q in rows) for q in range(first, last)], prompt=True
+                )
+                for q in want:
+                    found[q + 1] = _logprob(self.logits(q - first), tokens[q + 1])
             at = bound
         self.stats.prompt_tokens_evaluated += end - start
+        return found
 
     # ------------------------------------------------------------------ what sequences hold
 
-    def prepare(self, seq: int, request: EngineRequest) -> tuple[int, int]:
+    def prepare(self, seq: int, request: EngineRequest) -> Prepared:
         """Give ``seq`` the longest prefix of ``request``'s prompt some sequence holds (the
         instructions at least, from the holder) and evaluate the prompt up to its last cut point
-        (the item's shared part: a request started after it copies it). Returns the prompt
-        length now in ``seq`` and the prompt tokens the request costs (its instructions' too,
-        when it needed them)."""
+        (the item's shared part: a request started after it copies it). The ``read`` span's
+        log-probabilities come from the prefix's record where it holds them, else from the
+        evaluation (a prefix that lacks them is reused only up to where they start)."""
         ll = self._ll
         tokens = tuple(request.tokens)
         points = request.points()
-        source, reused = self._source(tokens, points, seq)
+        read = set(range(*request.read)) if request.read is not None else set()
+        source, reused = self._source(tokens, points, seq, read)
+        source_held = self._held.get(source)
         cost = 0
         self._held.pop(seq, None)  # until its cells are what the record says again
         if reused < request.fixed:  # the instructions are held nowhere
             cost = self._set_prefix(tokens[: request.fixed])
             source, reused = self.holder, request.fixed
+            source_held = self._held.get(source)
         if source != seq:
             ll.llama_memory_seq_rm(self._mem, seq, -1, -1)
             if reused:  # a whole-stream copy, made at the next decode call
@@ -207,11 +240,21 @@ class KVCache:
                 self._copying = True
         ll.llama_memory_seq_rm(self._mem, seq, reused, -1)
         target = max([reused, *points])
+        logprobs: dict[int, float] = {}
+        if source_held is not None:
+            logprobs.update((p, v) for p, v in source_held.logprobs.items() if p < reused)
         if target > reused:
-            self._evaluate(seq, tokens, reused, target, points)
-        self._held[seq] = _Held(tokens[:target], frozenset(p for p in points if p <= target))
+            logprobs.update(self._evaluate(seq, tokens, reused, target, points, read=read))
+        held_points = frozenset(p for p in points if p <= target)
+        self._held[seq] = _Held(tokens[:target], held_points, logprobs)
         self.stats.prompt_tokens_reused += reused
-        return target, cost + len(tokens) - reused
+        reading = None
+        if read:
+            missing = read - logprobs.keys()
+            if missing:
+                raise AssertionError(f"read positions {sorted(missing)[:3]} were not evaluated")
+            reading = (sum(logprobs[p] for p in sorted(read)), len(read))
+        return Prepared(target, cost + len(tokens) - reused, reading)
 
     def drop(self, seq: int) -> None:
         """Empty ``seq`` (an interrupted run leaves no sequence behind)."""
@@ -270,15 +313,27 @@ class KVCache:
             ll.llama_memory_seq_rm(self._mem, self.holder, -1, -1)
         return ok
 
-    def _source(self, tokens: Sequence[int], points: Sequence[int], own: int) -> tuple[int, int]:
+    def _source(
+        self, tokens: Sequence[int], points: Sequence[int], own: int, read: Collection[int] = ()
+    ) -> tuple[int, int]:
         """The sequence whose cells hold the longest reusable prefix of ``tokens`` and that
         prefix's length (0: none): a length at which both that sequence's evaluation and this
-        request's are cut, the tokens equal up to it. Ties go to ``own`` (no copy). A
-        sequence a sliding window has pruned (its first position is gone) holds nothing."""
+        request's are cut, the tokens equal up to it, and the record holding the log-probability
+        of every ``read`` position up to it. Ties go to ``own`` (no copy). A sequence a sliding
+        window has pruned (its first position is gone) holds nothing."""
         best, length = own, 0
         for seq, held in list(self._held.items()):
             common = _common_prefix(held.tokens, tokens)
-            r = max((p for p in points if p <= common and p in held.points), default=0)
+            r = max(
+                (
+                    p
+                    for p in points
+                    if p <= common
+                    and p in held.points
+                    and all(q in held.logprobs for q in read if q <= p)
+                ),
+                default=0,
+            )
             if r == 0 or r < length or (r == length and seq != own):
                 continue
             if int(self._ll.llama_memory_seq_pos_min(self._mem, seq)) != 0:
@@ -286,6 +341,13 @@ class KVCache:
                 continue
             best, length = seq, r
         return best, length
+
+
+def _logprob(logits: np.ndarray, token: int) -> float:
+    """log softmax(logits)[token], in double precision."""
+    z = logits.astype(np.float64)
+    top = z.max()
+    return float(z[token] - top - np.log(np.exp(z - top).sum()))
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:

@@ -40,6 +40,9 @@ class EngineRequest:
     #: and contexts of a metric's prompt), in tokens; None: nothing is marked, and cached tokens
     #: after ``fixed`` are reused in whole blocks of :data:`GRID` tokens
     shared: int | None = None
+    #: the prompt tokens ``[start, end)`` whose log-probabilities are read (each after the
+    #: tokens before it), inside the shared part and after the fixed prefix; None: none
+    read: tuple[int, int] | None = None
 
     def points(self) -> list[int]:
         """The prompt lengths at which this request's evaluation is cut: where a cached prefix
@@ -70,6 +73,8 @@ class EngineOutput:
     evaluated_prompt_tokens: int
     seconds: float
     decisions: list[SoftDecision] = field(default_factory=list)
+    #: the sum of the log-probabilities of the ``read`` tokens and their count (None: none read)
+    reading: tuple[float, int] | None = None
     #: a budgeted request's output reached its budget unfinished (``text`` is the partial
     #: output, to be discarded)
     truncated: bool = False

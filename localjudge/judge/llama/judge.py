@@ -73,6 +73,7 @@ from localjudge.judge.protocol import (
     OnOutcome,
     Outcome,
     Prompt,
+    Reading,
     as_messages,
     check_fits,
 )
@@ -260,7 +261,11 @@ class LlamaJudge:
                         n_ctx=self.n_ctx,
                         at_least=True,
                     )
-                prepared = self.render(request.messages, shared_chars=request.shared_chars)
+                prepared = self.render(
+                    request.messages,
+                    shared_chars=request.shared_chars,
+                    read_chars=request.read_chars,
+                )
                 if budget is not None:  # a schema we did not write: its budget, or the rest
                     rest = self.n_ctx - len(prepared.tokens)
                     max_tokens = min(budget, rest) if isinstance(budget, int) else rest
@@ -285,6 +290,7 @@ class LlamaJudge:
                     max_tokens=max_tokens,
                     decisions=decisions,
                     budgeted=budget is not None,
+                    read=prepared.read,
                 )
             )
             positions.append(i)
@@ -323,8 +329,13 @@ class LlamaJudge:
             completion_tokens=output.completion_tokens,
             seconds=output.seconds,
         )
+        reading = None if output.reading is None else Reading(*output.reading)
         return Generation(
-            value=value, raw=output.text, stats=stats, decisions=tuple(output.decisions)
+            value=value,
+            raw=output.text,
+            stats=stats,
+            decisions=tuple(output.decisions),
+            reading=reading,
         )
 
     def _grammar(self, schema: type[BaseModel]) -> tuple[str, dict[str, tuple[str, ...]]]:
@@ -341,7 +352,13 @@ class LlamaJudge:
 
     # ------------------------------------------------------------------ prompts
 
-    def render(self, prompt: Prompt, *, shared_chars: int = 0) -> Prepared:
+    def render(
+        self,
+        prompt: Prompt,
+        *,
+        shared_chars: int = 0,
+        read_chars: tuple[int, int] | None = None,
+    ) -> Prepared:
         """The exact prompt text and tokens the model sees (chat template or plain layout;
         :func:`~localjudge.judge.llama.prompting.render_prompt`)."""
         return render_prompt(
@@ -350,6 +367,7 @@ class LlamaJudge:
             prompt,
             template_kwargs=self._template_kwargs,
             shared_chars=shared_chars,
+            read_chars=read_chars,
         )
 
     def count_tokens(self, text: str) -> int:

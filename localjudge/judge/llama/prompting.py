@@ -10,6 +10,7 @@ The model (llama-cpp-python's ``LlamaModel``) is handed in by :mod:`localjudge.j
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,8 @@ class Prepared:
     #: where the last message's shared part (``JudgeRequest.shared_chars``) ends, in tokens;
     #: None when the request marks none
     shared: int | None = None
+    #: the tokens of the span ``JudgeRequest.read_chars`` marks, ``(start, end)``; None: none
+    read: tuple[int, int] | None = None
 
 
 def render_prompt(
@@ -40,6 +43,7 @@ def render_prompt(
     *,
     template_kwargs: Mapping[str, Any],
     shared_chars: int = 0,
+    read_chars: tuple[int, int] | None = None,
 ) -> Prepared:
     """The exact prompt text and tokens the model sees (chat template or plain layout).
 
@@ -47,40 +51,20 @@ def render_prompt(
     as plain text, so data that spells ``<|im_end|>`` stays data. The template is rendered
     with a sentinel per message and the contents are tokenized into the gaps. The last
     message's first ``shared_chars`` characters are tokenized on their own, so that the
-    tokens of that part are the same whatever follows it.
+    tokens of that part are the same whatever follows it; so is the span ``read_chars`` of
+    that part (its tokens are those of the span's text alone, whatever surrounds it).
     """
     messages = as_messages(prompt)
-    if formatter is None:
-        text = plain_prompt(messages)
-        head = plain_prompt_head(messages)
-        segments = [(head, False), (text[len(head) :], False)]
-        last = messages[-1]["content"]
-        cut = shared_chars - (len(last) - len(last.lstrip()))  # plain_prompt strips it
-    else:
-        sentinels = [f"\x00LJ{i}\x00" for i in range(len(messages))]
-        stand_ins = [
-            {"role": m["role"], "content": s} for m, s in zip(messages, sentinels, strict=True)
-        ]
-        skeleton = render_template(formatter, stand_ins, template_kwargs)
-        segments = []
-        cut = shared_chars
-        for message, sentinel in zip(messages, sentinels, strict=True):
-            before, found, skeleton = skeleton.partition(sentinel)
-            if not found or sentinel in skeleton:
-                raise ModelError(
-                    "the model's chat template rewrites message contents, so item data cannot "
-                    "be kept apart from its control tokens",
-                    hint="use --no-chat-template to prompt without it",
-                )
-            segments += [(before, True), (message["content"], False)]
-        segments.append((skeleton, True))
+    segments, lead = _segments(formatter, messages, template_kwargs)
     # the last message's content is the item's data: everything before it is fixed
     item_start = len(segments) - 2 if formatter is not None else 1
     split = shared_chars > 0
-    if split:  # the item's shared part becomes a segment of its own
-        content = segments[item_start][0]
-        cut = min(max(cut, 0), len(content))
-        segments[item_start : item_start + 1] = [(content[:cut], False), (content[cut:], False)]
+    marks: list[int] = []  # where the read span starts and ends, in characters of the content
+    if split:  # the item's shared part becomes a segment of its own (the read span: three)
+        parts, marks = _shared_parts(segments[item_start][0], shared_chars - lead, read_chars, lead)
+        segments[item_start : item_start + 1] = parts
+    elif read_chars is not None:
+        raise ValueError("read_chars needs a shared part (shared_chars > 0)")
     tokens: list[int] = []
     bos = model.token_bos()
     if model.add_bos_token() and bos >= 0:
@@ -91,20 +75,77 @@ def render_prompt(
             segments[0] = (first[len(bos_text) :], special)
     fixed = len(tokens)
     shared = None
+    starts: dict[int, int] = {}  # segment index -> the token it starts at
     for n, (text, special) in enumerate(segments):
+        starts[n] = len(tokens)
         if n == item_start:
             fixed = len(tokens)
-        if split and n == item_start + 1:
-            shared = len(tokens)
         if text:
             tokens += model.tokenize(text.encode("utf-8"), add_bos=False, special=special)
+    if split:
+        shared = starts[item_start + 1 + len(marks)]
+    read = None
+    if marks:
+        read = (starts[item_start + 1], starts[item_start + 2])
     # at least one token is always evaluated: its logits start the output
     fixed = max(0, min(fixed, len(tokens) - 1))
     if shared is not None:
         shared = max(fixed, min(shared, len(tokens) - 1))
+    if read is not None and not (fixed < read[0] < read[1] <= (shared or 0)):
+        raise ValueError(f"read_chars {read_chars} marks no token after the instructions")
     return Prepared(
-        tokens=tokens, text="".join(text for text, _ in segments), fixed=fixed, shared=shared
+        tokens=tokens,
+        text="".join(text for text, _ in segments),
+        fixed=fixed,
+        shared=shared,
+        read=read,
     )
+
+
+def _segments(
+    formatter: Any, messages: list[dict[str, str]], template_kwargs: Mapping[str, Any]
+) -> tuple[list[tuple[str, bool]], int]:
+    """The prompt as (text, holds control tokens) segments, the last message's content one of
+    them, and how many leading characters of that content the layout drops."""
+    if formatter is None:
+        text = plain_prompt(messages)
+        head = plain_prompt_head(messages)
+        last = messages[-1]["content"]
+        return [(head, False), (text[len(head) :], False)], len(last) - len(last.lstrip())
+    sentinels = [f"\x00LJ{i}\x00" for i in range(len(messages))]
+    stand_ins = [
+        {"role": m["role"], "content": s} for m, s in zip(messages, sentinels, strict=True)
+    ]
+    skeleton = render_template(formatter, stand_ins, template_kwargs)
+    segments: list[tuple[str, bool]] = []
+    for message, sentinel in zip(messages, sentinels, strict=True):
+        before, found, skeleton = skeleton.partition(sentinel)
+        if not found or sentinel in skeleton:
+            raise ModelError(
+                "the model's chat template rewrites message contents, so item data cannot "
+                "be kept apart from its control tokens",
+                hint="use --no-chat-template to prompt without it",
+            )
+        segments += [(before, True), (message["content"], False)]
+    segments.append((skeleton, True))
+    return segments, 0
+
+
+def _shared_parts(
+    content: str, cut: int, read_chars: tuple[int, int] | None, lead: int
+) -> tuple[list[tuple[str, bool]], list[int]]:
+    """The item's content cut at the end of its shared part, and at the read span's ends inside
+    it (``lead``: the characters the layout dropped from its start); the span's ends."""
+    cut = min(max(cut, 0), len(content))
+    marks: list[int] = []
+    if read_chars is not None:
+        a, b = (min(max(x - lead, 0), cut) for x in read_chars)
+        if not a < b:
+            raise ValueError(f"read_chars {read_chars} is empty or outside the shared part")
+        marks = [a, b]
+    bounds = [0, *marks, cut]
+    parts = [(content[i:j], False) for i, j in itertools.pairwise(bounds)]
+    return [*parts, (content[cut:], False)], marks
 
 
 def render_template(
