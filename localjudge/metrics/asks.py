@@ -7,7 +7,11 @@ calls; :func:`decide` reads a decision's soft value from the probabilities of it
 and turns it into the hard value with the judge's cut-off for that kind of decision
 (:class:`Cutoffs`; without one, the larger probability: P(yes) >= 0.5, the expected grade
 rounded; :func:`~localjudge.judge.cutoffs.baseline`), so a verdict never contradicts its own
-probabilities. With reasons on, the
+probabilities. Where the judge's cut-offs hold a fitted combination for the kind
+(:class:`~localjudge.judge.cutoffs.Combination`), the probabilities are that function of the
+decision's readings (:func:`readings`): its own soft value and how much better the judge
+predicts the QUESTION after the passage than after the item's baseline ask (no passage).
+With reasons on, the
 runner then asks for one reason per decision (:func:`reason_request`): a call of its own that
 shows the verdict already made, so a reason never moves a decision.
 
@@ -17,6 +21,7 @@ Everything here is a pure function of its arguments.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -26,7 +31,13 @@ from pydantic import BaseModel, create_model
 
 from localjudge.canonical import compact_json
 from localjudge.judge.cutoffs import NO_CUTOFFS, Cutoffs, baseline
-from localjudge.judge.protocol import Generation, GenerationStats, JudgeRequest, SoftDecision
+from localjudge.judge.protocol import (
+    Generation,
+    GenerationStats,
+    JudgeRequest,
+    Reading,
+    SoftDecision,
+)
 from localjudge.judge.schemas import StrictModel, text
 
 __all__ = [
@@ -36,6 +47,8 @@ __all__ = [
     "Cutoffs",
     "Decision",
     "decide",
+    "decide_all",
+    "readings",
     "reason_request",
     "reason_schema",
     "sum_stats",
@@ -93,12 +106,15 @@ def reason_schema() -> type[BaseModel]:
 class Ask:
     """One judge call a metric needs: a request ending on ``decision``, or a generated output
     (``decision`` None: relevance's ``missing``); ``at`` is the statement or piece it is about;
-    ``explain``: whether a reason is asked for this decision when reasons are on."""
+    ``explain``: whether a reason is asked for this decision when reasons are on;
+    ``baseline``: the item's ask whose reading the others' readings are measured against (the
+    QUESTION after no passage; its own answer is not used)."""
 
     request: JudgeRequest
     decision: Decision | None = None
     at: int = 0
     explain: bool = True
+    baseline: bool = False
 
 
 @dataclass(frozen=True)
@@ -111,12 +127,32 @@ class Answer:
     probs: Mapping[str, float] | None = None
     soft: float | None = None
     reason: str | None = None
+    #: the readings the soft value may combine (:func:`readings`); None without soft verdicts
+    readings: Mapping[str, float] | None = None
 
 
-def decide(ask: Ask, generation: Generation[BaseModel], cutoffs: Cutoffs = NO_CUTOFFS) -> Answer:
+def decide_all(
+    asks: Sequence[Ask], generations: Sequence[Generation[BaseModel]], cutoffs: Cutoffs = NO_CUTOFFS
+) -> list[Answer]:
+    """The answers to an item's ``asks`` (:func:`decide`), each reading measured against the
+    item's baseline ask, when it has one."""
+    base = next(
+        (g.reading for a, g in zip(asks, generations, strict=True) if a.baseline and g.reading),
+        None,
+    )
+    return [decide(a, g, cutoffs, base) for a, g in zip(asks, generations, strict=True)]
+
+
+def decide(
+    ask: Ask,
+    generation: Generation[BaseModel],
+    cutoffs: Cutoffs = NO_CUTOFFS,
+    base: Reading | None = None,
+) -> Answer:
     """The answer to ``ask`` from the judge's ``generation``: its soft value from the soft
-    verdict on the decision's key and the hard value from that and the kind's cut-offs (the
-    baseline without them); a judge without soft verdicts gives the value it chose."""
+    verdict on the decision's key, or from the kind's fitted combination of its readings where
+    the cut-offs hold one, and the hard value from that and the kind's cut-offs (the baseline
+    without them); a judge without soft verdicts gives the value it chose."""
     decision = ask.decision
     if decision is None:
         return Answer(generation.value)
@@ -126,7 +162,43 @@ def decide(ask: Ask, generation: Generation[BaseModel], cutoffs: Cutoffs = NO_CU
         return Answer(chosen)
     probs = plain_probs(soft_verdict)
     soft = soft_value(decision, probs)
-    return Answer(hard_value(decision, soft, cutoffs), probs, soft)
+    found = readings(decision, soft, generation.reading, base)
+    combination = cutoffs.combinations.get(decision.kind)
+    combined = combination.probs(found) if combination is not None else None
+    if combined is not None:
+        probs = _value_probs(decision, combined)
+        soft = soft_value(decision, probs)
+    return Answer(hard_value(decision, soft, cutoffs), probs, soft, readings=found)
+
+
+#: a yes/no decision's log-odds are clipped here (a probability of exactly 0 or 1)
+LOG_ODDS_CLIP = 10.0
+
+
+def readings(
+    decision: Decision, soft: float, reading: Reading | None, base: Reading | None
+) -> dict[str, float]:
+    """A decision's readings (:data:`~localjudge.judge.cutoffs.READINGS`): ``judged``, its
+    call's own soft value (a yes/no decision's log-odds, clipped; a graded one's expected
+    grade), and, when the call read the QUESTION and the item has a baseline, ``question``: the
+    mean log-probability of the QUESTION's tokens after the passage minus after no passage."""
+    if decision.graded:
+        judged = soft
+    else:
+        p = min(max(soft, 1e-12), 1.0 - 1e-12)
+        judged = min(max(math.log(p / (1.0 - p)), -LOG_ODDS_CLIP), LOG_ODDS_CLIP)
+    found = {"judged": judged}
+    if reading is not None and base is not None and reading.tokens and base.tokens:
+        found["question"] = reading.mean - base.mean
+    return found
+
+
+def _value_probs(decision: Decision, combined: Sequence[float]) -> dict[str, float]:
+    """A combination's probabilities by plain value text."""
+    if decision.graded:
+        return {str(v): float(p) for v, p in zip(decision.values, combined, strict=True)}
+    yes, no = decision.values[0], decision.values[1]
+    return {str(yes): float(combined[0]), str(no): 1.0 - float(combined[0])}
 
 
 def plain_probs(verdict: SoftDecision) -> dict[str, float]:

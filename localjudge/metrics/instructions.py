@@ -5,9 +5,12 @@ Every call is laid out the same way (:func:`ask_request`):
 1. the system message: the instructions of that kind of call, the same for every item, so the
    judge evaluates them once (and stores the result beside its cache, for the next process);
 2. the user message's opening: the data the call shares with its neighbours (recall: the
-   item's CONTEXT passages, shared by its statements' calls; position and relevance: the
-   QUESTION and one PASSAGE, shared by that passage's calls), evaluated once for all of them
-   (``JudgeRequest.shared_chars`` marks where it ends);
+   item's CONTEXT passages, shared by its statements' calls; position and relevance: one
+   PASSAGE, then the QUESTION, shared by that passage's calls), evaluated once for all of them
+   (``JudgeRequest.shared_chars`` marks where it ends). A passage's calls read the QUESTION's
+   tokens as they are evaluated (``JudgeRequest.read_chars``): how well the passage predicts
+   the question, against the item's baseline call, which shows no passage
+   (:func:`baseline_ask`);
 3. the call's own data (a STATEMENT, the EXPECTED ANSWER, the RESPONSE) and its question.
 
 The passage calls of position and relevance share one system text, so a passage read for one
@@ -26,6 +29,7 @@ __all__ = [
     "GRADE",
     "MAX_MISSING",
     "MISSING_SYSTEM",
+    "NO_PASSAGE",
     "PASSAGE_SYSTEM",
     "RECALL_SYSTEM",
     "RELEVANT",
@@ -33,9 +37,12 @@ __all__ = [
     "SUPPORTED",
     "USED",
     "ask_request",
+    "baseline_ask",
     "contexts_opening",
     "delimit_question",
+    "passage_ask",
     "passage_opening",
+    "question_span",
 ]
 
 #: the most pieces of missing information relevance lists
@@ -110,14 +117,55 @@ COPIES = PromptCopies(
 
 
 def ask_request(
-    system: str, shared: str, own: str, decision: Decision, *, at: int = 0, explain: bool = True
+    system: str,
+    shared: str,
+    own: str,
+    decision: Decision,
+    *,
+    at: int = 0,
+    explain: bool = True,
+    read: tuple[int, int] | None = None,
+    baseline: bool = False,
 ) -> Ask:
     """An :class:`Ask` for ``decision``: the instructions, the ``shared`` opening of the user
-    message, then the call's ``own`` data and question."""
+    message, then the call's ``own`` data and question; ``read``: the span of ``shared`` whose
+    tokens the judge reads."""
     request = JudgeRequest(
-        messages=chat(system, shared + own), schema=decision.schema(), shared_chars=len(shared)
+        messages=chat(system, shared + own),
+        schema=decision.schema(),
+        shared_chars=len(shared),
+        read_chars=read,
     )
-    return Ask(request, decision, at, explain)
+    return Ask(request, decision, at, explain, baseline)
+
+
+def passage_ask(shared: str, own: str, decision: Decision, *, at: int, explain: bool = True) -> Ask:
+    """A passage's call (position's, relevance's): :data:`PASSAGE_SYSTEM`, the passage's
+    ``shared`` opening (:func:`passage_opening`) with its QUESTION read, then ``own``."""
+    return ask_request(
+        PASSAGE_SYSTEM, shared, own, decision, at=at, explain=explain, read=question_span(shared)
+    )
+
+
+#: what the baseline call shows in place of a passage
+NO_PASSAGE = "(none)"
+
+
+def baseline_ask(question: str) -> Ask:
+    """The item's baseline call: the passage calls' layout with no passage (:data:`NO_PASSAGE`),
+    its QUESTION read; the same call for position and relevance (asked once). Its decision (a
+    grade) is not used."""
+    shared = passage_opening(question, NO_PASSAGE)
+    return ask_request(
+        PASSAGE_SYSTEM,
+        shared,
+        GRADE_QUESTION,
+        GRADE,
+        at=-1,
+        explain=False,
+        read=question_span(shared),
+        baseline=True,
+    )
 
 
 def delimit_question(question: str) -> str:
@@ -126,8 +174,19 @@ def delimit_question(question: str) -> str:
 
 
 def passage_opening(question: str, passage: str) -> str:
-    """What a passage's calls share: the QUESTION and that PASSAGE."""
-    return f"{delimit('QUESTION', question)}\n{delimit('PASSAGE', passage)}\n"
+    """What a passage's calls share: that PASSAGE, then the QUESTION (read as evaluated:
+    :func:`question_span`)."""
+    return f"{delimit('PASSAGE', passage)}\n{delimit('QUESTION', question)}\n"
+
+
+_QUESTION_OPEN, _QUESTION_CLOSE = "<<QUESTION>>\n", "\n<</QUESTION>>"
+
+
+def question_span(opening: str) -> tuple[int, int]:
+    """Where the QUESTION's text lies in a passage opening (its last QUESTION block: data can
+    never spell a marker, :func:`~localjudge.metrics.base.delimit`)."""
+    start = opening.rindex(_QUESTION_OPEN) + len(_QUESTION_OPEN)
+    return start, opening.rindex(_QUESTION_CLOSE)
 
 
 def contexts_opening(contexts: list[str]) -> str:

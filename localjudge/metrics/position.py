@@ -27,7 +27,8 @@ from localjudge.metrics.instructions import (
     RELEVANT_ANSWER,
     RELEVANT_QUESTION,
     RELEVANT_TARGET_QUESTION,
-    ask_request,
+    baseline_ask,
+    passage_ask,
     passage_opening,
 )
 from localjudge.scoring import position_score, soft_position_score
@@ -39,10 +40,12 @@ SYSTEM = PASSAGE_SYSTEM
 class ContextPosition(Metric):
     """Weighted share of relevant pieces, weight 1/(i+1) by rank, over the harmonic number H_n.
 
-    One call per piece, which sees the QUESTION and that PASSAGE alone (never its place in the
+    One call per piece, which sees that PASSAGE and the QUESTION alone (never its place in the
     list), then the EXPECTED ANSWER when the item has one (the item's reference, else its
     response: another prompt, so another kind of decision, :func:`decision_for`); the soft
-    verdict is P(relevant)."""
+    verdict is P(relevant), from the call's answer or, where the judge has a fitted
+    combination for the kind, from that and how well the passage predicts the QUESTION
+    (against the item's baseline call, asked first)."""
 
     name: ClassVar[str] = "position"
     required: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts")
@@ -102,16 +105,22 @@ class ContextPosition(Metric):
         )
         decision = decision_for(item)
         return [
-            ask_request(SYSTEM, passage_opening(question, piece), own, decision, at=i)
-            for i, piece in enumerate(contexts)
+            baseline_ask(question),
+            *(
+                passage_ask(passage_opening(question, piece), own, decision, at=i)
+                for i, piece in enumerate(contexts)
+            ),
         ]
 
     def finish(self, item: Item, answers: Sequence[Answer]) -> MetricResult:
+        answers = answers[1:]  # the first is the baseline call's
         verdicts: list[dict[str, Any]] = []
         for i, answer in enumerate(answers):
             verdict: dict[str, Any] = {"index": i, "relevant": answer.value == "yes"}
             if answer.reason is not None:
                 verdict["reason"] = answer.reason
+            if answer.readings is not None:
+                verdict["readings"] = {"relevant": dict(answer.readings)}
             verdicts.append(verdict)
         relevant = [bool(v["relevant"]) for v in verdicts]
         value = position_score(relevant, scale=self.scale)

@@ -38,9 +38,10 @@ from localjudge.metrics.instructions import (
     PASSAGE_SYSTEM,
     USED,
     USED_QUESTION,
-    ask_request,
+    baseline_ask,
     contexts_opening,
     delimit_question,
+    passage_ask,
     passage_opening,
 )
 from localjudge.scoring import (
@@ -80,9 +81,11 @@ def missing_schema() -> type[BaseModel]:
 class ContextRelevance(Metric):
     """Weighted relevance levels, minus penalties for unused high pieces and missing information.
 
-    Per piece, two calls that share the QUESTION and that PASSAGE: its TREC grade (0-3, the
-    soft verdict the probability of each grade) and whether the RESPONSE used it; then one
-    generated call per item lists the missing information."""
+    Per piece, two calls that share that PASSAGE and the QUESTION: its TREC grade (0-3, the
+    soft verdict the probability of each grade, from the call's answer or, where the judge has
+    a fitted combination, from that and how well the passage predicts the QUESTION against the
+    item's baseline call, asked first) and whether the RESPONSE used it; then one generated
+    call per item lists the missing information."""
 
     name: ClassVar[str] = "relevance"
     required: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts", "response")
@@ -155,12 +158,12 @@ class ContextRelevance(Metric):
     def build(self, item: Item) -> list[Ask]:
         question, contexts = item.text("user_input"), item.contexts()
         response = delimit("RESPONSE", item.text("response"))
-        asks = []
+        asks = [baseline_ask(question)]
         for i, piece in enumerate(contexts):
             shared = passage_opening(question, piece)
-            asks.append(ask_request(SYSTEM, shared, GRADE_QUESTION, GRADE, at=i))
+            asks.append(passage_ask(shared, GRADE_QUESTION, GRADE, at=i))
             used = f"{response}\n{USED_QUESTION}"
-            asks.append(ask_request(SYSTEM, shared, used, USED, at=i, explain=False))
+            asks.append(passage_ask(shared, used, USED, at=i, explain=False))
         shared = f"{delimit_question(question)}{contexts_opening(contexts)}"
         request = JudgeRequest(
             messages=chat(MISSING_SYSTEM, shared + MISSING_QUESTION),
@@ -170,7 +173,7 @@ class ContextRelevance(Metric):
         return [*asks, Ask(request, None, len(contexts), explain=False)]
 
     def finish(self, item: Item, answers: Sequence[Answer]) -> MetricResult:
-        *decided, last = answers
+        *decided, last = answers[1:]  # the first is the baseline call's
         grades, useds = decided[0::2], decided[1::2]
         pieces: list[dict[str, Any]] = []
         for i, (grade, used) in enumerate(zip(grades, useds, strict=True)):
@@ -181,6 +184,8 @@ class ContextRelevance(Metric):
             }
             if grade.reason is not None:
                 piece["reason"] = grade.reason
+            if grade.readings is not None and used.readings is not None:
+                piece["readings"] = {"relevance": dict(grade.readings), "used": dict(used.readings)}
             pieces.append(piece)
         data = item_data(item)
         # a missing item that repeats the prompt is about the prompt, not the item: it never counts

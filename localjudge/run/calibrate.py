@@ -214,10 +214,12 @@ def judge_labelled(
     metrics: Sequence[str] | None = None,
     settings: MetricSettings | None = None,
     only: Mapping[str, Collection[int]] | None = None,
+    combinations: Cutoffs = NO_CUTOFFS,
 ) -> list[ItemResult]:
     """Judge each labelled record with the metrics its labels cover (or, with ``only``, the
-    records it names per metric), with no cut-offs (the fit reads the soft values) and, by
-    default, reasons off."""
+    records it names per metric), with no cut-offs (the fit reads the soft values; with
+    ``combinations``' combinations, where it holds any, the combined ones) and, by default,
+    reasons off."""
     names = list(metrics or METRICS)
     if only is None:
         only = {
@@ -226,7 +228,8 @@ def judge_labelled(
         }
     settings = settings or MetricSettings(reasons=False)
     chosen = [METRICS[n].from_settings(settings) for n in names if only.get(n)]
-    return list(evaluate(records, chosen, judge, only=only, cutoffs=NO_CUTOFFS, keep=False))
+    cutoffs = Cutoffs(combinations=combinations.combinations)
+    return list(evaluate(records, chosen, judge, only=only, cutoffs=cutoffs, keep=False))
 
 
 def calibrate(
@@ -250,11 +253,12 @@ def calibrate(
     check = check_labels(records, metrics)
     only = check.only
     names = [n for n in (metrics or METRICS) if n in only]
+    now = resolve_cutoffs(judge, current)
     found = fit_cutoffs(
         records,
-        judge_labelled(records, judge, metrics=names, only=only),
+        judge_labelled(records, judge, metrics=names, only=only, combinations=now),
         origin=origin or Provenance("calibrate"),
-        current=resolve_cutoffs(judge, current),
+        current=now,
     )
     # a labelled kind left unjudged says why (known before judging)
     unfit = {k: why for k, why in check.unfit.items() if check.usable[k] or check.left_out[k]}
@@ -274,7 +278,9 @@ def fit_cutoffs(
     """The held-out checks and the cut-offs of every kind of decision ``results`` hold:
     ``current`` are the cut-offs the storing rule compares with (none: the baseline); a kind
     with too few labelled decisions, one class, or fewer than two groups on a side of the
-    held-out split is left out (``skipped`` says why)."""
+    held-out split is left out (``skipped`` says why). Where ``current`` combines a kind's
+    readings (``results`` were judged with that combination), the fitted cut-offs apply to the
+    combined soft values and are stored with the combination."""
     found = observations(records, results)
     judged = {r.metric for r in results}
     fitted: dict[str, tuple[float, ...]] = {}
@@ -315,7 +321,9 @@ def fit_cutoffs(
         )
     items = sorted({r.index for r in results if r.result is not None})
     grouped = groups.describe(items) if items else ""
-    return Calibration(Cutoffs(fitted, sources), checks, rules, skipped, left_out, grouped)
+    combined = {k: c for k, c in current.combinations.items() if k in fitted}
+    cutoffs = Cutoffs(fitted, sources, combined)
+    return Calibration(cutoffs, checks, rules, skipped, left_out, grouped)
 
 
 def _shares(kind: Kind, records: Sequence[Mapping[str, Any]]) -> int:

@@ -36,7 +36,7 @@ from localjudge.judge.protocol import (
     JudgeRequest,
 )
 from localjudge.metrics import METRICS, Metric, MetricResult
-from localjudge.metrics.asks import Answer, Ask, decide, reason_request, sum_stats
+from localjudge.metrics.asks import Answer, Ask, decide_all, reason_request, sum_stats
 from localjudge.run.grouping import ask_grouped
 from localjudge.run.outcome import Evaluation
 from localjudge.run.results import ItemResult
@@ -325,14 +325,15 @@ def _decide(
             on_judging([(p.item.index, p.item.id, p.metric.name) for p in pending])
         outcomes = ask_grouped(judge, [[_origin(a.request, p) for a in p.asks] for p in pending])
         for p, outs in zip(pending, outcomes, strict=True):
-            overflow = next(
+            # the call that needs the most: its numbers are what the item needs to fit
+            overflow = max(
                 ((a, o) for a, o in zip(p.asks, outs, strict=True) if isinstance(o, Exception)),
-                None,
+                key=lambda pair: getattr(pair[1], "needed", 0) or 0,
+                default=None,
             )
             if overflow is None:
                 p.generations = [o for o in outs if not isinstance(o, Exception)]
-                answers = zip(p.asks, p.generations, strict=True)
-                p.answers = [decide(a, g, cutoffs) for a, g in answers]
+                p.answers = decide_all(p.asks, p.generations, cutoffs)
                 decided.append(p)
                 continue
             ask, exc = overflow

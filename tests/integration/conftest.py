@@ -21,10 +21,11 @@ import pytest
 
 from localjudge import load_judge
 from localjudge.data.items import make_item
-from localjudge.judge.protocol import Generation
+from localjudge.judge.models import judge_cutoffs
+from localjudge.judge.protocol import Generation, generate_many
 from localjudge.judge.schemas import worst_case_tokens
 from localjudge.metrics import METRICS, ContextPosition, ContextRelevance, Metric, MetricResult
-from localjudge.metrics.asks import Answer, Ask, decide, reason_request
+from localjudge.metrics.asks import Answer, Ask, decide_all, reason_request
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "rag.jsonl"
@@ -99,7 +100,8 @@ def judged(judge: Any, metric: Metric, record: Mapping[str, Any]) -> Judged:
     """Run ``metric`` on ``record`` with ``judge``, one call per ask (then one reason call per
     explained decision when the metric has reasons on), checking every call's output against
     SPEC's "The judge's output"; position/relevance give exactly one verdict per piece, indexed
-    0..n-1, each piece asked in order."""
+    0..n-1, each piece asked in order; decisions are made with the judge's own cut-offs and
+    combinations, as the product makes them."""
     item = make_item(record, index=0)
     asks = metric.build(item)
     assert not isinstance(asks, MetricResult), "expected judge calls"
@@ -107,10 +109,12 @@ def judged(judge: Any, metric: Metric, record: Mapping[str, Any]) -> Judged:
     generations: list[Generation[Any]] = []
     answers: list[Answer] = []
     for ask in asks:
-        gen = judge.generate(ask.request.messages, ask.request.schema)
+        [gen] = generate_many(judge, [ask.request])  # with its read span, as the runner asks
+        assert isinstance(gen, Generation)
         _check_output(judge, gen, ask.request.schema)
         generations.append(gen)
-        answers.append(decide(ask, gen))
+    # decided as the product decides: with the judge's own cut-offs and combinations
+    answers = decide_all(asks, generations, judge_cutoffs(judge.identity))
     if metric.reasons:
         for k, ask in enumerate(asks):
             if ask.decision is None or not ask.explain:
@@ -121,11 +125,17 @@ def judged(judge: Any, metric: Metric, record: Mapping[str, Any]) -> Judged:
             generations.append(gen)
             answers[k] = replace(answers[k], reason=gen.value.reason)
     n = len(record["retrieved_contexts"])
+    if isinstance(metric, (ContextPosition, ContextRelevance)):
+        # the baseline call first: the QUESTION after no passage, read
+        assert asks[0].baseline
+        assert asks[0].at == -1
+        assert generations[0].reading is not None
+        assert generations[0].reading.tokens > 0
     if isinstance(metric, ContextPosition):
-        assert [a.at for a in asks] == list(range(n))
+        assert [a.at for a in asks[1:]] == list(range(n))
     if isinstance(metric, ContextRelevance):
         # a grade and a used call per piece, in order, then the item's one missing call
-        assert [a.at for a in asks[:-1]] == [i for i in range(n) for _ in (0, 1)]
+        assert [a.at for a in asks[1:-1]] == [i for i in range(n) for _ in (0, 1)]
         assert asks[-1].decision is None
         assert len(answers[-1].value.missing) <= 3
     result = metric.finish(item, answers)
@@ -145,19 +155,22 @@ def n_calls(
     """The judge calls a run of the named metrics makes on ``records``: one per ask, plus, when
     the metric has reasons on, one reason per explained decision. ``reasons``: whether the run
     asked them (an eval or bench run given ``--reasons``; its summary.json records it per
-    metric); None: the metrics' default settings (reasons off)."""
+    metric); None: the metrics' default settings (reasons off). A call two metrics of an item
+    ask alike (position's and relevance's baseline call) is made once."""
     total = 0
     options = {} if reasons is None else {"reasons": reasons}
     for i, record in enumerate(records):
         item = make_item(record, index=i)
+        asked: set[str] = set()
         for name in metrics:
             metric = METRICS[name](**options)
             asks = metric.build(item)
             if isinstance(asks, MetricResult):
                 continue
-            total += len(asks)
+            asked.update(json.dumps([a.request.messages, a.request.read_chars]) for a in asks)
             if metric.reasons:
                 total += sum(a.decision is not None and a.explain for a in asks)
+        total += len(asked)
     return total
 
 

@@ -66,8 +66,9 @@ def test_outputs_do_not_depend_on_parallel(judge: Any, batched: Any) -> None:
 def test_more_requests_than_slots_come_back_in_order_with_an_overflow_in_place(
     batched: Any,
 ) -> None:
-    batch = requests(ContextPosition())
-    [too_long] = requests(
+    # the passages' calls (each item's baseline call, which shows no passage, left out)
+    batch = [r for a in asks(ContextPosition()) if not a.baseline for r in [a.request]]
+    [_, too_long] = requests(
         ContextPosition(), records=[{**RECORDS[0], "retrieved_contexts": ["word " * 9000]}]
     )
     mixed = [*batch[:2], too_long, *batch[2:]]
@@ -101,7 +102,8 @@ def test_soft_verdicts_come_with_every_decision(judge: Any) -> None:
     item_asks = asks(ContextRelevance(), records=RECORDS[:1])
     outs = judge.generate_many([a.request for a in item_asks])
     n = len(RECORDS[0]["retrieved_contexts"])
-    assert len(outs) == 2 * n + 1
+    assert len(outs) == 1 + 2 * n + 1  # the baseline call, two per passage, the missing call
+    assert item_asks[0].baseline
     for ask, out in zip(item_asks, outs, strict=True):
         assert isinstance(out, Generation)
         if ask.decision is None:
@@ -124,18 +126,20 @@ def test_without_reasons_only_decisions_are_decoded(judge: Any) -> None:
     assert full.result is not None
     assert bare.result is not None
     n = len(record["retrieved_contexts"])
-    # reasons off: one output per passage, each its decision alone
-    lines = bare.result.raw.split("\n")
+    # reasons off: the item's baseline call (a grade, not used), then one output per passage,
+    # each its decision alone
+    baseline, *lines = bare.result.raw.split("\n")
+    assert set(json.loads(baseline)) == {"grade"}
     assert len(lines) == n
     assert all(set(json.loads(line)) == {"relevant"} for line in lines)
     assert all("reason" not in v for v in bare.result.verdicts)
-    # reasons on: a reason call after each decision
-    assert len(full.result.raw.split("\n")) == 2 * n
+    # reasons on: a reason call after each decision (none for the baseline call)
+    assert len(full.result.raw.split("\n")) == 1 + 2 * n
     assert all("reason" in v for v in full.result.verdicts)
     assert bare.result.stats is not None
     assert full.result.stats is not None
     # the same decisions decoded, and nothing else: no reason call, no reason tokens
-    assert full.result.raw.split("\n")[:n] == lines
+    assert full.result.raw.split("\n")[1 : n + 1] == lines
     assert bare.result.stats.completion_tokens < full.result.stats.completion_tokens
     assert bare.result.stats.prompt_tokens < full.result.stats.prompt_tokens / 2
     assert bare.result.reason.endswith(".")  # still built from the verdicts

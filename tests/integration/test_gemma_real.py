@@ -76,8 +76,9 @@ def test_a_long_item_does_not_change_the_next_short_ones_verdicts(gemma: Any) ->
     )
     long_item = {**ITEM, "retrieved_contexts": [long_piece, *ITEM["retrieved_contexts"]]}
     metric = ContextPosition()
-    long_request = metric.build(make_item(long_item, index=0))[0].request  # the long passage
-    short_request = metric.build(make_item(ITEM, index=1))[0].request
+    # the first passage's call (after the item's baseline call)
+    long_request = metric.build(make_item(long_item, index=0))[1].request  # the long passage
+    short_request = metric.build(make_item(ITEM, index=1))[1].request
     assert window is not None
     assert len(gemma.render(long_request.messages).tokens) > 2 * int(window)
     gemma.generate(long_request.messages, long_request.schema)

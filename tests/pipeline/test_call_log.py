@@ -23,7 +23,7 @@ from localjudge.judge.cache.rows import SCHEMA_VERSION, cache_key
 from localjudge.judge.cache.store import Cache, open_cache
 from localjudge.judge.protocol import JudgeRequest
 from localjudge.metrics import ContextPosition, ContextRecall, Metric
-from localjudge.metrics.instructions import PASSAGE_SYSTEM, RECALL_SYSTEM
+from localjudge.metrics.instructions import NO_PASSAGE, PASSAGE_SYSTEM, RECALL_SYSTEM
 from localjudge.metrics.statements import split_statements
 from localjudge.run.file_run import eval_file
 from localjudge.testing import ScriptedJudge, prompt_data
@@ -43,12 +43,11 @@ def metrics() -> list[Metric]:
 
 def calls_of(record: dict[str, Any], metric: str) -> int:
     """The judge calls one item makes for ``metric``: one decision per reference statement
-    (recall) or per piece (position), then, with REASONS on, one reason per decision."""
+    (recall) or per piece (position), then, with REASONS on, one reason per decision; position
+    first asks the item's baseline call (no passage, no reason)."""
     if metric == "recall":
-        decisions = len(split_statements(record["reference"]))
-    else:
-        decisions = len(record["retrieved_contexts"])
-    return (1 + REASONS) * decisions
+        return (1 + REASONS) * len(split_statements(record["reference"]))
+    return 1 + (1 + REASONS) * len(record["retrieved_contexts"])
 
 
 #: calls per metric over all RECORDS, per item over METRICS, and in all
@@ -129,7 +128,7 @@ def test_an_eval_run_logs_every_call_with_what_the_judge_saw(data, tmp_path):
         assert logged.created_at.endswith("+00:00")
         assert (logged.hits, logged.intact) == (0, True)
         assert logged.key == cache_key(
-            scripted.identity, made.messages, made.schema, made.shared_chars
+            scripted.identity, made.messages, made.schema, made.shared_chars, made.read_chars
         )  # the key did not change
     # the instructions (one text per kind of call) are stored once, each call's data once
     distinct = {m["content"] for made in scripted.calls for m in made.messages}
@@ -261,11 +260,18 @@ def test_a_changed_prompt_text_is_shown_as_missing_not_as_what_the_judge_saw(dat
     cache = tmp_path / "c.sqlite3"
     run_eval(data, cache)
     # every call about r1 shows its passage 'yes fact 1.' (as a CONTEXT, a PASSAGE or in the
-    # EXPECTED ANSWER); no other item's call does
+    # EXPECTED ANSWER) but its baseline call, which shows no passage and only the QUESTION; no
+    # other item's call does
     execute(cache, "UPDATE prompts SET text = text || ' (edited)' WHERE text LIKE '%yes fact 1.%'")
     calls = list(iter_calls(cache))
-    damaged = [c for c in calls if c.item_id == "r1"]
-    assert len(damaged) == PER_ITEM["r1"]
+    mine = [c for c in calls if c.item_id == "r1"]
+    # position's only graded call is the baseline
+    [base] = [c for c in mine if (c.metric, c.schema) == ("position", "GradeDecision")]
+    assert base.intact is True
+    assert base.messages is not None
+    assert prompt_data(base.messages)["PASSAGE"] == NO_PASSAGE
+    damaged = [c for c in mine if c is not base]
+    assert len(damaged) == PER_ITEM["r1"] - 1
     for c in damaged:
         assert c.intact is False
         assert c.messages is not None
@@ -358,8 +364,10 @@ def test_ls_lists_newest_first_with_filters_and_limit(data, tmp_path):
     assert len(rows) == calls_of(RECORDS[1], "position")
     for row in rows:
         assert row.split()[:4] == ["2026-01-02T00:00:00+00:00", "judge-a", "position", "r1"]
-    # a decision per piece and a reason per decision; the relevant piece's decision shown
-    assert sorted(row.split()[4] for row in rows) == ["Reason", "Reason", "RelevantDecision",
+    # the baseline call, a decision per piece and a reason per decision; the relevant piece's
+    # decision shown
+    assert sorted(row.split()[4] for row in rows) == ["GradeDecision", "Reason", "Reason",
+                                                      "RelevantDecision",
                                                       "RelevantDecision"]  # fmt: skip
     assert sum(row.endswith('{"relevant":"yes"}') for row in rows) == 1
     limited = cli("cache", "ls", "--cache", str(cache), "--limit", "2").stdout.splitlines()

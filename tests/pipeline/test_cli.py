@@ -26,10 +26,11 @@ def calls_of(record: dict[str, Any], *, reasons: bool) -> int:
     """The judge calls an item makes for the three metrics: recall a decision per reference
     statement, position per piece; relevance per piece a grade and whether it was used, then one
     list of what is missing; with ``reasons`` on, one reason per decision (neither for used nor
-    for missing)."""
+    for missing); and the item's baseline call (no passage, no reason), which position and
+    relevance share, so it is asked once."""
     pieces = len(record["retrieved_contexts"])
     decisions = len(split_statements(record["reference"])) + pieces + pieces  # the last: grades
-    return (1 + reasons) * decisions + pieces + 1
+    return (1 + reasons) * decisions + pieces + 1 + 1
 
 
 @pytest.fixture(autouse=True)

@@ -32,8 +32,10 @@ N_RECORDS = 120
 def calls_per_item(reasons: bool) -> int:
     """The judge calls of one item: recall and position each a decision per statement (two) or
     piece (two); relevance per piece a grade and whether it was used, and one list of what is
-    missing; with ``reasons`` on, a reason per decision (not for used nor missing)."""
-    return (1 + reasons) * (2 + 2 + 2) + 2 + 1
+    missing; with ``reasons`` on, a reason per decision (not for used nor missing); and the
+    item's baseline call (no passage, no reason), which position and relevance share, so it is
+    asked once."""
+    return (1 + reasons) * (2 + 2 + 2) + 2 + 1 + 1
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from localjudge.errors import UsageError
 from localjudge.judge.cache.caching import CachingJudge
 from localjudge.judge.cache.store import Cache
 from localjudge.metrics import METRICS, ContextPosition, ContextRecall, ContextRelevance
+from localjudge.metrics.instructions import baseline_ask
 from localjudge.metrics.statements import split_statements
 from localjudge.run.file_run import detect_metrics, eval_file
 from localjudge.run.results import FORMAT_VERSION
@@ -129,21 +130,22 @@ def without_timing(rows):
 def calls_of(rec, metric, *, reasons):
     """The judge calls ``metric`` makes for ``rec``: recall a decision per reference statement,
     position one per piece; relevance per piece a grade and whether it was used, then one list of
-    what is missing; with ``reasons`` on, a reason per decision (not for used nor missing)."""
+    what is missing; with ``reasons`` on, a reason per decision (not for used nor missing);
+    position and relevance each first the item's baseline call (no passage, no reason)."""
     rec = normalized(rec)
     pieces = len(rec["retrieved_contexts"])
     if metric == "recall":
         return (1 + reasons) * len(split_statements(rec["reference"]))
     if metric == "position":
-        return (1 + reasons) * pieces
-    return (1 + reasons) * pieces + pieces + 1
+        return 1 + (1 + reasons) * pieces
+    return 1 + (1 + reasons) * pieces + pieces + 1
 
 
 def total_calls(reasons):
     """The judge calls for the data (a, b, d x 3 metrics, c x position and relevance): the
     distinct calls of its one chunk, since a call asked twice in a batch is asked once (item d's
-    two 'no' pieces). Reasons are asked per distinct decision call too (the same call gets the
-    same verdict)."""
+    two 'no' pieces; each item's baseline call, the same for position and relevance). Reasons
+    are asked per distinct decision call too (the same call gets the same verdict)."""
     jobs = [(rec, m) for rec in GOOD for m in METRIC_NAMES]
     jobs += [(INVALID, m) for m in ("position", "relevance")]
     decisions, explained = set(), set()
@@ -157,11 +159,15 @@ def total_calls(reasons):
 
 
 def test_the_call_count_follows_the_asks():
-    """The distinct-call count above against the per-item formula: item d repeats a piece."""
+    """The distinct-call count above against the per-item formula: item d repeats a piece, and
+    each item's position and relevance share its baseline call."""
     per_item = sum(calls_of(rec, m, reasons=False) for rec in GOOD for m in METRIC_NAMES) + sum(
         calls_of(INVALID, m, reasons=False) for m in ("position", "relevance")
     )
     assert 0 < total_calls(False) < per_item
+    # d's repeated piece: its position decision, its relevance grade and used; one baseline per
+    # item (a, b, d and c) asked for both metrics
+    assert per_item - total_calls(False) == 3 + 4
 
 
 #: whether a run with the metrics' default settings asks reasons (the same for all three)
@@ -171,6 +177,13 @@ TOTAL_CALLS = total_calls(DEFAULT_REASONS)
 
 
 # ---------------------------------------------------------------- results.jsonl
+
+
+def baseline_tokens(rec):
+    """The prompt tokens of ``rec``'s baseline call, as the scripted judge counts them (one per
+    whitespace-separated word)."""
+    messages = baseline_ask(normalized(rec)["user_input"]).request.messages
+    return sum(len(m["content"].split()) for m in messages)
 
 
 def test_results_rows(tmp_path, data):
@@ -224,8 +237,11 @@ def test_results_rows(tmp_path, data):
             # a call the item asks twice is asked once: its copy evaluates nothing
             assert 0 < row["evaluated_prompt_tokens"] <= row["prompt_tokens"]
             contexts = normalized(rec)["retrieved_contexts"]
+            # the item's baseline call is position's and relevance's both: asked for position
+            # (the first), relevance gets its copy
+            copied = baseline_tokens(rec) if m == "relevance" else 0
             if len(set(contexts)) == len(contexts):
-                assert row["evaluated_prompt_tokens"] == row["prompt_tokens"]
+                assert row["evaluated_prompt_tokens"] == row["prompt_tokens"] - copied
             assert row["completion_tokens"] > 0
             assert row["seconds"] >= 0
     assert scored[("a", "recall")]["reason"] == (
@@ -382,9 +398,10 @@ def test_limit_and_mapping(tmp_path):
     assert outcome.summary["run"]["n_items"] == 2
     assert outcome.summary["run"]["settings"]["limit"] == 2
     assert outcome.summary["run"]["settings"]["map"] == mapping
-    # a decision per piece, and a reason per decision if the (default) settings ask for them
+    # the baseline call, a decision per piece, and a reason per decision if the (default)
+    # settings ask for them
     [reasons] = {r["settings"]["reasons"] for r in rows}
-    assert len(judge.calls) == sum((1 + reasons) * len(r["docs"]) for r in recs[:2])
+    assert len(judge.calls) == sum(1 + (1 + reasons) * len(r["docs"]) for r in recs[:2])
 
 
 # ---------------------------------------------------------------- thresholds

@@ -20,7 +20,7 @@ from localjudge.judge.cutoffs import Cutoffs
 from localjudge.judge.protocol import Generation, SoftDecision
 from localjudge.judge.schemas import worst_case_tokens
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
-from localjudge.metrics.instructions import RELEVANT
+from localjudge.metrics.instructions import GRADE, NO_PASSAGE
 from localjudge.metrics.statements import split_statements
 from localjudge.run.results import result_row
 from localjudge.testing import ScriptedJudge, prompt_data
@@ -57,14 +57,23 @@ def decision_calls(rec, metrics=("recall", "position")):
     return n
 
 
+def baseline_calls(metrics=("recall", "position")):
+    """The item's baseline call (no passage, no reason), asked first for position: one."""
+    return int("position" in metrics)
+
+
 def all_calls(records, metrics=("recall", "position"), *, reasons):
-    """Decision calls plus, with ``reasons`` on, one reason call per decision."""
-    return sum((1 + reasons) * decision_calls(r, metrics) for r in records)
+    """Decision calls plus, with ``reasons`` on, one reason call per decision, and each item's
+    baseline call."""
+    return sum(
+        (1 + reasons) * decision_calls(r, metrics) + baseline_calls(metrics) for r in records
+    )
 
 
 def subject_of(call):
     """What a call is about: the STATEMENT of a recall call, the QUESTION and PASSAGE of a
-    position call; a reason call is told by its schema."""
+    position call (NO_PASSAGE for the item's baseline call); a reason call is told by its
+    schema."""
     data = prompt_data(call.messages)
     if "STATEMENT" in data:
         return ("recall", data["STATEMENT"])
@@ -95,9 +104,10 @@ def test_results_stream_in_item_then_metric_order_across_chunks():
 
 def test_within_a_chunk_calls_are_grouped_by_instructions_then_by_shared_opening():
     """A chunk's calls reach the judge grouped by their instructions (recall's, then the
-    passage calls'), then by what they share (an item's contexts, a question and passage), so
-    the judge evaluates each shared opening once; the decisions in one batch per chunk, then
-    the reasons in another, in the same order."""
+    passage calls'), then by what they share (an item's contexts, a passage and question; an
+    item's baseline call, no passage and its question, first of its position calls), so the
+    judge evaluates each shared opening once; the decisions in one batch per chunk, then the
+    reasons in another, in the same order (the baseline call has none)."""
     judge = ScriptedJudge(rule_reply)
     batches: list[int] = []
     many = judge.generate_many
@@ -111,16 +121,19 @@ def test_within_a_chunk_calls_are_grouped_by_instructions_then_by_shared_opening
     list(evaluate(RECORDS, metrics, judge, chunk_size=2))
     expected = []
     for chunk in (RECORDS[0:2], RECORDS[2:4], RECORDS[4:5]):
-        one_pass = [("recall", s) for rec in chunk for s in split_statements(rec["reference"])] + [
+        recall = [("recall", s) for rec in chunk for s in split_statements(rec["reference"])]
+        position = [
             ("position", rec["user_input"], piece)
             for rec in chunk
-            for piece in rec["retrieved_contexts"]
+            for piece in [NO_PASSAGE, *rec["retrieved_contexts"]]
         ]
-        expected += [(p, False) for p in one_pass] + [(p, True) for p in one_pass]
+        explained = [p for p in recall + position if p[-1] != NO_PASSAGE]
+        expected += [(p, False) for p in recall + position] + [(p, True) for p in explained]
     seen = [(subject_of(c), c.schema.__name__ == "Reason") for c in judge.calls]
     assert seen == expected
-    # per chunk: its decisions in one batch, then their reasons in another
-    assert batches == [9, 9, 8, 8, 5, 5]
+    # per chunk: its decisions (and an item's baseline call) in one batch, then their reasons
+    # in another
+    assert batches == [9 + 2, 9, 8 + 2, 8, 5 + 1, 5]
     assert sum(batches) == all_calls(RECORDS, reasons=True)
     assert all(c.shared_chars > 0 for c in judge.calls)
 
@@ -257,9 +270,16 @@ def test_context_overflow_becomes_an_error_row_with_both_numbers():
     assert isinstance(error, ContextOverflowError)
     assert error.kind == "context_overflow"
     assert error.item_id == "r1"
-    first = ContextPosition().build(make_item(long_item, index=1))[0].request
-    long_words = prompt_words(first.messages)
-    worst = worst_case_tokens(RELEVANT.schema())
+    # every call shows the long QUESTION; the error names the one that needs the most (a
+    # passage's call, not the shorter baseline call), so its n_ctx lets the whole item run
+    asks = ContextPosition().build(make_item(long_item, index=1))
+    assert asks[0].baseline
+    largest = max(asks[1:], key=lambda a: prompt_words(a.request.messages))
+    long_words = prompt_words(largest.request.messages)
+    worst = worst_case_tokens(largest.request.schema)
+    assert long_words + worst > prompt_words(asks[0].request.messages) + worst_case_tokens(
+        GRADE.schema()
+    )
     assert error.needed == long_words + worst
     assert error.available == n_ctx
     assert error.message == (
@@ -307,11 +327,13 @@ def test_metrics_given_by_name_with_judge():
     # names get each metric's default settings: a reason per decision only if those ask it
     explain = {m.name: int(m().reasons) for m in (ContextRecall, ContextPosition, ContextRelevance)}
     # recall: a decision (and a reason) per statement (2); position: per piece (3); relevance:
-    # per piece a grade (and its reason) and 'used' (3), and one 'missing' call
+    # per piece a grade (and its reason) and 'used' (3), and one 'missing' call; and the item's
+    # baseline call, the same for position and relevance, asked once
     assert len(judge.calls) == (
         (1 + explain["recall"]) * 2
         + (1 + explain["position"]) * 3
         + ((2 + explain["relevance"]) * 3 + 1)
+        + 1
     )
 
 
@@ -480,14 +502,18 @@ def test_a_reason_call_too_long_for_the_window_moves_no_decision(truncate):
     assert (explained.value, explained.soft_value) == (off.value, off.soft_value)
     assert explained.reason == off.reason
     decisions = [c for c in judge.calls if c.schema.__name__ != "Reason"]
-    assert [prompt_data(c.messages)["PASSAGE"] for c in decisions] == [NEAR_PIECE, "noise 0"]
+    assert [prompt_data(c.messages)["PASSAGE"] for c in decisions] == [
+        NO_PASSAGE,  # the item's baseline call
+        NEAR_PIECE,
+        "noise 0",
+    ]
     # the reason that did not fit is dropped, and the row says so
     assert [v.get("reason") for v in explained.verdicts] == [None, "rule"]
     skipped = {"count": 1, "why": "the reason call did not fit the context window"}
     assert explained.details == {**off.details, "reasons_skipped": skipped}
     row = result_row(ItemResult(0, "r0", "position", explained, None), judge.identity, {})
     assert row["details"] == {"reasons_skipped": skipped}
-    assert len(judge.calls) == 3  # two decisions and the one reason that fits
+    assert len(judge.calls) == 4  # the baseline, two decisions and the one reason that fits
 
 
 def test_truncate_cannot_shorten_the_question():
@@ -666,9 +692,10 @@ def assert_runs_are_contiguous(keys):
 
 
 def test_calls_that_share_an_opening_are_adjacent():
-    """Position's and relevance's calls about the same passage (same QUESTION and PASSAGE)
+    """Position's and relevance's calls about the same passage (same PASSAGE and QUESTION)
     reach the judge next to each other, and an item's recall calls (same CONTEXT passages)
-    too, though the runner builds the asks metric by metric."""
+    too, though the runner builds the asks metric by metric; the item's baseline call, the
+    same for position and relevance, is asked once."""
     records = rule_records(3)
     judge = ScriptedJudge(rule_reply)
     metrics = [cls(reasons=True) for cls in (ContextRecall, ContextPosition, ContextRelevance)]
@@ -681,9 +708,18 @@ def test_calls_that_share_an_opening_are_adjacent():
         assert len(groups) > 1
     # every passage's opening holds its position call and relevance's grade and used calls
     passage_groups = {}
+    baselines = []
     for c in decisions:
         if c.schema.__name__ in ("RelevantDecision", "GradeDecision", "RepeatsDecision"):
+            if prompt_data(c.messages)["PASSAGE"] == NO_PASSAGE:
+                baselines.append(c)
+                continue
             passage_groups.setdefault(opening_of(c), []).append(c.schema.__name__)
+    # one baseline call per item (a grade), its opening its own
+    assert sorted(question_of(c) for c in baselines) == [r["user_input"] for r in records]
+    assert all(c.schema.__name__ == "GradeDecision" for c in baselines)
+    assert len({opening_of(c) for c in baselines}) == len(records)
+    assert not {opening_of(c) for c in baselines} & set(passage_groups)
     assert len(passage_groups) == sum(len(r["retrieved_contexts"]) for r in records)
     for names in passage_groups.values():
         assert sorted(names) == ["GradeDecision", "RelevantDecision", "RepeatsDecision"]

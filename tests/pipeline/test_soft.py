@@ -84,8 +84,10 @@ def test_soft_scores_reach_the_files_and_the_cache(tmp_path: Path):
     assert (tmp_path / "b" / "results.jsonl").read_bytes().replace(b"scripted", b"x") == (
         tmp_path / "a" / "results.jsonl"
     ).read_bytes().replace(b"scripted", b"x")
-    # every call came from the cache: a decision per piece (and its reason, if asked)
-    assert again.hits == judge.calls == (1 + metric.reasons) * len(RECORD["retrieved_contexts"])
+    # every call came from the cache: the item's baseline call, a decision per piece (and its
+    # reason, if asked)
+    pieces = len(RECORD["retrieved_contexts"])
+    assert again.hits == judge.calls == 1 + (1 + metric.reasons) * pieces
 
 
 class BatchVariant(ScriptedJudge):
@@ -107,18 +109,21 @@ def test_a_batch_variant_judge_gets_a_partly_cached_batch_whole(tmp_path: Path, 
     records = [{**RECORD, "id": f"r{i}", "user_input": f"question {i}?"} for i in range(3)]
     cache = Cache(tmp_path / "c.sqlite3")
     metric = ContextPosition(reasons=reasons)
-    passes = 1 + metric.reasons  # the decisions, then (if asked) their reasons
+    pieces = len(RECORD["retrieved_contexts"])
+    # per item and pass: the baseline call and a decision per piece, then (if asked) a reason
+    # per decision (none for the baseline call)
+    per_pass = [1 + pieces, pieces][: 1 + metric.reasons]
+    per_item = sum(per_pass)
     # a first run that got through one item only
     list(evaluate(records[:1], [metric], CachingJudge(ScriptedJudge(rule_reply), cache)))
     inner = BatchVariant(rule_reply)
     judge = CachingJudge(inner, cache)
     results = list(evaluate(records, [metric], judge))
-    calls = len(RECORD["retrieved_contexts"])  # per item: one decision call per piece
     # a batch per pass, each whole, the cached item's calls included
-    assert [len(b) for b in inner.batches] == [3 * calls] * passes
+    assert [len(b) for b in inner.batches] == [3 * n for n in per_pass]
     # ... but only the new calls count and are stored
-    assert (judge.hits, judge.calls) == (passes * calls, passes * 2 * calls)
-    assert len(cache) == passes * 3 * calls
+    assert (judge.hits, judge.calls) == (per_item, 2 * per_item)
+    assert len(cache) == 3 * per_item
     assert [r.error for r in results] == [None] * 3
     # an invariant judge only gets what is missing
     plain = ScriptedJudge(rule_reply)
@@ -132,13 +137,14 @@ def test_a_batch_variant_judge_gets_a_partly_cached_batch_whole(tmp_path: Path, 
 
     plain.generate_many = spy  # type: ignore[method-assign]
     list(evaluate(more, [metric], CachingJudge(plain, cache)))
-    assert seen == [calls] * passes
+    assert seen == per_pass
 
 
 def test_outcomes_reach_on_outcome_as_each_finishes_and_in_order():
     judge = CachingJudge(ScriptedJudge(rule_reply), Cache(":memory:"))
     requests = [ask.request for i in range(3) for ask in ContextPosition().build(_item(i))]
-    assert len(requests) == 3 * len(RECORD["retrieved_contexts"])
+    # per item: its baseline call and a call per piece
+    assert len(requests) == 3 * (1 + len(RECORD["retrieved_contexts"]))
     seen: list[int] = []
     out = generate_many(judge, requests, on_outcome=lambda i, o: seen.append(i))
     assert seen == list(range(len(requests)))

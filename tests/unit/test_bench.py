@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from localjudge.errors import LocalJudgeError
 from localjudge.judge.models.registry import DEFAULT_ALIAS
 from localjudge.metrics import METRICS
+from localjudge.metrics.instructions import NO_PASSAGE
 from localjudge.metrics.relevance import LEVELS
 from localjudge.run.bench import bench_file, bench_table
 from localjudge.run.compare import compare, item_rows, judges_agreement, pair_up
@@ -746,6 +747,8 @@ def _perfect_reply(messages: list[dict[str, str]], schema: type[Any]) -> dict[st
         record = next(r for r in LABELLED if r["retrieved_contexts"][0] == data["CONTEXT 0"])
         supported = record.get("labels", {}).get("recall", 0) >= 0.5
         return {"supported": "yes" if supported else "no"}
+    if data["PASSAGE"] == NO_PASSAGE:  # an item's baseline call: its answer is not used
+        return {"grade": 0}
     record = next(r for r in LABELLED if data["PASSAGE"] in r["retrieved_contexts"])
     labels, piece = record.get("labels", {}), record["retrieved_contexts"].index(data["PASSAGE"])
     if name == "RelevantDecision":
@@ -776,11 +779,14 @@ def calls_for(records: list[dict[str, Any]], metrics: list[str]) -> int:
 
     n = 0
     for i, record in enumerate(records):
+        asked: set[str] = set()  # a call two metrics of an item ask (the baseline) is made once
         for name in metrics:
             metric = METRICS[name]()
             asks = metric.build(make_item(record, index=i))
             reasons = [a for a in asks if a.decision is not None and a.explain]
-            n += len(asks) + (len(reasons) if metric.reasons else 0)
+            asked.update(json.dumps([a.request.messages, a.request.read_chars]) for a in asks)
+            n += len(reasons) if metric.reasons else 0
+        n += len(asked)
     return n
 
 

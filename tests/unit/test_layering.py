@@ -85,7 +85,8 @@ def test_eval_without_ray_never_imports_ray(tmp_path):
     code = f"""
     from localjudge.cli import main
     from localjudge.testing import ScriptedJudge
-    reply = [{{"relevant": "yes"}}, {{"reason": "r"}}]  # the decision, then its reason
+    # the item's baseline call (no passage), the decision, then its reason
+    reply = [{{"grade": 0}}, {{"relevant": "yes"}}, {{"reason": "r"}}]
     try:
         main(
             ["eval", {str(data)!r}, "--metric", "position", "-o", {str(tmp_path / "out")!r},

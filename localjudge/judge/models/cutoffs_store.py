@@ -2,8 +2,9 @@
 
 Both the package's ``registry.json`` and the user registry (``models.json``) may hold a
 ``"cutoffs"`` object: ``{sha256: {"values": {kind: number or [numbers]}, "sources": {kind:
-provenance}}}`` (:class:`~localjudge.judge.cutoffs.Provenance`; an older entry's one
-``"source"`` string serves every kind). The built-in entries are fitted on the development sets
+provenance}, "combinations": {kind: combination}}}`` (:class:`~localjudge.judge.cutoffs.Provenance`,
+:class:`~localjudge.judge.cutoffs.Combination`, optional; an older entry's one ``"source"``
+string serves every kind). The built-in entries are fitted on the development sets
 by ``benchmarks/fit_cutoffs.py``; the user's come from ``localjudge calibrate`` and replace the
 built-in ones kind by kind; ``localjudge calibrate --reset`` removes the user's
 (:func:`reset_cutoffs`), so the built-in ones apply again.
@@ -69,11 +70,11 @@ def reset_cutoffs(sha256: str, kinds: set[str] | None = None) -> list[str]:
 
     data = read_user_registry()
     mine = user_cutoffs(sha256)
-    removed = sorted(k for k in mine.values if kinds is None or k in kinds)
+    removed = sorted(k for k in mine.kinds if kinds is None or k in kinds)
     if data is None or not removed:
         return []
     table = dict(data.get("cutoffs") or {})
-    kept = mine.only(set(mine.values) - set(removed))
+    kept = mine.only(set(mine.kinds) - set(removed))
     if kept:
         table[sha256] = entry_json(kept)
     else:
@@ -83,11 +84,14 @@ def reset_cutoffs(sha256: str, kinds: set[str] | None = None) -> list[str]:
 
 
 def entry_json(cutoffs: Cutoffs) -> dict[str, Any]:
-    """A registry entry: the values and each kind's provenance."""
-    return {
+    """A registry entry: the values, each kind's provenance and the combinations."""
+    entry: dict[str, Any] = {
         "values": cutoffs.as_json(),
-        "sources": {k: cutoffs.source(k).as_json() for k in sorted(cutoffs.values)},
+        "sources": {k: cutoffs.source(k).as_json() for k in cutoffs.kinds},
     }
+    if cutoffs.combinations:
+        entry["combinations"] = cutoffs.combinations_json()
+    return entry
 
 
 def _entry(data: Mapping[str, Any], sha256: str, where: str) -> Cutoffs:
@@ -99,10 +103,13 @@ def _entry(data: Mapping[str, Any], sha256: str, where: str) -> Cutoffs:
         raise ModelError(f"{where}: cutoffs[{sha256[:12]}...] needs a 'values' object")
     try:
         sources = entry.get("sources")
+        combined = entry.get("combinations")
+        if combined is not None and not isinstance(combined, Mapping):
+            raise ValueError("'combinations' must be an object")
         if isinstance(sources, Mapping):
             per_kind = {str(k): Provenance.from_json(v, where) for k, v in sources.items()}
-            return Cutoffs.from_json(entry["values"], per_kind)
+            return Cutoffs.from_json(entry["values"], per_kind, combined)
         one = Provenance.from_json(entry.get("source", "registry"), where)
-        return Cutoffs.from_json(entry["values"], one)
+        return Cutoffs.from_json(entry["values"], one, combined)
     except ValueError as exc:
         raise ModelError(f"{where}: {exc}") from exc
