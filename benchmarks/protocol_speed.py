@@ -1,7 +1,7 @@
 """Speed of the one-decision-per-call protocol against its floor: the prompt tokens it evaluates.
 
     python benchmarks/protocol_speed.py [-m MODEL] [--lists FILE] [--n-lists 20] [-t THREADS]
-                                        [-ngl N]
+                                        [-ngl N] [--reasons off|on|both]
 
 Each decision is a few forced tokens, so evaluating prompts is the floor of a run's time. For
 each set and with reasons off and on, in a fresh process per set (no cache, the stored
@@ -58,7 +58,7 @@ for k in range(3):  # the machine's prompt throughput: a long prompt evaluated a
     rates.append(out.stats.evaluated_prompt_tokens / out.stats.seconds)
 rate = max(rates)
 report = {"prompt_tokens_per_s": rate, "runs": {}}
-for reasons in (False, True):
+for reasons in [r == "on" for r in cfg["reasons"]]:
     metrics = [cls.from_settings(MetricSettings(reasons=reasons)) for cls in METRICS.values()]
     bare.generate([{"role": "user", "content": "warm up"}], Yes)
     start = time.perf_counter()
@@ -120,8 +120,13 @@ def main() -> None:
     parser.add_argument("--n-lists", type=int, default=20)
     parser.add_argument("-t", "--threads", type=int, default=None)
     parser.add_argument("-ngl", "--n-gpu-layers", type=int, default=0)
+    parser.add_argument(
+        "--reasons", choices=("off", "on", "both"), default="both", help="which runs to make"
+    )
     args = parser.parse_args()
+    reasons = ["off", "on"] if args.reasons == "both" else [args.reasons]
     cfg = {"model": args.model, "threads": args.threads, "ngl": args.n_gpu_layers}
+    cfg["reasons"] = reasons
     examples = [
         json.loads(line)
         for line in (HERE.parent / "examples" / "rag.jsonl").read_text("utf-8").splitlines()
