@@ -141,7 +141,10 @@ def test_without_reasons_only_decisions_are_decoded(judge: Any) -> None:
     # the same decisions decoded, and nothing else: no reason call, no reason tokens
     assert full.result.raw.split("\n")[1 : n + 1] == lines
     assert bare.result.stats.completion_tokens < full.result.stats.completion_tokens
-    assert bare.result.stats.prompt_tokens < full.result.stats.prompt_tokens / 2
+    # the reason calls (each its decision's prompt and more) add more than half of what the
+    # decisions cost (those and the item's baseline call, the shortest of them)
+    added = full.result.stats.prompt_tokens - bare.result.stats.prompt_tokens
+    assert added > bare.result.stats.prompt_tokens / 2
     assert bare.result.reason.endswith(".")  # still built from the verdicts
     assert bare.result.soft_value is not None
 

@@ -65,16 +65,25 @@ def requests_of(metric: Metric, record: dict[str, Any], index: int = 0) -> list[
 def read_once(judge: Any, metrics: list[Metric], records: list[dict[str, Any]]) -> int:
     """The prompt tokens ``records`` x ``metrics`` (reasons off) cost when every token is read
     once: each instruction text other than recall's (held by :func:`evaluated`) once, each
-    distinct opening (the item's contexts; its question and one passage) once, and each call's
-    own tail."""
+    distinct opening (the item's contexts; one passage and its question) once, and each call's
+    own tail (a call two metrics ask alike, the item's baseline call, is made once)."""
     held = judge.render(requests_of(ContextRecall(), OTHER)[0].messages)
     instructions = {tuple(held.tokens[: held.fixed])}
     openings: set[tuple[int, ...]] = set()
+    asked: set[str] = set()
     cost = 0
     for i, record in enumerate(records):
         for metric in metrics:
             for request in requests_of(metric, record, i):
-                p = judge.render(request.messages, shared_chars=request.shared_chars)
+                key = json.dumps([request.messages, request.read_chars])
+                if key in asked:
+                    continue
+                asked.add(key)
+                p = judge.render(
+                    request.messages,
+                    shared_chars=request.shared_chars,
+                    read_chars=request.read_chars,
+                )
                 shared = p.shared if p.shared is not None else p.fixed
                 fixed, opening = tuple(p.tokens[: p.fixed]), tuple(p.tokens[:shared])
                 cost += (fixed not in instructions) * len(fixed)
