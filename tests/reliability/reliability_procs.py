@@ -62,11 +62,12 @@ REASONS = asks_reasons(REASON_ARGS)
 def judge_calls(records: list[dict[str, Any]], *, reasons: bool) -> int:
     """The judge calls of recall and position on ``records``: one decision per reference
     statement (recall) and per context piece (position), and with ``reasons`` on (a run given
-    ``--reasons``) one reason call per decision."""
+    ``--reasons``) one reason call per decision; and position's baseline call per item (no
+    passage, no reason)."""
     decisions = sum(
         len(split_statements(r["reference"])) + len(r["retrieved_contexts"]) for r in records
     )
-    return (1 + reasons) * decisions
+    return (1 + reasons) * decisions + len(records)
 
 
 def filler(k: int) -> str:

@@ -66,16 +66,17 @@ def expected_keys(
             asks = metrics[name].build(make_item(rec, index=i))
             assert isinstance(asks, list)
             verdicts = by_item[(i, name)]["verdicts"]
-            assert len(verdicts) == len(asks)
-            for ask, verdict in zip(asks, verdicts, strict=True):
-                requests = [ask.request]
+            baseline = [a for a in asks if a.baseline]  # position's: no verdict, no reason
+            decided = [a for a in asks if not a.baseline]
+            assert len(verdicts) == len(decided)
+            requests = [a.request for a in baseline]
+            for ask, verdict in zip(decided, verdicts, strict=True):
+                requests.append(ask.request)
                 if metrics[name].reasons:
                     yes = verdict["attributed"] if name == "recall" else verdict["relevant"]
                     requests.append(reason_request(ask, Answer("yes" if yes else "no")))
-                for request in requests:
-                    keys.add(
-                        cache_key(identity, request.messages, request.schema, request.shared_chars)
-                    )
+            for r in requests:
+                keys.add(cache_key(identity, r.messages, r.schema, r.shared_chars, r.read_chars))
     return keys
 
 

@@ -22,6 +22,8 @@ def _reply_clearing(judge_box: list[ScriptedJudge]) -> Any:
         judge_box[0].calls.clear()  # ScriptedJudge keeps every call; not what is measured here
         if schema.__name__ == "Reason":
             return {"reason": "r"}
+        if schema.__name__ == "GradeDecision":  # an item's baseline call (no passage)
+            return {"grade": 0}
         # one passage per call: relevant or not by its text, so scores vary between items
         return {"relevant": "yes" if prompt_data(messages)["PASSAGE"][0] in "abc" else "no"}
 
