@@ -386,10 +386,12 @@ def main(argv: list[str] | None = None) -> None:
     results = {kind: report(rows, today, kind, a) for kind in KINDS}
     if args.write:
         judge = judge or load_judge(args.model, n_threads=args.threads, cache=args.cache or True)
-        write(rows, results, judge.identity.sha256, args.lists)
+        write(rows, results, judge.identity.sha256, args.lists, a)
 
 
-def write(rows: list[dict[str, Any]], results: dict[str, Any], sha256: str, lists: Path) -> None:
+def write(
+    rows: list[dict[str, Any]], results: dict[str, Any], sha256: str, lists: Path, a: set[str]
+) -> None:
     """Store each kind the rule ships, refitted on both halves, with its provenance."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from fit_cutoffs import write_cutoffs
@@ -412,7 +414,7 @@ def write(rows: list[dict[str, Any]], results: dict[str, Any], sha256: str, list
             "current": found["B"].get("today", {}).get(figure(kind), {}).get("value"),
             "difference": found.get("paired", {}).get("value"),
             "difference_ci95": found.get("paired", {}).get("ci95"),
-            "decisions": sum(1 for r in rows if r["qid"] not in _half_a(rows)),
+            "decisions": sum(1 for r in rows if r["qid"] not in a),
             "against": "the product before readings (its shipped cut-offs)",
             "data": "LLMJudge dev, each query's distinct passages; chosen on half A "
             "(12 queries), measured on half B (13)",
@@ -473,10 +475,6 @@ def own_cutoffs(
     print(f"  {kind}: its call's own soft value under the cut-off rule: {json.dumps(evidence)}")
     ci = evidence.get("difference_ci95")
     return (fit(obs, graded=graded) if ci and ci[0] > 0 else None), evidence
-
-
-def _half_a(rows: list[dict[str, Any]]) -> set[str]:
-    return halves(sorted({r["qid"] for r in rows}))[0]
 
 
 if __name__ == "__main__":
