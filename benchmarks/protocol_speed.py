@@ -11,7 +11,8 @@ instruction prefix cleared first, so every prompt token is counted), the script 
 - s/item per metric (the rows' ``seconds``, which cover all the work done for them);
 - items/s over the three metrics, from the wall clock;
 - the bound: the evaluated prompt tokens at the machine's measured prompt throughput (a
-  ~1,000-token prompt evaluated alone, best of three), and the wall clock over that bound
+  ~500-token prompt evaluated alone, best of three, as `localjudge doctor` measures it), and
+  the wall clock over that bound
   (the target, reasons off: at most 1.3x).
 
 Sets: ``examples``, the 15 bundled examples (examples/rag.jsonl); ``top5``, LLMJudge dev lists
@@ -38,6 +39,7 @@ WORKER = (
     + r"""
 import shutil, tempfile, time
 from localjudge import evaluate
+from localjudge.doctor import prompt_rate
 from localjudge.metrics import METRICS, MetricSettings
 from localjudge.judge.schemas import StrictModel
 from typing import Literal
@@ -51,12 +53,7 @@ class Yes(StrictModel):
     answer: Literal["yes", "no"]
 
 
-text = " ".join(f"word{i} is a token of a long prompt about nothing." for i in range(120))
-rates = []
-for k in range(3):  # the machine's prompt throughput: a long prompt evaluated alone
-    out = bare.generate([{"role": "user", "content": f"{k} {text} Is it? yes or no."}], Yes)
-    rates.append(out.stats.evaluated_prompt_tokens / out.stats.seconds)
-rate = max(rates)
+rate = prompt_rate(bare, runs=3)  # as `localjudge doctor` measures it
 report = {"prompt_tokens_per_s": rate, "runs": {}}
 for reasons in [r == "on" for r in cfg["reasons"]]:
     metrics = [cls.from_settings(MetricSettings(reasons=reasons)) for cls in METRICS.values()]

@@ -1,9 +1,11 @@
 """``localjudge doctor``: can this machine judge, and if not, why not?
 
-Each check is one line: what was found and, for a problem, what to do about it. The last check is
-one real constrained judge call. It runs in a supervised child process
-(:mod:`localjudge.judge.isolation`, as ``eval`` and ``bench`` judge), so a native crash of llama.cpp
-is reported as a failed check with the signal's name instead of ending the doctor.
+Each check is one line: what was found and, for a problem, what to do about it. The last checks
+are one real constrained judge call and this machine's prompt rate (:func:`prompt_rate`: a
+judge's time is mostly the prompt tokens it evaluates, so the rate says what the README's main
+command costs here). They run in a supervised child process (:mod:`localjudge.judge.isolation`,
+as ``eval`` and ``bench`` judge), so a native crash of llama.cpp is reported as a failed check
+with the signal's name instead of ending the doctor.
 """
 
 from __future__ import annotations
@@ -18,11 +20,19 @@ from typing import Any, Literal
 from localjudge.canonical import file_sha256
 from localjudge.errors import LocalJudgeError
 from localjudge.judge.cache import CACHE_FILENAME, default_cache_dir
+from localjudge.judge.schemas import StrictModel
 from localjudge.versions import DISTRIBUTION, package_version
 
 Status = Literal["ok", "warn", "fail"]
-#: seconds the judge-call probe may take (a cold load and one call take a few seconds)
+#: seconds the judge-call probe may take (a cold load, one call and the prompt rate take well
+#: under a minute on 2 cores)
 PROBE_TIMEOUT_S = 300.0
+#: the prompt tokens the default judge evaluates for the README's main command (``localjudge
+#: eval examples/rag.jsonl``, 15 items x 3 metrics, reasons off, nothing cached), as
+#: ``benchmarks/protocol_speed.py`` counts them; its time is about these over the prompt rate
+MAIN_COMMAND_TOKENS = 9_030
+#: what the rate is measured on: a prompt of about 500 tokens, evaluated alone
+_RATE_TEXT = " ".join(f"word{i} is a token of a long prompt about nothing." for i in range(42))
 
 
 @dataclass(frozen=True)
@@ -49,7 +59,10 @@ def run_checks(model: str | None = None, *, probe: bool = True) -> Iterator[Chec
     yield _judge_file(model)
     yield _cache()
     if probe and native.status != "fail":
-        yield _probe(model)
+        call, result = _probe_result(model)
+        yield call
+        if "prompt_tokens_per_s" in result:
+            yield _rate(model, result)
 
 
 def _packages() -> Check:
@@ -143,8 +156,16 @@ def _cache() -> Check:
 
 
 def _probe(model: str | None, target: Callable[[Any, Any], Any] | None = None) -> Check:
+    """The judge-call check (:func:`_probe_result`)."""
+    return _probe_result(model, target)[0]
+
+
+def _probe_result(
+    model: str | None, target: Callable[[Any, Any], Any] | None = None
+) -> tuple[Check, dict[str, Any]]:
     """One real constrained judge call, in a supervised child process (``target``: what the
-    child runs, :func:`probe_child` unless a test says otherwise)."""
+    child runs, :func:`probe_child` unless a test says otherwise), and what the child
+    reported (empty when it failed)."""
     from localjudge.judge.isolation import supervise  # noqa: PLC0415
 
     start = time.perf_counter()
@@ -158,7 +179,7 @@ def _probe(model: str | None, target: Callable[[Any, Any], Any] | None = None) -
             "fail",
             f"no answer within {PROBE_TIMEOUT_S:.0f} s",
             "the machine may be overloaded; try again",
-        )
+        ), {}
     if ended.signal is not None:
         return Check(
             "judge call",
@@ -166,21 +187,51 @@ def _probe(model: str | None, target: Callable[[Any, Any], Any] | None = None) -
             f"llama.cpp died with {ended.signal} (exit {ended.code})",
             "a native crash; if LOCALJUDGE_AMX=1 is set, unset it; otherwise report it with "
             "this doctor's output",
-        )
+        ), {}
     result: dict[str, Any] = ended.value or {}
     if ended.code != 0 or "error" in result or not result:
         message = result.get("error") or (
             f"the judge process ended with exit code {ended.code} and no answer (its output is "
             "above)"
         )
-        return Check("judge call", "fail", str(message), str(result.get("hint", "")))
+        return Check("judge call", "fail", str(message), str(result.get("hint", ""))), {}
     return Check(
         "judge call",
         "ok",
         f"{result['metric']} on a 2-piece item: verdicts {result['verdicts']}, "
         f"load {result['load_seconds']:.2f} s, call {result['seconds']:.2f} s "
         f"({result['completion_tokens']} tokens), {wall:.1f} s in all",
-    )
+    ), result
+
+
+def _rate(model: str | None, result: dict[str, Any]) -> Check:
+    """The prompt-rate line: tokens/s, and what the README's main command would take here
+    (measured for the default judge; another judge's tokens differ a little)."""
+    rate = float(result["prompt_tokens_per_s"])
+    detail = f"{rate:.0f} prompt tokens/s on {result['threads']} threads"
+    if model is None:
+        seconds = MAIN_COMMAND_TOKENS / rate
+        detail += (
+            f": the README's main command evaluates about {MAIN_COMMAND_TOKENS:,} prompt "
+            f"tokens, a floor of about {seconds:.0f} s here (runs take up to 1.3x it, plus "
+            "loading)"
+        )
+    return Check("prompt rate", "ok", detail)
+
+
+class _YesNo(StrictModel):
+    answer: Literal["yes", "no"]
+
+
+def prompt_rate(judge: Any, runs: int = 2) -> float:
+    """Prompt tokens per second ``judge`` (a bare, uncached judge) evaluates: the best of
+    ``runs`` prompts of about 500 tokens, each evaluated alone (one short answer after it)."""
+    rates = []
+    for k in range(runs):
+        out = judge.generate([{"role": "user", "content": f"{k} {_RATE_TEXT} Is it?"}], _YesNo)
+        assert out.stats is not None
+        rates.append(out.stats.evaluated_prompt_tokens / out.stats.seconds)
+    return float(max(rates))
 
 
 #: the probe's item: the README's example, in English
@@ -207,6 +258,8 @@ def probe_child(model: str | None, reporter: Any) -> dict[str, Any]:
         return {"error": exc.message, "hint": exc.hint}
     assert result.stats is not None
     return {
+        "prompt_tokens_per_s": prompt_rate(judge),
+        "threads": judge.n_threads,
         "metric": result.metric,
         "verdicts": [bool(v["relevant"]) for v in result.verdicts],
         "load_seconds": load_seconds,

@@ -16,7 +16,7 @@ from localjudge.judge.protocol import GenerationStats
 
 pytestmark = pytest.mark.model
 
-CHECKS = ("localjudge", "packages", "llama.cpp", "judge", "cache", "judge call")
+CHECKS = ("localjudge", "packages", "llama.cpp", "judge", "cache", "judge call", "prompt rate")
 
 
 def _lines(proc: Any) -> dict[str, str]:
@@ -46,12 +46,15 @@ def test_a_healthy_machine_passes_every_check(cli: Any, isolated_env: Path) -> N
     assert "matches the registry" in lines["judge"]
     assert "verdicts [" in lines["judge call"]
     assert " s (" in lines["judge call"]  # the call's timing
+    rate = float(lines["prompt rate"].split()[3])
+    assert rate > 1.0
+    assert "the README's main command evaluates about 9," in lines["prompt rate"]
 
 
 def test_no_call_skips_only_the_judge_call(cli: Any) -> None:
     proc = cli("doctor", "--no-call")
     assert proc.returncode == 0, proc.stdout
-    assert list(_lines(proc)) == list(CHECKS[:-1])
+    assert list(_lines(proc)) == list(CHECKS[:-2])
 
 
 def test_a_corrupt_cache_fails_with_a_hint(cli: Any, tmp_path: Path, monkeypatch: Any) -> None:

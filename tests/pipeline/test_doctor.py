@@ -86,6 +86,26 @@ def test_the_childs_answer_comes_back_to_the_check() -> None:
     assert "(12 tokens)" in check.detail
 
 
+def _answers_with_rate(model, reporter):
+    return {**_answers(model, reporter), "prompt_tokens_per_s": 50.0, "threads": 2}
+
+
+def test_the_prompt_rate_says_what_the_main_command_takes_here() -> None:
+    call, result = doctor._probe_result(None, _answers_with_rate)
+    assert call.status == "ok"
+    check = doctor._rate(None, result)
+    assert check.name == "prompt rate"
+    assert check.detail.startswith("50 prompt tokens/s on 2 threads: ")
+    seconds = doctor.MAIN_COMMAND_TOKENS / 50.0
+    assert f"a floor of about {seconds:.0f} s here" in check.detail
+    # another judge's tokens were not counted: its rate alone
+    assert doctor._rate("other", result).detail == "50 prompt tokens/s on 2 threads"
+
+
+def test_a_failed_call_gives_no_rate() -> None:
+    assert doctor._probe_result(None, _library_error)[1] == {}
+
+
 def test_report_prints_hints_and_says_whether_all_passed() -> None:
     printed: list[str] = []
     checks = [
