@@ -47,11 +47,11 @@ from localjudge import load_judge
 from localjudge.judge.cutoffs import Provenance
 from localjudge.run.calibrate import (
     Calibration,
-    calibration_table,
     fit_cutoffs,
     judge_labelled,
     observations,
 )
+from localjudge.run.calibration_table import calibration_table
 from localjudge.stats.cutoffs_fit import Observation, agreement, hard
 
 REGISTRY = (

@@ -82,12 +82,8 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
         store_cutoffs,
         user_registry_path,
     )
-    from localjudge.run.calibrate import (  # noqa: PLC0415
-        IN_SAMPLE,
-        calibrate,
-        calibration_table,
-        check_labels,
-    )
+    from localjudge.run.calibrate import calibrate, check_labels  # noqa: PLC0415
+    from localjudge.run.calibration_table import IN_SAMPLE, calibration_table  # noqa: PLC0415
     from localjudge.run.settings import open_judge  # noqa: PLC0415
 
     if reset:

@@ -41,6 +41,7 @@ from localjudge.errors import UsageError
 from localjudge.judge.cutoffs import NO_CUTOFFS, Cutoffs, Provenance
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, MetricSettings
+from localjudge.run.calibrate_combine import CombinedFit, combine
 from localjudge.run.calibration_labels import (
     GRADES,
     LABELS_HINT,
@@ -68,13 +69,11 @@ from localjudge.stats.cutoffs_fit import (
 )
 
 __all__ = [
-    "IN_SAMPLE",
     "KINDS",
     "Calibration",
     "Kind",
     "LabelCheck",
     "calibrate",
-    "calibration_table",
     "check_labels",
     "fit_cutoffs",
     "judge_labelled",
@@ -117,16 +116,26 @@ class Calibration:
     left_out: Mapping[str, int] = field(default_factory=dict)
     #: how the items judged were grouped for the held-out split (``grouped by ...``)
     grouped: str = ""
+    #: per kind whose verdicts carry two readings or more, their fitted combination and its
+    #: rule (:mod:`localjudge.run.calibrate_combine`)
+    combined: Mapping[str, CombinedFit] = field(default_factory=dict)
 
     def stored(self, *, force: bool = False) -> Cutoffs:
         """The cut-offs to store: the kinds whose rule passes (every fitted kind with
-        ``force``), each with its provenance holding its held-out evidence."""
+        ``force``), each with its provenance holding its held-out evidence; a kind whose
+        fitted combination passes its rule stores that combination and its cut-offs
+        instead (``force`` does not store a combination)."""
+        combined = [c.cutoffs for c in self.combined.values() if c.rule.store]
         kinds = {k for k in self.cutoffs.values if force or self.rules[k].store}
-        return self.cutoffs.only(kinds)
+        chosen = self.cutoffs.only(kinds)
+        for fitted in combined:
+            chosen = chosen.merged(fitted)
+        return chosen
 
     def kept(self) -> list[str]:
         """The fitted kinds the rule does not store (the value in use stays)."""
-        return [k for k in self.cutoffs.values if not self.rules[k].store]
+        stored = {k for k, c in self.combined.items() if c.rule.store}
+        return [k for k in self.cutoffs.values if not self.rules[k].store and k not in stored]
 
 
 def check_labels(
@@ -157,7 +166,17 @@ def observations(
     """Each kind's judge decisions beside the human labels of ``records`` (by input index).
 
     A label :func:`check_labels` refuses raises its :class:`~localjudge.errors.UsageError`."""
-    found: dict[str, list[Observation]] = {k.name: [] for k in KINDS}
+    return {k: [o for o, _ in pairs] for k, pairs in labelled(records, results).items()}
+
+
+def labelled(
+    records: Sequence[Mapping[str, Any]], results: Iterable[ItemResult]
+) -> dict[str, list[tuple[Observation, Mapping[str, float] | None]]]:
+    """:func:`observations`, each with the decision's readings (None where its verdict has
+    none)."""
+    found: dict[str, list[tuple[Observation, Mapping[str, float] | None]]] = {
+        k.name: [] for k in KINDS
+    }
     groups = grouping(records)
     for res in results:
         if res.result is None:
@@ -178,9 +197,18 @@ def observations(
     return found
 
 
+#: the key of a kind's readings in its verdicts (``verdict["readings"][key]``)
+READING_KEYS = {
+    "position.relevant": "relevant",
+    "position.relevant_answer": "relevant",
+    "relevance.grade": "relevance",
+    "relevance.used": "used",
+}
+
+
 def _pairs(
     kind: Kind, label: Any, verdicts: Sequence[Mapping[str, Any]], group: str
-) -> list[Observation]:
+) -> list[tuple[Observation, Mapping[str, float] | None]]:
     out = []
     humans: list[int | None]
     if not per_piece(kind):
@@ -203,7 +231,9 @@ def _pairs(
         else:
             soft = sum(GRADES[lv] * p for lv, p in probs["relevance"].items())
         assert human is not None  # checked: an accepted spelling
-        out.append(Observation(group, float(soft), human))
+        key = READING_KEYS.get(kind.name)
+        reads = (verdict.get("readings") or {}).get(key) if key else None
+        out.append((Observation(group, float(soft), human), reads))
     return out
 
 
@@ -281,12 +311,14 @@ def fit_cutoffs(
     held-out split is left out (``skipped`` says why). Where ``current`` combines a kind's
     readings (``results`` were judged with that combination), the fitted cut-offs apply to the
     combined soft values and are stored with the combination."""
-    found = observations(records, results)
+    pairs = labelled(records, results)
+    found = {k: [o for o, _ in p] for k, p in pairs.items()}
     judged = {r.metric for r in results}
     fitted: dict[str, tuple[float, ...]] = {}
     sources: dict[str, Provenance] = {}
     checks: dict[str, Mapping[str, Any]] = {}
     rules: dict[str, HeldOutCheck] = {}
+    combinations: dict[str, CombinedFit] = {}
     skipped: dict[str, str] = {}
     left_out: dict[str, int] = {}
     groups = grouping(records)
@@ -319,97 +351,24 @@ def fit_cutoffs(
         sources[kind.name] = Provenance(
             origin.origin, origin.file, origin.sha256, origin.date, evidence
         )
+        if found_combination := combine(
+            kind.name,
+            pairs[kind.name],
+            now,
+            graded=kind.graded,
+            objective=kind.objective,
+            origin=origin,
+            evidence={"grouped": evidence["grouped"]},
+        ):
+            combinations[kind.name] = found_combination
     items = sorted({r.index for r in results if r.result is not None})
     grouped = groups.describe(items) if items else ""
     combined = {k: c for k, c in current.combinations.items() if k in fitted}
     cutoffs = Cutoffs(fitted, sources, combined)
-    return Calibration(cutoffs, checks, rules, skipped, left_out, grouped)
+    return Calibration(cutoffs, checks, rules, skipped, left_out, grouped, combinations)
 
 
 def _shares(kind: Kind, records: Sequence[Mapping[str, Any]]) -> int:
     """How many records label ``kind`` with a share between 0 and 1 (not fitted on)."""
     values = [(r.get("labels") or {}).get(kind.label) for r in records]
     return sum(1 for v in values if isinstance(v, (int, float)) and 0 < v < 1)
-
-
-#: what calibrate's output and the README say of figures measured on the calibration file
-IN_SAMPLE = (
-    "agreement measured later on this same file is in-sample (the stored cut-offs were fitted "
-    "on all of it): measure a judge on labels no fit saw"
-)
-
-
-def calibration_table(calibration: Calibration, *, force: bool = False) -> str:
-    """The held-out check as Markdown: per kind and fold, the baseline (the larger
-    probability) and the cut-offs fitted on the other half, with 95% bootstrap intervals; then
-    the storing rule per kind (cross-fitted against what is in use now, the paired difference)
-    and what is stored."""
-    lines = [
-        "| decision | fold | cut-offs (fitted on the other half) | figure | baseline | fitted |",
-        "|---|---|---|---|---|---|",
-    ]
-    for name, check in calibration.checks.items():
-        for n, fold in enumerate(check["folds"], 1):
-            cuts = ", ".join(f"{c:.3f}" for c in fold["cutoffs"])
-            for figure, value in fold["fitted"].items():
-                if not isinstance(value, dict):
-                    continue
-                before = _figure(fold["argmax"][figure])
-                lines.append(f"| {name} | {n} | {cuts} | {figure} | {before} | {_figure(value)} |")
-        for figure, after in check["mean"]["fitted"].items():
-            before = check["mean"]["argmax"].get(figure)
-            lines.append(f"| {name} | mean | | {figure} | {_num(before)} | {_num(after)} |")
-    lines += [
-        "",
-        "Storing rule: every group judged by cut-offs fitted on the other half, against the "
-        "cut-offs in use now on the same groups; stored only when the difference's lower 95% "
-        "bound is above 0.",
-        "",
-        "| decision | figure | groups | in use now | fitted, held out | difference | stored |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for name, rule in calibration.rules.items():
-        now = "baseline" if rule.current_cutoffs is None else "current"
-        verdict = "yes" if rule.store else ("yes (--force)" if force else "no: kept")
-        lines.append(
-            f"| {name} | {rule.objective} | {rule.groups} | "
-            f"{_ci(rule.current, rule.current_ci95)} ({now}) | "
-            f"{_ci(rule.fitted, rule.fitted_ci95)} | "
-            f"{_ci(rule.difference, rule.difference_ci95, sign=True)} | {verdict} |"
-        )
-    lines.append("")
-    if calibration.grouped:
-        lines.append(calibration.grouped)
-    stored = calibration.cutoffs.as_json()
-    lines.append(
-        "cut-offs fitted on the whole file: "
-        + (", ".join(f"{k} = {_cuts(v)}" for k, v in stored.items()) or "none")
-    )
-    lines += [f"not fitted: {k}: {why}" for k, why in calibration.skipped.items()]
-    lines += [
-        f"left out: {k}: {n} item{'s' if n != 1 else ''} labelled with a share between 0 and 1 "
-        "(only 0 and 1 are fitted on)"
-        for k, n in calibration.left_out.items()
-    ]
-    return "\n".join(lines)
-
-
-def _cuts(value: Any) -> str:
-    return ", ".join(f"{v:.3f}" for v in value) if isinstance(value, list) else f"{value:.3f}"
-
-
-def _ci(value: float | None, ci: Sequence[float] | None, *, sign: bool = False) -> str:
-    if value is None:
-        return "-"
-    fmt = "{:+.3f}" if sign else "{:.3f}"
-    return fmt.format(value) + (f" [{fmt.format(ci[0])}, {fmt.format(ci[1])}]" if ci else "")
-
-
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
-def _figure(figure: Mapping[str, Any]) -> str:
-    ci = figure.get("ci95")
-    tail = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
-    return _num(figure.get("value")) + tail

@@ -25,7 +25,7 @@ import numpy as np
 
 from localjudge.judge.cutoffs import Combination
 
-__all__ = ["RIDGE", "Reads", "combined_soft", "fit_combination"]
+__all__ = ["RIDGE", "CrossFit", "Reads", "combined_soft", "cross_fit", "fit_combination"]
 
 #: the ridge penalty on the weights (the intercepts are free), per decision
 RIDGE = 1e-3
@@ -88,6 +88,39 @@ def combined_soft(combination: Combination, obs: Sequence[Reads], *, graded: boo
             )
         out.append(sum(g * p for g, p in enumerate(probs)) if graded else probs[0])
     return out
+
+
+@dataclass(frozen=True)
+class CrossFit:
+    """A combination checked on held-out halves: ``held_out`` is each decision's soft value
+    under the combination fitted on the half of the groups it is not in; ``fold_cutoffs`` the
+    cut-offs fitted with each half's combination on that half's combined values (the half
+    ``first`` first, as :func:`~localjudge.stats.cutoffs_fit.held_out_check` takes them)."""
+
+    held_out: list[float]
+    fold_cutoffs: list[tuple[float, ...]]
+
+
+def cross_fit(
+    obs: Sequence[Reads], names: Sequence[str], first: set[str], *, graded: bool, objective: str
+) -> CrossFit:
+    """Fit the combination of ``names`` and its cut-offs on the groups in ``first``, apply them
+    to the others, and the other way round (see :class:`CrossFit`)."""
+    from localjudge.stats.cutoffs_fit import Observation, fit  # noqa: PLC0415
+
+    held_out = [0.0] * len(obs)
+    fold_cutoffs = []
+    for inside in (True, False):
+        train = [o for o in obs if (o.group in first) == inside]
+        combination = fit_combination(train, names, graded=graded)
+        soft = combined_soft(combination, train, graded=graded)
+        fitted = [Observation(o.group, v, o.human) for o, v in zip(train, soft, strict=True)]
+        fold_cutoffs.append(fit(fitted, graded=graded, objective=objective))
+        rest = [n for n, o in enumerate(obs) if (o.group in first) != inside]
+        soft_rest = combined_soft(combination, [obs[n] for n in rest], graded=graded)
+        for n, v in zip(rest, soft_rest, strict=True):
+            held_out[n] = v
+    return CrossFit(held_out, fold_cutoffs)
 
 
 def _logit(p: float) -> float:

@@ -372,17 +372,30 @@ def held_out_check(
     graded: bool,
     objective: str = "kappa",
     fold_cutoffs: Sequence[Sequence[float]] | None = None,
+    held_out_soft: Sequence[float] | None = None,
 ) -> HeldOutCheck:
     """Cross-fitted cut-offs against ``current`` (None: the baseline) on the same decisions,
     with the paired bootstrap over groups (see :class:`HeldOutCheck`). ``fold_cutoffs``: the
     cut-offs already fitted on the first half of the split and on the second (what
-    :func:`two_fold` reports as its folds' ``cutoffs``), so they are not fitted again."""
+    :func:`two_fold` reports as its folds' ``cutoffs``), so they are not fitted again.
+    ``held_out_soft``: each decision's soft value under a model fitted on the half it is not in
+    (a combination of readings, :func:`~localjudge.stats.combination_fit.cross_fit`), which the
+    fold cut-offs then apply to; by default its own soft value (``current`` always applies to
+    that)."""
     first = split_groups([o.group for o in obs])
     if fold_cutoffs is None:
         fold_cutoffs = _fold_cutoffs(obs, first, graded=graded, objective=objective)
     on_first, on_second = fold_cutoffs
+    soft = [o.soft for o in obs] if held_out_soft is None else list(held_out_soft)
     # each decision judged by the cut-offs fitted on the half it is not in
-    fitted = [hard([o], on_second if o.group in first else on_first, graded=graded)[0] for o in obs]
+    fitted = [
+        hard(
+            [Observation(o.group, v, o.human)],
+            on_second if o.group in first else on_first,
+            graded=graded,
+        )[0]
+        for o, v in zip(obs, soft, strict=True)
+    ]
     now = hard(obs, current, graded=graded)
     stat = _statistics(graded)[objective]
     clusters = _clusters(obs)

@@ -22,12 +22,12 @@ from localjudge.judge.schemas import parse_output
 from localjudge.metrics import ContextPosition
 from localjudge.run.calibrate import (
     calibrate,
-    calibration_table,
     check_labels,
     fit_cutoffs,
     judge_labelled,
 )
 from localjudge.run.calibration_labels import Group, group_of
+from localjudge.run.calibration_table import calibration_table
 from localjudge.run.evaluation import evaluate
 from localjudge.testing import ScriptedJudge, prompt_data
 
@@ -71,7 +71,28 @@ class Hesitant(ScriptedJudge):
         else:
             decisions = ()
         assert parse_output(schema, out.raw) == out.value
-        return Generation(out.value, out.raw, out.stats, decisions=decisions)
+        return Generation(out.value, out.raw, out.stats, decisions=decisions, reading=out.reading)
+
+
+class Reader(Hesitant):
+    """Hesitant, but its P(yes) of a passage says nothing (0.2 for each); how well a passage
+    predicts the QUESTION does: after a passage with 'yes' in it the QUESTION reads better than
+    after none, after any other no better."""
+
+    def __init__(self) -> None:
+        super().__init__(reading=self.read)
+
+    @staticmethod
+    def read(messages: list[dict[str, str]], span: str) -> float:
+        passage = prompt_data(messages).get("PASSAGE", "")
+        return -1.0 if "yes" in passage else -3.0 + 0.01 * (len(passage) % 7)
+
+    def generate(self, prompt: Any, schema: Any) -> Generation[Any]:
+        out = super().generate(prompt, schema)
+        if schema.__name__ != "RelevantDecision":
+            return out
+        flat = (SoftDecision("relevant", {'"yes"': 0.2, '"no"': 0.8}, '"no"'),)
+        return Generation(out.value, out.raw, out.stats, decisions=flat, reading=out.reading)
 
 
 def labelled(n: int = 40) -> list[dict[str, Any]]:
@@ -118,6 +139,31 @@ def test_calibrate_fits_cutoffs_that_the_held_out_half_confirms(registry):
     bare = [{k: v for k, v in r.items() if k != "reference"} for r in labelled()]
     only = calibrate(bare, Hesitant(), metrics=["position"])
     assert set(only.cutoffs.values) == {"position.relevant"}
+
+
+def test_calibrate_fits_a_combination_of_readings_under_the_same_rule(registry):
+    bare = [{k: v for k, v in r.items() if k != "reference"} for r in labelled()]
+    found = calibrate(bare, Reader(), metrics=["position"], current=Cutoffs())
+    kind = "position.relevant"
+    assert not found.rules[kind].store  # cut-offs on a P(yes) that says nothing gain nothing
+    combined = found.combined[kind]
+    assert combined.readings == ("judged", "question")
+    assert combined.rule.store
+    assert combined.rule.fitted == pytest.approx(1.0)  # held out: fitted on the other half
+    assert combined.rule.current == pytest.approx(0.0)
+    stored = found.stored()
+    assert kind in stored.combinations
+    assert stored.source(kind).heldout["readings"] == ["judged", "question"]
+    assert found.kept() == []
+    assert "| position.relevant | judged + question | kappa |" in calibration_table(found)
+    # the stored combination decides as the labels do, from the cached readings
+    results = list(evaluate(bare, [ContextPosition()], Reader(), cutoffs=stored))
+    for record, res in zip(bare, results, strict=True):
+        assert res.result is not None
+        judged = [v["relevant"] for v in res.result.verdicts]
+        assert judged == record["labels"]["relevant"]
+    # a judge without readings gets no combination, and nothing else changes
+    assert calibrate(bare, Hesitant(), metrics=["position"]).combined == {}
 
 
 def test_the_cli_prints_the_check_stores_the_cutoffs_and_eval_uses_them(tmp_path, registry):
