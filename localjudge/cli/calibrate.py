@@ -65,8 +65,11 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     before and after on the half of the file held back from each fit (two ways round, with
     95% bootstrap intervals), and store for that judge the cut-offs fitted on the whole file
     of each kind whose held-out gain over the cut-offs in use now is confirmed (the paired
-    difference's lower 95% bound above 0; --force stores every kind). Agreement measured
-    later on LABELS itself is in-sample. --reset restores the shipped cut-offs.
+    difference's lower 95% bound above 0; --force stores every kind). Where a kind's
+    verdicts carry two readings (its call's own value and how well the passage predicts the
+    question), their fitted combination is checked and stored under the same rule (never
+    forced). Agreement measured later on LABELS itself is in-sample. --reset restores the
+    shipped cut-offs.
 
     Every label is checked before the judge loads; a value is refused (exit 2), never
     coerced. Accepted: recall a number in [0, 1] (only 0 and 1 are fitted on; the shares
