@@ -39,7 +39,14 @@ WORKER = (
     + r"""
 import shutil, tempfile, time
 from localjudge import evaluate
-from localjudge.doctor import prompt_rate
+try:
+    from localjudge.doctor import prompt_rate
+except ImportError:  # an older checkout (run from its root) has no doctor rate: the same way
+    def prompt_rate(judge, runs=3):
+        text = " ".join(f"word{i} is a token of a long prompt about nothing." for i in range(42))
+        outs = [judge.generate([{"role": "user", "content": f"{k} {text} Is it?"}], Yes)
+                for k in range(runs)]
+        return max(o.stats.evaluated_prompt_tokens / o.stats.seconds for o in outs)
 from localjudge.metrics import METRICS, MetricSettings
 from localjudge.judge.schemas import StrictModel
 from typing import Literal
