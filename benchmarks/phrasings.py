@@ -285,7 +285,10 @@ def report(args: argparse.Namespace) -> None:
         for c, m in sorted(means.items(), key=lambda x: -x[1]):
             print(f"  {c:22s} {m:.3f}")
         print(f"  chosen: {chosen}")
-        final_names = candidates[chosen] or forward(rows_a, kind, names)
+        # the forward selection on all of A, run once: the chosen readings if it wins, and
+        # its row on B
+        on_a = forward(rows_a, kind, names)
+        final_names = candidates[chosen] or on_a
         print(f"  its readings (fit on all of A): {final_names}")
         out[kind].update({"choice": means, "chosen": chosen, "readings": list(final_names)})
         if not rows_b:
@@ -294,7 +297,7 @@ def report(args: argparse.Namespace) -> None:
         hard_b = {}
         for cname, cnames in {
             **candidates,
-            "forward": forward(rows_a, kind, names),
+            "forward": on_a,
             "shipped now": shipped,
         }.items():
             _, hb, obs = _fit_score(rows_a, rows_b, kind, cnames or ())
