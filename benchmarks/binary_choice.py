@@ -1,0 +1,133 @@
+"""The rule ``statement_reading.py`` and ``answer_reading.py`` share for a yes/no decision with
+several readings: candidates (tuples of readings) fitted as a logistic combination with a
+cut-off, chosen on half A by the mean held-out figure over random halvings of its groups,
+reported on half B with bootstrap intervals over groups.
+
+Rows are dicts with an ``id`` (the group: a claim, an item), the readings by name, the human
+label under ``label`` and the product's hard value under ``product``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from localjudge.stats.cutoffs_fit import (
+    Observation,
+    _balanced_accuracy,
+    _kappa,
+    agreement,
+    fit,
+    hard,
+)
+
+SPLITS = 20
+TIE = 0.02
+Apply = Callable[[list[dict[str, Any]]], tuple[list[Observation], list[int]]]
+
+
+def fitted(
+    train: list[dict[str, Any]], names: tuple[str, ...], human: Callable[[Any], int], objective: str
+) -> Apply:
+    """The combination of ``names`` and its cut-off, both fitted on ``train``: a function from
+    rows to their observations and hard values."""
+    from localjudge.stats.combination_fit import Reads, combined_soft, fit_combination
+
+    def reads(rows: list[dict[str, Any]]) -> list[Reads]:
+        return [Reads(r["id"], {n: r[n] for n in names}, human(r)) for r in rows]
+
+    combination = fit_combination(reads(train), names, graded=False)
+
+    def observed(rows: list[dict[str, Any]]) -> list[Observation]:
+        rs = reads(rows)
+        soft = combined_soft(combination, rs, graded=False)
+        return [Observation(o.group, s, o.human) for o, s in zip(rs, soft, strict=True)]
+
+    cut = fit(observed(train), graded=False, objective=objective)
+
+    def apply(rows: list[dict[str, Any]]) -> tuple[list[Observation], list[int]]:
+        obs = observed(rows)
+        return obs, hard(obs, cut, graded=False)
+
+    return apply
+
+
+def score(obs: list[Observation], judged: list[int], objective: str) -> float:
+    human, judge = np.asarray([o.human for o in obs]), np.asarray(judged)
+    if objective == "balanced_accuracy":
+        value = _balanced_accuracy(human, judge)
+        return value if value is not None else 0.5
+    value = _kappa(human, judge, 2, quadratic=False)
+    return value if value is not None else 0.0
+
+
+def choose(
+    rows_a: list[dict[str, Any]],
+    candidates: dict[str, tuple[str, ...]],
+    human: Callable[[Any], int],
+    objective: str,
+    seed: str,
+) -> tuple[str, dict[str, float]]:
+    """The candidate the rule picks on ``rows_a``, and each one's mean held-out figure over
+    :data:`SPLITS` x 2 halvings of its groups; ties within :data:`TIE` go to fewer readings,
+    then to the earlier candidate (the product's own first)."""
+    ids = sorted({r["id"] for r in rows_a})
+    rng = random.Random(seed)
+    scores: dict[str, list[float]] = defaultdict(list)
+    for _ in range(SPLITS):
+        shuffled = ids[:]
+        rng.shuffle(shuffled)
+        one = set(shuffled[: len(shuffled) // 2])
+        for part in (one, set(ids) - one):
+            train = [r for r in rows_a if r["id"] in part]
+            test = [r for r in rows_a if r["id"] not in part]
+            for name, names in candidates.items():
+                obs, judged = fitted(train, names, human, objective)(test)
+                scores[name].append(score(obs, judged, objective))
+    means = {n: float(np.mean(v)) for n, v in scores.items()}
+    best = max(means.values())
+    order = list(candidates)
+    chosen = min(
+        (c for c in candidates if means[c] >= best - TIE),
+        key=lambda c: (len(candidates[c]), order.index(c)),
+    )
+    return chosen, means
+
+
+def _one(f: dict[str, Any]) -> str:
+    ci = f.get("ci95")
+    return f"{f['value']:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+
+
+def report(
+    train: list[dict[str, Any]],
+    test: list[dict[str, Any]],
+    candidates: dict[str, tuple[str, ...]],
+    human: Callable[[Any], int],
+    objective: str,
+) -> dict[str, Any]:
+    """Each candidate fitted on ``train``, measured on ``test`` (printed), and the product's
+    own hard values beside them."""
+    out: dict[str, Any] = {}
+    for name, names in candidates.items():
+        obs, judged = fitted(train, names, human, objective)(test)
+        shifted = [
+            Observation(o.group, float(j), o.human) for o, j in zip(obs, judged, strict=True)
+        ]
+        found = agreement(shifted, (0.5,), graded=False)
+        found["auc"] = agreement(obs, None, graded=False)["auc"]
+        out[name] = found
+    shipped = [Observation(r["id"], float(r["product"]), human(r)) for r in test]
+    out["the product now"] = agreement(shipped, (0.5,), graded=False)
+    del out["the product now"]["auc"]  # of hard values: not a soft AUC
+    for name, found in out.items():
+        auc = f"soft AUC {_one(found['auc'])}; " if found.get("auc") else ""
+        print(
+            f"  {name:22s} {auc}{objective} {_one(found[objective])}; "
+            f"judge yes {found['judge_shares'][1]:.2f}, people {found['human_shares'][1]:.2f}"
+        )
+    return out
