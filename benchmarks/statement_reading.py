@@ -15,16 +15,16 @@ STATEMENT's tokens after the passages minus the same after "(none)" as the only 
 baseline call per statement). The prompt's text is the product's; only where the engine cuts
 it for reuse differs (the product shares the passages among an item's statements).
 
-**Rule, fixed before anything here was judged** (``binary_choice.choose``). Halves: the items' ids sorted
-by sha256, the first half A (choice), the rest B (report). Decisions: statements of claims
-labelled supported (1) or not supported (0); partially supported claims are left out of the
-choice. Candidates: ``judged`` alone (the product), ``statement`` alone, both (a logistic
+**Rule, fixed before anything here was judged** (``binary_choice.choose``). Halves: the items'
+ids sorted by sha256, the first half A (choice), the rest B (report). Decisions: statements of
+claims labelled supported (1) or not supported (0); partially supported claims are left out of
+the choice. Candidates: ``judged`` alone (the product), ``statement`` alone, both (a logistic
 combination, ``stats/combination_fit.py``), each followed by a cut-off fitted for balanced
 accuracy; scored by the mean balanced accuracy over 20 random halvings of A's claims (fit on
-one, measure on the other); the best wins, fewer readings win ties within 0.02 (the
-product's own first). The report on B: each candidate fitted on all of A, soft AUC and balanced
-accuracy with 95% bootstrap intervals over claims; beside it the same for supported against
-partially + not supported (fitted on A under that split).
+one, measure on the other); the best wins, fewer readings win ties within 0.02 (the product's
+own first). The report on B: each candidate fitted on all of A, soft AUC and balanced accuracy
+with 95% bootstrap intervals over claims; beside it the same for supported against partially +
+not supported (fitted on A under that split).
 """
 
 from __future__ import annotations
