@@ -132,9 +132,9 @@ def merged(rows_path: Path, phrasing_paths: list[Path]) -> list[dict[str, Any]]:
     extra: dict[tuple[str, int], dict[str, float]] = {}
     for path in phrasing_paths:
         for r in json.loads(path.read_text("utf-8")):
-            extra[(r["qid"], r["piece"])] = {
-                k: v for k, v in r.items() if k not in ("qid", "piece")
-            }
+            extra.setdefault((r["qid"], r["piece"]), {}).update(
+                {k: v for k, v in r.items() if k not in ("qid", "piece")}
+            )
     rows = []
     for r in json.loads(rows_path.read_text("utf-8")):
         if (r["qid"], r["piece"]) not in extra:
