@@ -38,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from binary_choice import choose
+from binary_choice import choose, closing_read_ask
 from binary_choice import report as binary_report
 from convert import _ragbench_usable, ragbench_record
 from fit_combinations import halves
@@ -52,7 +52,6 @@ from localjudge.metrics.instructions import (
     PASSAGE_SYSTEM,
     RELEVANT_ANSWER,
     RELEVANT_TARGET_QUESTION,
-    ask_request,
     baseline_ask,
     passage_ask,
     passage_opening,
@@ -70,7 +69,6 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     "judged+answer": ("judged", "answer"),
     "all three": ("judged", "question", "answer"),
 }
-_OPEN, _CLOSE = "<<EXPECTED ANSWER>>\n", "\n<</EXPECTED ANSWER>>"
 
 
 def items(path: Path, n: int) -> list[dict[str, Any]]:
@@ -85,16 +83,14 @@ def items(path: Path, n: int) -> list[dict[str, Any]]:
 
 def answer_ask(question: str, passage: str, answer: str, at: int, baseline: bool) -> Ask:
     """The product's call with the EXPECTED ANSWER closing the shared opening, read."""
-    shared = f"{passage_opening(question, passage)}{delimit('EXPECTED ANSWER', answer)}\n"
-    read = (shared.rindex(_OPEN) + len(_OPEN), shared.rindex(_CLOSE))
-    return ask_request(
+    return closing_read_ask(
         PASSAGE_SYSTEM,
-        shared,
+        passage_opening(question, passage),
+        "EXPECTED ANSWER",
+        answer,
         RELEVANT_TARGET_QUESTION,
         RELEVANT_ANSWER,
         at=at,
-        explain=False,
-        read=read,
         baseline=baseline,
     )
 

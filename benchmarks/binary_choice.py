@@ -1,4 +1,5 @@
-"""The rule ``statement_reading.py`` and ``answer_reading.py`` share for a yes/no decision with
+"""What ``statement_reading.py`` and ``answer_reading.py`` share: a call that reads the block
+closing its shared opening (:func:`closing_read_ask`), and the rule for a yes/no decision with
 several readings: candidates (tuples of readings) fitted as a logistic combination with a
 cut-off, chosen on half A by the mean held-out figure over random halvings of its groups,
 reported on half B with bootstrap intervals over groups.
@@ -16,6 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from localjudge.metrics.asks import Ask, Decision
+from localjudge.metrics.base import delimit
+from localjudge.metrics.instructions import ask_request
 from localjudge.stats.cutoffs_fit import (
     Observation,
     _balanced_accuracy,
@@ -28,6 +32,17 @@ from localjudge.stats.cutoffs_fit import (
 SPLITS = 20
 TIE = 0.02
 Apply = Callable[[list[dict[str, Any]]], tuple[list[Observation], list[int]]]
+
+
+def closing_read_ask(
+    system: str, opening: str, tag: str, text: str, own: str, decision: Decision, **kw: Any
+) -> Ask:
+    """A call whose shared opening is ``opening`` then ``text`` in a ``tag`` block, that block's
+    text read (as ``delimit`` shows it); ``own`` after it; ``kw``: ``at`` and ``baseline``."""
+    shared = f"{opening}{delimit(tag, text)}\n"
+    start = shared.rindex(f"<<{tag}>>\n") + len(f"<<{tag}>>\n")
+    read = (start, shared.rindex(f"\n<</{tag}>>"))
+    return ask_request(system, shared, own, decision, explain=False, read=read, **kw)
 
 
 def fitted(

@@ -36,7 +36,7 @@ from fit_combinations import by_query, halves
 
 from localjudge import load_judge
 from localjudge.metrics.asks import Ask, Decision, decide_all
-from localjudge.metrics.base import DATA_RULE, delimit
+from localjudge.metrics.base import delimit
 from localjudge.metrics.instructions import (
     GRADE,
     GRADE_QUESTION,
@@ -52,15 +52,15 @@ from localjudge.metrics.instructions import (
 from localjudge.run.grouping import ask_grouped
 
 LIST_SIZE = 5
-LIST_SYSTEM = f"""You judge numbered PASSAGES that a search system retrieved for a QUESTION.
-{DATA_RULE}
-Grades of a passage:
-3: the passage is dedicated to the QUESTION and contains the exact answer.
-2: the passage answers the QUESTION, but the answer is unclear or buried among other information.
-1: the passage is on the topic of the QUESTION but does not answer it.
-0: the passage has nothing to do with the QUESTION.
-Compare the passages with each other. Answer the one question asked at the end, about the one \
-passage it names, in the JSON format asked."""
+#: the passage instructions, for a numbered list of passages
+LIST_SYSTEM = PASSAGE_SYSTEM.replace(
+    "You judge one PASSAGE that a search system retrieved",
+    "You judge numbered PASSAGES that a search system retrieved",
+).replace(
+    "Answer the one question asked at the end,",
+    "Compare the passages with each other. Answer the one question asked at the end, about "
+    "the one passage it names,",
+)
 
 EXAMPLES = """
 Worked examples (made up; not data to judge):

@@ -39,20 +39,18 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from binary_choice import choose
+from binary_choice import choose, closing_read_ask
 from binary_choice import report as binary_report
 from fit_combinations import halves
 
 from localjudge import load_judge
 from localjudge.judge.models.cutoffs_store import judge_cutoffs
 from localjudge.metrics.asks import Ask, decide
-from localjudge.metrics.base import delimit
 from localjudge.metrics.instructions import (
     NO_PASSAGE,
     RECALL_QUESTION,
     RECALL_SYSTEM,
     SUPPORTED,
-    ask_request,
     contexts_opening,
 )
 from localjudge.metrics.statements import split_statements
@@ -64,21 +62,18 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     "statement": ("statement",),
     "judged+statement": ("judged", "statement"),
 }
-_OPEN, _CLOSE = "<<STATEMENT>>\n", "\n<</STATEMENT>>"
 
 
 def statement_ask(contexts: list[str], statement: str, at: int, baseline: bool) -> Ask:
     """The product's recall call with the STATEMENT closing the shared opening, read."""
-    shared = f"{contexts_opening(contexts)}{delimit('STATEMENT', statement)}\n"
-    read = (shared.rindex(_OPEN) + len(_OPEN), shared.rindex(_CLOSE))
-    return ask_request(
+    return closing_read_ask(
         RECALL_SYSTEM,
-        shared,
+        contexts_opening(contexts),
+        "STATEMENT",
+        statement,
         RECALL_QUESTION,
         SUPPORTED,
         at=at,
-        explain=False,
-        read=read,
         baseline=baseline,
     )
 
