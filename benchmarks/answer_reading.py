@@ -45,7 +45,7 @@ from fit_combinations import halves
 
 from localjudge import load_judge
 from localjudge.judge.models.cutoffs_store import judge_cutoffs
-from localjudge.metrics.asks import Ask, decide, decide_all
+from localjudge.metrics.asks import Ask, decide_all
 from localjudge.metrics.base import delimit
 from localjudge.metrics.instructions import (
     NO_PASSAGE,
@@ -116,7 +116,7 @@ def judge(args: argparse.Namespace) -> None:
         all_asks.append((product, reads))
     outcomes = ask_grouped(judge_, [[a.request for a in p + r] for p, r in all_asks])
     rows = []
-    for item, (product, reads), gens in zip(chosen, all_asks, outcomes, strict=True):
+    for item, (product, _), gens in zip(chosen, all_asks, outcomes, strict=True):
         answers = decide_all(product, gens[: len(product)])
         used = decide_all(product, gens[: len(product)], own)
         read_gens = gens[len(product) :]
@@ -134,7 +134,6 @@ def judge(args: argparse.Namespace) -> None:
                     "judged": readings["judged"],
                     "question": readings["question"],
                     "answer": reading.mean - base.mean,
-                    "answer_call": decide(reads[k + 1], read_gens[k + 1]).soft,
                     "product": int(used[k + 1].value == "yes"),
                 }
             )

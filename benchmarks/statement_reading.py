@@ -35,8 +35,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from binary_choice import choose, closing_read_ask
@@ -45,7 +43,7 @@ from fit_combinations import halves
 
 from localjudge import load_judge
 from localjudge.judge.models.cutoffs_store import judge_cutoffs
-from localjudge.metrics.asks import Ask, decide
+from localjudge.metrics.asks import Ask, decide, readings
 from localjudge.metrics.instructions import (
     NO_PASSAGE,
     RECALL_QUESTION,
@@ -100,13 +98,12 @@ def judge(args: argparse.Namespace) -> None:
             assert answer.soft is not None
             assert gen.reading
             assert base.reading
-            p = min(max(answer.soft, 1e-12), 1 - 1e-12)
             rows.append(
                 {
                     "id": item["id"],
                     "at": ask.at,
                     "label": item["labels"]["recall"],
-                    "judged": float(np.clip(np.log(p / (1 - p)), -10, 10)),
+                    "judged": readings(SUPPORTED, answer.soft, None, None)["judged"],
                     "statement": gen.reading.mean - base.reading.mean,
                     "product": int(decide(ask, gen, own).value == "yes"),
                 }
