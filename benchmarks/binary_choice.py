@@ -146,3 +146,44 @@ def report(
             f"judge yes {found['judge_shares'][1]:.2f}, people {found['human_shares'][1]:.2f}"
         )
     return out
+
+
+def paired(
+    train: list[dict[str, Any]],
+    test: list[dict[str, Any]],
+    one: tuple[str, ...],
+    other: tuple[str, ...],
+    human: Callable[[Any], int],
+    objective: str,
+) -> dict[str, Any]:
+    """``one`` minus ``other``, each fitted on ``train`` and measured on ``test``: the soft AUC
+    and ``objective`` differences with 95% bootstrap intervals over ``test``'s groups."""
+    from localjudge.stats.bootstrap import interval
+    from localjudge.stats.cutoffs_fit import _auc
+
+    (obs_1, hard_1), (obs_2, hard_2) = (
+        fitted(train, n, human, objective)(test) for n in (one, other)
+    )
+    by_group: dict[str, list[int]] = defaultdict(list)
+    for n, o in enumerate(obs_1):
+        by_group[o.group].append(n)
+    clusters = list(by_group.values())
+    people = np.asarray([o.human for o in obs_1])
+    soft_1, soft_2 = (np.asarray([o.soft for o in obs]) for obs in (obs_1, obs_2))
+
+    def auc(cs: list[list[int]]) -> float | None:
+        picked = [n for c in cs for n in c]
+        a, b = _auc(people[picked], soft_1[picked]), _auc(people[picked], soft_2[picked])
+        return None if a is None or b is None else a - b
+
+    def figure(cs: list[list[int]]) -> float | None:
+        picked = [n for c in cs for n in c]
+        pick = [obs_1[n] for n in picked]
+        return score(pick, [hard_1[n] for n in picked], objective) - score(
+            pick, [hard_2[n] for n in picked], objective
+        )
+
+    return {
+        "auc": {"value": auc(clusters), "ci95": interval(clusters, auc)},
+        objective: {"value": figure(clusters), "ci95": interval(clusters, figure)},
+    }

@@ -25,6 +25,19 @@ one, measure on the other); the best wins, fewer readings win ties within 0.02 (
 own first). The report on B: each candidate fitted on all of A, soft AUC and balanced accuracy
 with 95% bootstrap intervals over claims; beside it the same for supported against partially +
 not supported (fitted on A under that split).
+
+**Confirmation on the rest of WiCE dev, fixed before any of it was judged** (``rest`` and
+``confirm``). After A chose both readings and B agreed without clearing the storing rule, the
+349 claims of WiCE dev not among the 150 above are fresh: ``rest`` writes one item per such
+claim (its evidence chunk 0). None of them is labelled not supported (the 150 hold all 43 such
+claims), so the test is supported (1) against partially supported (0.5, counted as 0), the
+product's own question ("every part of the STATEMENT"). The candidates are fitted on all 150
+earlier claims (supported against partially + not, the test's split) and measured on the fresh
+claims: soft AUC and balanced accuracy with 95% bootstrap intervals over claims, and the paired
+differences ``judged+statement`` minus ``judged`` (both refitted) with the same intervals.
+**Rule:** the statement reading goes into the bundled judge's recall when the paired soft-AUC
+difference's lower bound is above 0 (soft AUC: the fresh claims carry no label the product's
+cut-off was fitted for); the balanced-accuracy difference is reported beside it.
 """
 
 from __future__ import annotations
@@ -37,7 +50,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from binary_choice import choose, closing_read_ask
+from binary_choice import choose, closing_read_ask, paired
 from binary_choice import report as binary_report
 from fit_combinations import halves
 
@@ -140,6 +153,43 @@ def report(args: argparse.Namespace) -> None:
         args.json.write_text(json.dumps(out, indent=1), "utf-8")
 
 
+def rest(args: argparse.Namespace) -> None:
+    """One item per claim of ``every`` (``convert.py wice --limit 0``) not among ``judged``'s:
+    its evidence chunk 0."""
+    old = {
+        json.loads(x)["source"]["claim_id"]
+        for x in args.judged.read_text("utf-8").splitlines()
+        if x.strip()
+    }
+    every = [json.loads(x) for x in args.every.read_text("utf-8").splitlines() if x.strip()]
+    fresh = [r for r in every if r["source"]["claim_id"] not in old and r["source"]["chunk"] == 0]
+    args.out.write_text("".join(json.dumps(r) + "\n" for r in fresh), "utf-8")
+    print(f"{len(fresh)} fresh claims -> {args.out}")
+
+
+def confirm(args: argparse.Namespace) -> None:
+    """The rule of the module's "Confirmation" paragraph: fit on ``earlier``, measure on
+    ``fresh``."""
+    train, test = (json.loads(p.read_text("utf-8")) for p in (args.earlier, args.fresh))
+    assert not {r["id"] for r in train} & {r["id"] for r in test}
+
+    def human(r: dict[str, Any]) -> int:
+        return int(r["label"] >= 1.0)
+
+    n = len({r["id"] for r in test})
+    print(f"fresh claims, supported vs partially ({len(test)} statements, {n} claims):")
+    out: dict[str, Any] = {"figures": binary_report(train, test, CANDIDATES, human, OBJECTIVE)}
+    both, judged = CANDIDATES["judged+statement"], CANDIDATES["judged"]
+    out["paired"] = p = paired(train, test, both, judged, human, OBJECTIVE)
+    for name, f in p.items():
+        print(f"  judged+statement minus judged, {name}: {f['value']:+.3f} {f['ci95']}")
+    ci = p["auc"]["ci95"]
+    out["ships"] = bool(ci and ci[0] > 0.0)
+    print(f"  the rule (soft AUC difference's lower bound above 0): ships = {out['ships']}")
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1), "utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -153,8 +203,16 @@ def main() -> None:
     r = sub.add_parser("report")
     r.add_argument("rows", type=Path)
     r.add_argument("--json", type=Path, help="write the figures here")
+    w = sub.add_parser("rest", help="the claims not judged yet, one item each")
+    w.add_argument("every", type=Path)
+    w.add_argument("judged", type=Path)
+    w.add_argument("--out", type=Path, required=True)
+    c = sub.add_parser("confirm", help="fit on the earlier rows, measure on the fresh ones")
+    c.add_argument("earlier", type=Path)
+    c.add_argument("fresh", type=Path)
+    c.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
-    judge(args) if args.command == "judge" else report(args)
+    {"judge": judge, "report": report, "rest": rest, "confirm": confirm}[args.command](args)
 
 
 if __name__ == "__main__":
