@@ -95,3 +95,15 @@ def test_a_list_in_view_does_not_depend_on_the_retrieval_order() -> None:
     opening = {a.request.messages[-1]["content"][: a.request.shared_chars] for a in asks}
     assert len(opening) == 1  # one shared opening for the whole list
     assert [a.at for a in asks[::2]] == lists[0]
+
+
+def test_the_paired_difference_is_zero_for_a_copy_and_positive_for_the_signal() -> None:
+    rows = [{**r, "copy": r["noise"]} for r in _rows(3, groups=60)]
+    train = [r for r in rows if int(r["id"][1:]) < 30]
+    test = [r for r in rows if int(r["id"][1:]) >= 30]
+    same = binary_choice.paired(train, test, ("copy",), ("noise",), _human, "balanced_accuracy")
+    assert same["auc"]["value"] == 0.0
+    assert same["balanced_accuracy"]["ci95"] == [0.0, 0.0]
+    better = binary_choice.paired(train, test, ("signal",), ("noise",), _human, "balanced_accuracy")
+    assert better["auc"]["ci95"][0] > 0.3
+    assert better["balanced_accuracy"]["ci95"][0] > 0.3
