@@ -8,10 +8,15 @@ from typing import Any
 
 from benchmark_scripts import load
 
+from localjudge.data.items import make_item
+from localjudge.metrics import ContextRelevance
+
 binary_choice = load("binary_choice")
 statement_reading = load("statement_reading")
 answer_reading = load("answer_reading")
 phrasings_view = load("phrasings_view")
+recall_phrasings = load("recall_phrasings")
+used_phrasings = load("used_phrasings")
 
 
 def _rows(seed: int = 0, groups: int = 40) -> list[dict[str, Any]]:
@@ -107,3 +112,28 @@ def test_the_paired_difference_is_zero_for_a_copy_and_positive_for_the_signal() 
     better = binary_choice.paired(train, test, ("signal",), ("noise",), _human, "balanced_accuracy")
     assert better["auc"]["ci95"][0] > 0.3
     assert better["balanced_accuracy"]["ci95"][0] > 0.3
+
+
+def _opening(ask: Any) -> str:
+    return str(ask.request.messages[-1]["content"][: ask.request.shared_chars])
+
+
+def test_a_statements_phrasings_share_one_opening_that_ends_on_the_statement() -> None:
+    asks = recall_phrasings.phrasing_asks(["ctx one", "ctx two"], "Paris is big.", 2)
+    assert len(asks) == len(recall_phrasings.PHRASINGS)
+    [opening] = {_opening(a) for a in asks}
+    assert opening.endswith("<<STATEMENT>>\nParis is big.\n<</STATEMENT>>\n")
+    assert all(a.at == 2 and not a.explain for a in asks)
+    rows = [{"id": "x", "at": 0, "label": 1.0, "judged": 1.0}, {"id": "y", "at": 0}]
+    merged = recall_phrasings.merged([{"id": "x", "at": 0, "stated": 2.0}], rows)
+    assert merged == [{"id": "x", "at": 0, "label": 1.0, "judged": 1.0, "stated": 2.0}]
+
+
+def test_the_used_benchmarks_judged_call_is_the_products_own() -> None:
+    record = {"user_input": "who?", "retrieved_contexts": ["p0", "p1"], "response": "Mary."}
+    product = ContextRelevance().build(make_item(record, index=0))
+    used = [a for a in product if a.decision is not None and a.decision.kind == "relevance.used"]
+    asks = used_phrasings.passage_asks("who?", "p1", "Mary.", 1)
+    assert asks[0].request == used[1].request
+    assert len({_opening(a) for a in asks[1:]}) == 1
+    assert _opening(asks[1]).endswith("<<RESPONSE>>\nMary.\n<</RESPONSE>>\n")
