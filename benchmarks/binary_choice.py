@@ -10,9 +10,11 @@ label under ``label`` and the product's hard value under ``product``.
 
 from __future__ import annotations
 
+import argparse
 import random
 from collections import defaultdict
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -187,3 +189,52 @@ def paired(
         "auc": {"value": auc(clusters), "ci95": interval(clusters, auc)},
         objective: {"value": figure(clusters), "ci95": interval(clusters, figure)},
     }
+
+
+def choose_then_report(
+    rows: list[dict[str, Any]],
+    choice: list[dict[str, Any]],
+    pools: dict[str, list[dict[str, Any]]],
+    candidates: dict[str, tuple[str, ...]],
+    human: Callable[[Any], int],
+    objective: str,
+    seed: str,
+) -> dict[str, Any]:
+    """The whole rule of a reading benchmark: halves by the sha256 of the ``rows``' ids; the
+    choice (:func:`choose`) on ``choice``'s rows in half A; then each of ``pools`` fitted on
+    its rows in A and reported (:func:`report`) on those in B. Printed as it goes."""
+    from fit_combinations import halves
+
+    a, _ = halves(sorted({r["id"] for r in rows}))
+    picked = [r for r in choice if r["id"] in a]
+    chosen, means = choose(picked, candidates, human, objective, seed)
+    print(f"choice on A ({len(picked)} decisions, {len({r['id'] for r in picked})} groups):")
+    for c, m in means.items():
+        print(f"  {c:18s} mean {objective} {m:.3f}")
+    print(f"  chosen: {chosen}")
+    out: dict[str, Any] = {"choice": means, "chosen": chosen}
+    for label, pool in pools.items():
+        train = [r for r in pool if r["id"] in a]
+        test = [r for r in pool if r["id"] not in a]
+        n = len({r["id"] for r in test})
+        print(f"report on B, {label} ({len(test)} decisions, {n} groups):")
+        out[label] = report(train, test, candidates, human, objective)
+    return out
+
+
+def command_line(doc: str, smoke: str) -> tuple[argparse.ArgumentParser, Any, Any, Any]:
+    """A reading benchmark's command line: the parser, its subcommands, and ``judge`` (the
+    judge's options, ``--out``, ``--limit``: ``smoke``) and ``report`` (the rows, ``--json``)
+    for the script to add its own arguments to."""
+    parser = argparse.ArgumentParser(description=doc.split("\n", maxsplit=1)[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    j = sub.add_parser("judge")
+    j.add_argument("-m", "--model", default=None)
+    j.add_argument("-t", "--threads", type=int, default=None)
+    j.add_argument("--cache", default=None)
+    j.add_argument("--out", type=Path, required=True)
+    j.add_argument("--limit", action="store_true", help=f"a smoke test: {smoke}")
+    r = sub.add_parser("report")
+    r.add_argument("rows", type=Path)
+    r.add_argument("--json", type=Path, help="write the figures here")
+    return parser, sub, j, r

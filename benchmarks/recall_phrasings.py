@@ -38,9 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from binary_choice import choose
-from binary_choice import report as binary_report
-from fit_combinations import halves
+from binary_choice import choose_then_report, command_line
 
 from localjudge import load_judge
 from localjudge.metrics.asks import Ask, Decision, decide, readings
@@ -130,43 +128,23 @@ def report(args: argparse.Namespace) -> None:
     rows = merged(
         json.loads(args.rows.read_text("utf-8")), json.loads(args.statements.read_text("utf-8"))
     )
-    a, _ = halves(sorted({r["id"] for r in rows}))
     sure = [r for r in rows if r["label"] in (0.0, 1.0)]
-    a_sure = [r for r in sure if r["id"] in a]
-
-    def human(r: dict[str, Any]) -> int:
-        return int(r["label"] >= 1.0)
-
-    chosen, means = choose(a_sure, CANDIDATES, human, OBJECTIVE, "choose/recall-phrasings")
-    print(f"choice on A ({len(a_sure)} statements, {len({r['id'] for r in a_sure})} claims):")
-    for c, m in means.items():
-        print(f"  {c:18s} mean balanced accuracy {m:.3f}")
-    print(f"  chosen: {chosen}")
-    out: dict[str, Any] = {"choice": means, "chosen": chosen}
-    for label, pool in (("supported vs not", sure), ("supported vs partially + not", rows)):
-        train = [r for r in pool if r["id"] in a]
-        test = [r for r in pool if r["id"] not in a]
-        n = len({r["id"] for r in test})
-        print(f"report on B, {label} ({len(test)} statements, {n} claims):")
-        out[label] = binary_report(train, test, CANDIDATES, human, OBJECTIVE)
+    pools = {"supported vs not": sure, "supported vs partially + not": rows}
+    out = choose_then_report(
+        rows, sure, pools, CANDIDATES, _human, OBJECTIVE, "choose/recall-phrasings"
+    )
     if args.json:
         args.json.write_text(json.dumps(out, indent=1), "utf-8")
 
 
+def _human(r: dict[str, Any]) -> int:
+    return int(r["label"] >= 1.0)
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    j = sub.add_parser("judge")
+    parser, _, j, r = command_line(__doc__, "two claims")
     j.add_argument("items", type=Path)
-    j.add_argument("-m", "--model", default=None)
-    j.add_argument("-t", "--threads", type=int, default=None)
-    j.add_argument("--cache", default=None)
-    j.add_argument("--out", type=Path, required=True)
-    j.add_argument("--limit", action="store_true", help="a smoke test: two claims")
-    r = sub.add_parser("report")
-    r.add_argument("rows", type=Path)
     r.add_argument("--statements", type=Path, required=True)
-    r.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
     judge(args) if args.command == "judge" else report(args)
 

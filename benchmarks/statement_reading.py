@@ -50,9 +50,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from binary_choice import choose, closing_read_ask, paired
+from binary_choice import choose_then_report, closing_read_ask, command_line, paired
 from binary_choice import report as binary_report
-from fit_combinations import halves
 
 from localjudge import load_judge
 from localjudge.judge.models.cutoffs_store import judge_cutoffs
@@ -128,27 +127,15 @@ def judge(args: argparse.Namespace) -> None:
 # --------------------------------------------------------------------------- choosing
 
 
+def _human(r: dict[str, Any]) -> int:
+    return int(r["label"] >= 1.0)
+
+
 def report(args: argparse.Namespace) -> None:
     rows = json.loads(args.rows.read_text("utf-8"))
-    a, _ = halves(sorted({r["id"] for r in rows}))
     sure = [r for r in rows if r["label"] in (0.0, 1.0)]
-    a_sure = [r for r in sure if r["id"] in a]
-
-    def human(r: dict[str, Any]) -> int:
-        return int(r["label"] >= 1.0)
-
-    chosen, means = choose(a_sure, CANDIDATES, human, OBJECTIVE, "choose/recall")
-    print(f"choice on A ({len(a_sure)} statements, {len({r['id'] for r in a_sure})} claims):")
-    for c, m in means.items():
-        print(f"  {c:18s} mean balanced accuracy {m:.3f}")
-    print(f"  chosen: {chosen}")
-    out: dict[str, Any] = {"choice": means, "chosen": chosen}
-    for label, pool in (("supported vs not", sure), ("supported vs partially + not", rows)):
-        train = [r for r in pool if r["id"] in a]
-        test = [r for r in pool if r["id"] not in a]
-        n = len({r["id"] for r in test})
-        print(f"report on B, {label} ({len(test)} statements, {n} claims):")
-        out[label] = binary_report(train, test, CANDIDATES, human, OBJECTIVE)
+    pools = {"supported vs not": sure, "supported vs partially + not": rows}
+    out = choose_then_report(rows, sure, pools, CANDIDATES, _human, OBJECTIVE, "choose/recall")
     if args.json:
         args.json.write_text(json.dumps(out, indent=1), "utf-8")
 
@@ -173,14 +160,11 @@ def confirm(args: argparse.Namespace) -> None:
     train, test = (json.loads(p.read_text("utf-8")) for p in (args.earlier, args.fresh))
     assert not {r["id"] for r in train} & {r["id"] for r in test}
 
-    def human(r: dict[str, Any]) -> int:
-        return int(r["label"] >= 1.0)
-
     n = len({r["id"] for r in test})
     print(f"fresh claims, supported vs partially ({len(test)} statements, {n} claims):")
-    out: dict[str, Any] = {"figures": binary_report(train, test, CANDIDATES, human, OBJECTIVE)}
+    out: dict[str, Any] = {"figures": binary_report(train, test, CANDIDATES, _human, OBJECTIVE)}
     both, judged = CANDIDATES["judged+statement"], CANDIDATES["judged"]
-    out["paired"] = p = paired(train, test, both, judged, human, OBJECTIVE)
+    out["paired"] = p = paired(train, test, both, judged, _human, OBJECTIVE)
     for name, f in p.items():
         print(f"  judged+statement minus judged, {name}: {f['value']:+.3f} {f['ci95']}")
     ci = p["auc"]["ci95"]
@@ -191,18 +175,8 @@ def confirm(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    j = sub.add_parser("judge")
+    parser, sub, j, _ = command_line(__doc__, "two claims")
     j.add_argument("items", type=Path)
-    j.add_argument("-m", "--model", default=None)
-    j.add_argument("-t", "--threads", type=int, default=None)
-    j.add_argument("--cache", default=None)
-    j.add_argument("--out", type=Path, required=True)
-    j.add_argument("--limit", action="store_true", help="a smoke test: two claims")
-    r = sub.add_parser("report")
-    r.add_argument("rows", type=Path)
-    r.add_argument("--json", type=Path, help="write the figures here")
     w = sub.add_parser("rest", help="the claims not judged yet, one item each")
     w.add_argument("every", type=Path)
     w.add_argument("judged", type=Path)

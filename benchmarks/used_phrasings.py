@@ -39,9 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from answer_reading import SUBSET, items
-from binary_choice import choose
-from binary_choice import report as binary_report
-from fit_combinations import halves
+from binary_choice import choose_then_report, command_line
 
 from localjudge import load_judge
 from localjudge.judge.models.cutoffs_store import judge_cutoffs
@@ -134,38 +132,20 @@ def judge(args: argparse.Namespace) -> None:
 
 def report(args: argparse.Namespace) -> None:
     rows = json.loads(args.rows.read_text("utf-8"))
-    a, _ = halves(sorted({r["id"] for r in rows}))
-    rows_a = [r for r in rows if r["id"] in a]
-    rows_b = [r for r in rows if r["id"] not in a]
-
-    def human(r: dict[str, Any]) -> int:
-        return int(r["label"])
-
-    chosen, means = choose(rows_a, CANDIDATES, human, OBJECTIVE, "choose/used")
-    print(f"choice on A ({len(rows_a)} passages, {len(a)} items), mean kappa:")
-    for c, m in means.items():
-        print(f"  {c:18s} {m:.3f}")
-    print(f"  chosen: {chosen}")
-    print(f"report on B ({len(rows_b)} passages, {len({r['id'] for r in rows_b})} items):")
-    found = binary_report(rows_a, rows_b, CANDIDATES, human, OBJECTIVE)
+    out = choose_then_report(
+        rows, rows, {"used or not": rows}, CANDIDATES, _human, OBJECTIVE, "choose/used"
+    )
     if args.json:
-        out = {"choice": means, "chosen": chosen, "B": found}
         args.json.write_text(json.dumps(out, indent=1), "utf-8")
 
 
+def _human(r: dict[str, Any]) -> int:
+    return int(r["label"])
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    j = sub.add_parser("judge")
+    parser, _, j, _ = command_line(__doc__, "two items, 2 passages")
     j.add_argument("--data", type=Path, default=SUBSET)
-    j.add_argument("-m", "--model", default=None)
-    j.add_argument("-t", "--threads", type=int, default=None)
-    j.add_argument("--cache", default=None)
-    j.add_argument("--out", type=Path, required=True)
-    j.add_argument("--limit", action="store_true", help="a smoke test: two items, 2 passages")
-    r = sub.add_parser("report")
-    r.add_argument("rows", type=Path)
-    r.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
     judge(args) if args.command == "judge" else report(args)
 
