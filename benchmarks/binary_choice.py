@@ -1,5 +1,7 @@
-"""What ``statement_reading.py`` and ``answer_reading.py`` share: a call that reads the block
-closing its shared opening (:func:`closing_read_ask`), and the rule for a yes/no decision with
+"""What the reading benchmarks (``statement_reading.py``, ``answer_reading.py``,
+``recall_phrasings.py``, ``used_phrasings.py``) share: a call that reads the block closing its
+shared opening (:func:`closing_read_ask`), a call's own reading (:func:`own_reading`), their
+command line (:func:`command_line`), and the rule for a yes/no decision with
 several readings: candidates (tuples of readings) fitted as a logistic combination with a
 cut-off, chosen on half A by the mean held-out figure over random halvings of its groups,
 reported on half B with bootstrap intervals over groups.
@@ -19,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from localjudge.metrics.asks import Ask, Decision
+from localjudge.judge.protocol import Generation
+from localjudge.metrics.asks import Ask, Decision, decide, readings
 from localjudge.metrics.base import delimit
 from localjudge.metrics.instructions import ask_request
 from localjudge.stats.cutoffs_fit import (
@@ -45,6 +48,15 @@ def closing_read_ask(
     start = shared.rindex(f"<<{tag}>>\n") + len(f"<<{tag}>>\n")
     read = (start, shared.rindex(f"\n<</{tag}>>"))
     return ask_request(system, shared, own, decision, explain=False, read=read, **kw)
+
+
+def own_reading(ask: Ask, generation: Generation[Any]) -> float:
+    """A call's own reading with no cut-off (``judged``): a yes/no decision's log-odds of its
+    positive value, a graded one's expected value."""
+    answer = decide(ask, generation)
+    assert ask.decision is not None
+    assert answer.soft is not None
+    return readings(ask.decision, answer.soft, None, None)["judged"]
 
 
 def fitted(

@@ -44,10 +44,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from binary_choice import own_reading
 from fit_combinations import KINDS, _line, _with_hard, by_query, figure, halves, paired
 
 from localjudge import load_judge
-from localjudge.metrics.asks import Decision, decide, readings
+from localjudge.metrics.asks import Decision
 from localjudge.metrics.instructions import passage_ask, passage_opening
 from localjudge.run.grouping import ask_grouped
 from localjudge.stats.cutoffs_fit import Observation, hard
@@ -114,10 +115,7 @@ def judge(args: argparse.Namespace) -> None:
     for q, asks, gens in zip(queries, all_asks, outcomes, strict=True):
         found: dict[int, dict[str, float]] = defaultdict(dict)
         for name, ask, gen in zip(list(PHRASINGS) * len(q["passages"]), asks, gens, strict=True):
-            answer = decide(ask, gen)
-            assert ask.decision is not None
-            assert answer.soft is not None
-            found[ask.at][name] = readings(ask.decision, answer.soft, None, None)["judged"]
+            found[ask.at][name] = own_reading(ask, gen)
         rows += [{"qid": q["qid"], "piece": i, **found[i]} for i in range(len(q["passages"]))]
     args.out.write_text(json.dumps(rows, indent=1), "utf-8")
     print(f"{len(rows)} passages of {len(queries)} queries -> {args.out}")

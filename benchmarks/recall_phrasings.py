@@ -38,10 +38,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from binary_choice import choose_then_report, command_line
+from binary_choice import choose_then_report, command_line, own_reading
 
 from localjudge import load_judge
-from localjudge.metrics.asks import Ask, Decision, decide, readings
+from localjudge.metrics.asks import Ask, Decision
 from localjudge.metrics.base import delimit
 from localjudge.metrics.instructions import RECALL_SYSTEM, ask_request, contexts_opening
 from localjudge.metrics.statements import split_statements
@@ -107,10 +107,7 @@ def judge(args: argparse.Namespace) -> None:
         for k in range(0, len(asks), len(PHRASINGS)):
             row: dict[str, Any] = {"id": item["id"], "at": asks[k].at}
             for name, ask, gen in zip(PHRASINGS, asks[k:], gens[k:], strict=False):
-                answer = decide(ask, gen)
-                assert ask.decision is not None
-                assert answer.soft is not None
-                row[name] = readings(ask.decision, answer.soft, None, None)["judged"]
+                row[name] = own_reading(ask, gen)
             rows.append(row)
     args.out.write_text(json.dumps(rows, indent=1), "utf-8")
     print(f"{len(rows)} statements of {len(items)} claims -> {args.out}")

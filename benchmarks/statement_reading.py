@@ -28,7 +28,7 @@ not supported (fitted on A under that split).
 
 **Confirmation on the rest of WiCE dev, fixed before any of it was judged** (``rest`` and
 ``confirm``). After A chose both readings and B agreed without clearing the storing rule, the
-349 claims of WiCE dev not among the 150 above are fresh: ``rest`` writes one item per such
+199 of WiCE dev's 349 claims not among the 150 above are fresh: ``rest`` writes one item per such
 claim (its evidence chunk 0). None of them is labelled not supported (the 150 hold all 43 such
 claims), so the test is supported (1) against partially supported (0.5, counted as 0), the
 product's own question ("every part of the STATEMENT"). The candidates are fitted on all 150

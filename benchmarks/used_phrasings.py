@@ -39,11 +39,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from answer_reading import SUBSET, items
-from binary_choice import choose_then_report, command_line
+from binary_choice import choose_then_report, command_line, own_reading
 
 from localjudge import load_judge
 from localjudge.judge.models.cutoffs_store import judge_cutoffs
-from localjudge.metrics.asks import Ask, Decision, decide, readings
+from localjudge.metrics.asks import Ask, Decision, decide
 from localjudge.metrics.base import delimit
 from localjudge.metrics.instructions import (
     PASSAGE_SYSTEM,
@@ -121,10 +121,7 @@ def judge(args: argparse.Namespace) -> None:
                 "product": int(decide(asks[k], gens[k], own).value == "yes"),
             }
             for name, ask, gen in zip(names, asks[k:], gens[k:], strict=False):
-                answer = decide(ask, gen)
-                assert ask.decision is not None
-                assert answer.soft is not None
-                row[name] = readings(ask.decision, answer.soft, None, None)["judged"]
+                row[name] = own_reading(ask, gen)
             rows.append(row)
     args.out.write_text(json.dumps(rows, indent=1), "utf-8")
     print(f"{len(rows)} passages of {len(chosen)} items -> {args.out}")
