@@ -1,0 +1,294 @@
+"""Choose and fit the passage decisions on several sources at once; report per source on the
+halves no choice saw; ship only what passes the obvious cases and every source.
+
+    python benchmarks/convert.py llmjudge --limit 0 --per-query 4 -o /work/runs/dev
+    python benchmarks/convert.py trulens-msmarco --limit 0 -o /work/runs/dev
+    python benchmarks/fit_sources.py judge /work/runs/dev /work/runs/sources [-t 2]
+    python benchmarks/fit_sources.py report /work/runs/sources [--write]
+
+**Sources and samples, fixed before anything was judged.** Every source is split by its groups
+(LLMJudge: query; TruLens MS MARCO: query; XQuAD: the question id, so a question's languages
+stay together): groups sorted by the sha256 of their name, the first half is the *choice half
+A*, the rest the *report half B* (:func:`half_of`). Lists as a user's items hold them:
+
+- ``llmjudge``: ``convert.py llmjudge --per-query 4`` (4 lists of 5 per query, 25 queries);
+  relevant = TREC grade >= 2, the grade as labelled.
+- ``trulens``: ``convert.py trulens-msmarco`` (one positive, one mined negative per query);
+  A's first 40 queries, B's first 80 (sha256 order). Binary labels only.
+- ``xquad``: ``xquad-dev/position_relevance.jsonl.gz`` (answer paragraph high, another
+  article's none, same article's without the answer low); per language, A's questions 4 at a
+  time and B's 10 at a time, language k taking the k-th slice of the half's sha256 order, so
+  every list is a different question.
+- ``xquadshort``: the same with ``short.jsonl.gz``, 4 and 12 per language.
+
+**Judging** (``judge``): per list, the product's own calls for position with the QUESTION alone
+(the baseline call, one call per passage) and relevance's grade call per passage, reasons off,
+no cut-offs. A row per passage keeps the raw figures every candidate is computed from: the
+position call's log-odds, the grade call's expected grade and the mean log-probability of the
+QUESTION after the passage and after no passage (:func:`judge_rows`).
+
+**Readings** (:func:`reading_values`): ``judged`` (the call's own soft value); ``question``
+(the QUESTION after the passage minus after none: what shipped); ``question_centred`` (the
+QUESTION after the passage minus its mean after each passage of the same list: independent of
+the list's order, and of what the language and form of the QUESTION make likely, since every
+passage of a list is read with the same QUESTION; 0 for a list of one).
+
+**The rule, fixed before the rows were looked at** (:func:`choose`, :func:`verdict`):
+
+1. Candidates per kind: ``judged`` (its cut-off fitted), ``judged+question_centred`` (a
+   fitted combination and cut-off); the unfitted decision (``neutral``: the call's own
+   soft value, P(yes) >= 0.5 or the rounded expected grade) is what a fit must beat, and the
+   shipped product (``today``) is shown beside them.
+2. Fitting on the A halves of every source together, each source weighing the same (its rows
+   repeated to the largest source's count); the candidate with the best mean, over sources, of
+   the A figure wins (position: kappa; grade: QWK; sources without grades are left out of the
+   grade's), fewer readings winning ties within 0.02.
+3. The chosen fit ships when, on the B halves: the obvious targets hold (:data:`OBVIOUS`:
+   XQuAD answer paragraph relevant >= 0.95 and another article's not relevant >= 0.95 overall,
+   >= 0.90 of both in every language; same article's without the answer not relevant >= 0.80;
+   short lists: another article's sentence not relevant >= 0.95, answer sentence scored above
+   it >= 0.95; grade: answer paragraph medium or high >= 0.90, another article's none >= 0.90);
+   no source's paired difference against ``neutral`` has its lower 95% bound below -0.02; and
+   the pooled figure (the mean over sources) gains on ``neutral`` with a lower bound above 0.
+   Otherwise the kind ships ``neutral`` (no cut-off, no combination).
+   Intervals: bootstrap over the groups of each source (paired), 2,000 draws, seeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+GRADES = {"none": 0, "low": 1, "medium": 2, "high": 3}
+ROLES = {3: "answer", 1: "same", 0: "other"}
+LANGS = ("en", "es", "de", "el", "ru", "tr", "ar", "vi", "zh", "hi")
+#: lists per language taken from each half of the XQuAD files: (A, B)
+XQUAD_PER_LANG = {"xquad": (4, 10), "xquadshort": (4, 12)}
+TRULENS_GROUPS = (40, 80)
+
+
+def half_of(groups: Iterable[str]) -> dict[str, str]:
+    """Each group's half: the first half of the groups in sha256 order is ``A``."""
+    ordered = sorted(set(groups), key=lambda g: hashlib.sha256(g.encode()).hexdigest())
+    cut = len(ordered) // 2
+    return {g: ("A" if n < cut else "B") for n, g in enumerate(ordered)}
+
+
+# --------------------------------------------------------------------------- samples
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _lists(source: str, records: list[dict[str, Any]], group: Any, lang: Any) -> list[dict]:
+    out = []
+    for r in records:
+        levels = r["labels"].get("levels")
+        out.append(
+            {
+                "source": source,
+                "id": r["id"],
+                "group": group(r),
+                "lang": lang(r),
+                "question": r["user_input"],
+                "passages": list(r["retrieved_contexts"]),
+                "relevant": [int(bool(v)) for v in r["labels"]["relevant"]],
+                "grades": [GRADES[v] for v in levels] if levels else None,
+                # the answer span, shown as the EXPECTED ANSWER (XQuAD only: elsewhere the
+                # response is a proxy cut from the best passage, which would give it away)
+                "answer": r.get("response") if source.startswith("xquad") else None,
+            }
+        )
+    halves = half_of(x["group"] for x in out)
+    for x in out:
+        x["half"] = halves[x["group"]]
+    return out
+
+
+def llmjudge(dev: Path) -> list[dict[str, Any]]:
+    records = _read_jsonl(dev / "llmjudge.jsonl")
+    return _lists("llmjudge", records, lambda r: str(r["source"]["qid"]), lambda r: "en")
+
+
+def trulens(dev: Path) -> list[dict[str, Any]]:
+    records = _read_jsonl(dev / "trulens-msmarco.jsonl")
+    lists = _lists("trulens", records, lambda r: r["user_input"], lambda r: "en")
+    return _take_groups(lists, TRULENS_GROUPS)
+
+
+def _take_groups(lists: list[dict[str, Any]], counts: tuple[int, int]) -> list[dict[str, Any]]:
+    out = []
+    for half, count in zip("AB", counts, strict=True):
+        groups = sorted(
+            {x["group"] for x in lists if x["half"] == half},
+            key=lambda g: hashlib.sha256(g.encode()).hexdigest(),
+        )[:count]
+        keep = set(groups)
+        out += [x for x in lists if x["group"] in keep]
+    return out
+
+
+def xquad(source: str) -> list[dict[str, Any]]:
+    name = "position_relevance.jsonl.gz" if source == "xquad" else "short.jsonl.gz"
+    records = _read_jsonl(SHARED / "xquad-dev" / name)
+    lists = _lists(
+        source, records, lambda r: r["id"].split("-", 2)[2], lambda r: r["id"].split("-", 2)[1]
+    )
+    by_key = {(x["lang"], x["group"]): x for x in lists}
+    out = []
+    for half, count in zip("AB", XQUAD_PER_LANG[source], strict=True):
+        groups = sorted(
+            {x["group"] for x in lists if x["half"] == half},
+            key=lambda g: hashlib.sha256(g.encode()).hexdigest(),
+        )
+        for k, lang in enumerate(LANGS):
+            taken = 0
+            for g in groups[k * count :]:
+                if taken == count:
+                    break
+                if (lang, g) in by_key:
+                    out.append(by_key[(lang, g)])
+                    taken += 1
+    return out
+
+
+def samples(dev: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every source's lists (both halves), as fixed in the module's docstring."""
+    return {
+        "llmjudge": llmjudge(dev),
+        "trulens": trulens(dev),
+        "xquad": xquad("xquad"),
+        "xquadshort": xquad("xquadshort"),
+    }
+
+
+# --------------------------------------------------------------------------- judging
+
+
+def _asks(question: str, passages: list[str], answer: str | None) -> list[Any]:
+    """The product's calls: position's (question alone: baseline, one per passage), each
+    passage's grade call, and with ``answer`` position's calls with that EXPECTED ANSWER."""
+    from localjudge.data.items import make_item
+    from localjudge.metrics.position import ContextPosition
+    from localjudge.metrics.relevance import ContextRelevance
+
+    position = ContextPosition().build(
+        make_item({"user_input": question, "retrieved_contexts": passages}, index=0)
+    )
+    record = {"user_input": question, "retrieved_contexts": passages, "response": "(none)"}
+    relevance = ContextRelevance().build(make_item(record, index=0))
+    assert isinstance(position, list)
+    grades = [
+        a for a in relevance if a.decision is not None and a.decision.kind == "relevance.grade"
+    ]
+    with_answer = []
+    if answer:
+        item = {"user_input": question, "retrieved_contexts": passages, "reference": answer}
+        built = ContextPosition().build(make_item(item, index=0))
+        assert isinstance(built, list)
+        with_answer = built[1:]
+    return [*position, *grades, *with_answer]
+
+
+def judge_rows(lists: list[dict[str, Any]], judge: Any) -> list[dict[str, Any]]:
+    """One row per passage of each list: labels and the raw figures of every reading."""
+    from localjudge.judge.cutoffs import Cutoffs
+    from localjudge.metrics.asks import decide_all
+    from localjudge.run.grouping import ask_grouped
+
+    all_asks = [_asks(x["question"], x["passages"], x["answer"]) for x in lists]
+    outcomes = ask_grouped(judge, [[a.request for a in asks] for asks in all_asks])
+    rows = []
+    for x, asks, gens in zip(lists, all_asks, outcomes, strict=True):
+        answers = decide_all(asks, gens, Cutoffs())
+        base = next(g.reading for a, g in zip(asks, gens, strict=True) if a.baseline)
+        per: dict[int, dict[str, Any]] = defaultdict(dict)
+        for ask, gen, answer in zip(asks, gens, answers, strict=True):
+            if ask.baseline or ask.decision is None:
+                continue
+            if ask.decision.graded:
+                per[ask.at]["grade_soft"] = answer.soft
+            elif ask.decision.kind == "position.relevant_answer":
+                per[ask.at]["answer_judged"] = answer.readings["judged"]
+            else:
+                per[ask.at]["judged"] = answer.readings["judged"]
+                per[ask.at]["q"] = gen.reading.mean
+                per[ask.at]["q_tokens"] = gen.reading.tokens
+        for i, text in enumerate(x["passages"]):
+            grade = x["grades"][i] if x["grades"] else None
+            rows.append(
+                {
+                    "source": x["source"],
+                    "id": x["id"],
+                    "group": x["group"],
+                    "half": x["half"],
+                    "lang": x["lang"],
+                    "piece": i,
+                    "n": len(x["passages"]),
+                    "relevant": x["relevant"][i],
+                    "grade": grade,
+                    "role": ROLES.get(grade, "") if x["source"].startswith("xquad") else "",
+                    "chars": len(text),
+                    "base": base.mean,
+                    **per[i],
+                }
+            )
+    return rows
+
+
+def judge_command(args: argparse.Namespace) -> None:
+    from localjudge import load_judge
+
+    judge = load_judge(args.model, n_threads=args.threads, cache=args.cache or True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name, lists in samples(args.dev).items():
+        if args.only and name not in args.only:
+            continue
+        target = args.out / f"{name}.json"
+        if target.exists():
+            print(f"{name}: {target} exists, kept")
+            continue
+        started = time.perf_counter()
+        rows = judge_rows(lists, judge)
+        target.write_text(json.dumps(rows), "utf-8")
+        took = time.perf_counter() - started
+        print(f"{name}: {len(lists)} lists, {len(rows)} passages judged in {took:.0f} s")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    j = sub.add_parser("judge", help="judge every source's sample, a rows file per source")
+    j.add_argument("dev", type=Path, help="the folder of convert.py's llmjudge and trulens files")
+    j.add_argument("out", type=Path)
+    j.add_argument("-m", "--model", default=None)
+    j.add_argument("-t", "--threads", type=int, default=None)
+    j.add_argument("--cache", default=None)
+    j.add_argument("--only", nargs="*", help="judge only these sources")
+    r = sub.add_parser("report", help="choose on A, report on B, ship what the rule lets through")
+    r.add_argument("rows", type=Path)
+    r.add_argument("--write", action="store_true")
+    args = parser.parse_args(argv)
+    if args.command == "judge":
+        judge_command(args)
+    else:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from fit_sources_rule import report_command
+
+        report_command(args)
+
+
+if __name__ == "__main__":
+    main()
