@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "COMBINED_READINGS",
     "KINDS",
     "NO_CUTOFFS",
     "READINGS",
@@ -122,10 +123,16 @@ class Provenance:
 
 
 #: the readings a combination may weigh: ``judged``, the decision call's own soft value (a
-#: yes/no decision's log-odds, clipped to +-10; a graded one's expected grade), and
-#: ``question``, how much better the judge predicts the QUESTION after the passage than without
-#: it (mean log-probability per token, the difference)
-READINGS = ("judged", "question")
+#: yes/no decision's log-odds, clipped to +-10; a graded one's expected grade); ``question``,
+#: how much better the judge predicts the QUESTION after the passage than without it (mean
+#: log-probability per token, the difference); ``question_centred``, how much better it
+#: predicts the QUESTION after the passage than after the item's passages on average.
+#: ``question`` moves with the QUESTION's language and form (a passage in the QUESTION's
+#: language reads high whatever it says); ``question_centred`` does not (every passage of an
+#: item is read with the same QUESTION)
+READINGS = ("judged", "question", "question_centred")
+#: the readings ``localjudge calibrate`` combines: those that mean the same in every language
+COMBINED_READINGS = ("judged", "question_centred")
 
 
 @dataclass(frozen=True)

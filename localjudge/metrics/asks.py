@@ -48,6 +48,7 @@ __all__ = [
     "Decision",
     "decide",
     "decide_all",
+    "list_centre",
     "readings",
     "reason_request",
     "reason_schema",
@@ -135,12 +136,26 @@ def decide_all(
     asks: Sequence[Ask], generations: Sequence[Generation[BaseModel]], cutoffs: Cutoffs = NO_CUTOFFS
 ) -> list[Answer]:
     """The answers to an item's ``asks`` (:func:`decide`), each reading measured against the
-    item's baseline ask, when it has one."""
+    item's baseline ask, when it has one, and against the mean over the item's passages
+    (:func:`list_centre`)."""
     base = next(
         (g.reading for a, g in zip(asks, generations, strict=True) if a.baseline and g.reading),
         None,
     )
-    return [decide(a, g, cutoffs, base) for a, g in zip(asks, generations, strict=True)]
+    centre = list_centre(asks, generations)
+    return [decide(a, g, cutoffs, base, centre) for a, g in zip(asks, generations, strict=True)]
+
+
+def list_centre(asks: Sequence[Ask], generations: Sequence[Generation[BaseModel]]) -> float | None:
+    """The mean, over an item's passages (each ``at`` once, the baseline left out), of how well
+    each predicts the QUESTION; None when no call read it. Every passage of an item is read
+    with the same QUESTION, so a passage's reading minus this mean does not move with what the
+    QUESTION's language and form make likely, nor with the passages' order."""
+    seen: dict[int, float] = {}
+    for a, g in zip(asks, generations, strict=True):
+        if not a.baseline and a.decision is not None and g.reading and g.reading.tokens:
+            seen.setdefault(a.at, g.reading.mean)
+    return sum(seen.values()) / len(seen) if seen else None
 
 
 def decide(
@@ -148,6 +163,7 @@ def decide(
     generation: Generation[BaseModel],
     cutoffs: Cutoffs = NO_CUTOFFS,
     base: Reading | None = None,
+    centre: float | None = None,
 ) -> Answer:
     """The answer to ``ask`` from the judge's ``generation``: its soft value from the soft
     verdict on the decision's key, or from the kind's fitted combination of its readings where
@@ -162,7 +178,7 @@ def decide(
         return Answer(chosen)
     probs = plain_probs(soft_verdict)
     soft = soft_value(decision, probs)
-    found = readings(decision, soft, generation.reading, base)
+    found = readings(decision, soft, generation.reading, base, centre)
     combination = cutoffs.combinations.get(decision.kind)
     combined = combination.probs(found) if combination is not None else None
     if combined is not None:
@@ -176,12 +192,18 @@ LOG_ODDS_CLIP = 10.0
 
 
 def readings(
-    decision: Decision, soft: float, reading: Reading | None, base: Reading | None
+    decision: Decision,
+    soft: float,
+    reading: Reading | None,
+    base: Reading | None,
+    centre: float | None = None,
 ) -> dict[str, float]:
     """A decision's readings (:data:`~localjudge.judge.cutoffs.READINGS`): ``judged``, its
     call's own soft value (a yes/no decision's log-odds, clipped; a graded one's expected
-    grade), and, when the call read the QUESTION and the item has a baseline, ``question``: the
-    mean log-probability of the QUESTION's tokens after the passage minus after no passage."""
+    grade); when the call read the QUESTION and the item has a baseline, ``question``: the
+    mean log-probability of the QUESTION's tokens after the passage minus after no passage;
+    and with the item's ``centre`` (:func:`list_centre`), ``question_centred``: that mean
+    minus the centre."""
     if decision.graded:
         judged = soft
     else:
@@ -190,6 +212,8 @@ def readings(
     found = {"judged": judged}
     if reading is not None and base is not None and reading.tokens and base.tokens:
         found["question"] = reading.mean - base.mean
+    if reading is not None and centre is not None and reading.tokens:
+        found["question_centred"] = reading.mean - centre
     return found
 
 

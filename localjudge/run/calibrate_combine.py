@@ -1,8 +1,9 @@
 """``localjudge calibrate``'s combinations: a kind's readings combined by a model fitted on the
 user's labels, under the same rule as cut-offs.
 
-Where a kind's verdicts carry two readings or more (:data:`~localjudge.judge.cutoffs.READINGS`:
-the call's own soft value and how well the passage predicts the QUESTION), calibrate also
+Where a kind's verdicts carry two readings or more of those that mean the same in every
+language (:data:`~localjudge.judge.cutoffs.COMBINED_READINGS`: the call's own soft value and
+how well the passage predicts the QUESTION against the item's other passages), calibrate also
 fits their combination (logistic, or proportional odds for grades;
 :mod:`localjudge.stats.combination_fit`) over every reading all of the kind's decisions have,
 one candidate, so nothing is chosen by the figures that judge it. The check is the cut-offs'
@@ -19,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from localjudge.judge.cutoffs import READINGS, Cutoffs, Provenance
+from localjudge.judge.cutoffs import COMBINED_READINGS, Cutoffs, Provenance
 from localjudge.stats.combination_fit import Reads, combined_soft, cross_fit, fit_combination
 from localjudge.stats.cutoffs_fit import (
     HeldOutCheck,
@@ -59,7 +60,7 @@ def combine(
     (already combined where a combination is in use)."""
     if not pairs or any(reads is None for _, reads in pairs):
         return None
-    names = tuple(n for n in READINGS if all(n in (reads or {}) for _, reads in pairs))
+    names = tuple(n for n in COMBINED_READINGS if all(n in (reads or {}) for _, reads in pairs))
     if len(names) < 2:
         return None
     obs = [o for o, _ in pairs]

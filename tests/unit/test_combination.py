@@ -105,7 +105,12 @@ def test_the_question_reading_is_measured_against_the_items_baseline() -> None:
     base = Generation(GRADE.schema()(grade=0), '{"grade":0}', STATS, reading=Reading(-12.0, 4))
     gens = [base, _yes_no(0.9, Reading(-4.0, 4))]
     _, answer = decide_all(_asks(), gens)
-    assert answer.readings == {"judged": pytest.approx(math.log(9)), "question": 2.0}
+    # one passage: it is its own item's mean, so the centred reading is 0
+    assert answer.readings == {
+        "judged": pytest.approx(math.log(9)),
+        "question": 2.0,
+        "question_centred": 0.0,
+    }
     assert answer.value == "yes"
     assert answer.soft == pytest.approx(0.9)
     # the combination decides where the cut-offs hold one: the reading outweighs P(yes)
@@ -114,6 +119,29 @@ def test_the_question_reading_is_measured_against_the_items_baseline() -> None:
     assert answer.soft == pytest.approx(1 / (1 + math.exp(6.0)))
     assert answer.value == "no"
     assert answer.probs == {"yes": answer.soft, "no": pytest.approx(1 - answer.soft)}
+
+
+def _list_asks(n: int) -> list[Ask]:
+    asks = [baseline_ask("what is x?")]
+    for i in range(n):
+        opening = passage_opening("what is x?", f"passage {i}.")
+        asks.append(passage_ask(opening, "Q?", RELEVANT, at=i))
+    return asks
+
+
+def _centred(means: list[float], base: float) -> list[float]:
+    base_gen = Generation(GRADE.schema()(grade=0), '{"grade":0}', STATS, reading=Reading(base, 1))
+    gens = [base_gen, *(_yes_no(0.5, Reading(m * 3, 3)) for m in means)]
+    return [a.readings["question_centred"] for a in decide_all(_list_asks(len(means)), gens)[1:]]
+
+
+def test_the_centred_reading_holds_whatever_the_question_makes_likely() -> None:
+    # a passage against its item's mean: what moves every passage alike (the QUESTION's
+    # language, the baseline) moves nothing, and neither does the passages' order
+    found = _centred([-1.0, -3.0, -5.0], base=-6.0)
+    assert found == pytest.approx([2.0, 0.0, -2.0])
+    assert _centred([1.5, -0.5, -2.5], base=-9.0) == pytest.approx(found)
+    assert _centred([-5.0, -1.0, -3.0], base=-6.0) == pytest.approx([-2.0, 2.0, 0.0])
 
 
 def test_without_a_baseline_reading_the_call_decides_alone() -> None:
