@@ -38,7 +38,8 @@ from localjudge.judge.cutoffs import Provenance
 @click.option(
     "--force",
     is_flag=True,
-    help="Store every fitted kind, also those whose held-out gain the rule does not confirm.",
+    help="Store every fitted kind, also those whose held-out gain the rule does not confirm "
+    "or that lose an obvious item.",
 )
 @click.option(
     "--reset",
@@ -70,6 +71,11 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     question), their fitted combination is checked and stored under the same rule (never
     forced). Agreement measured later on LABELS itself is in-sample. --reset restores the
     shipped cut-offs.
+
+    Before anything is stored, each kind's fit is tried on the bundled obvious items (an
+    answer passage and one about something else, in ten languages and several kinds of
+    text): a fit that gets one of them wrong that the cut-offs in use now get right is
+    reported and not stored (--force stores it).
 
     Every label is checked before the judge loads; a value is refused (exit 2), never
     coerced. Accepted: recall a number in [0, 1] (only 0 and 1 are fitted on; the shares
@@ -118,6 +124,8 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     for kind in found.kept():
         if kind not in chosen.values:
             click.echo(f"kept: {kind}: the held-out gain is not confirmed; the value in use stays")
+    if chosen:
+        chosen = _obvious(judge, found.now, chosen, force=force)
     if dry_run or not chosen:
         click.echo("nothing stored" + (" (--dry-run)" if dry_run else ""))
         return
@@ -125,6 +133,26 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     kinds = ", ".join(sorted(chosen.values))
     click.echo(f"stored {kinds} for {judge.identity.model} in {user_registry_path()}")
     click.echo(f"note: {IN_SAMPLE}")
+
+
+def _obvious(judge: Any, now: Any, chosen: Any, *, force: bool) -> Any:
+    """``chosen`` less the kinds whose fit loses an obvious item that ``now`` gets right (all
+    of them with ``force``), each kind's check printed."""
+    from localjudge.run.obvious import lost, obvious_check  # noqa: PLC0415
+
+    kinds = set(chosen.kinds)
+    fitted = obvious_check(judge, now.merged(chosen), kinds)
+    before = obvious_check(judge, now, kinds)
+    keep = set()
+    for kind in sorted(kinds):
+        worse = lost(fitted, before, kind)
+        click.echo(f"obvious: {kind}: {fitted.line(kind)}; in use now: {before.line(kind)}")
+        if worse and not force:
+            what = "; ".join(d.describe() for d in worse[:3])
+            click.echo(f"not stored: {kind}: the fit loses {len(worse)} obvious item(s): {what}")
+            continue
+        keep.add(kind)
+    return chosen.only(keep)
 
 
 def _reset(

@@ -119,6 +119,8 @@ class Calibration:
     #: per kind whose verdicts carry two readings or more, their fitted combination and its
     #: rule (:mod:`localjudge.run.calibrate_combine`)
     combined: Mapping[str, CombinedFit] = field(default_factory=dict)
+    #: the cut-offs in use when the fit was made (what the rule compared with)
+    now: Cutoffs = NO_CUTOFFS
 
     def stored(self, *, force: bool = False) -> Cutoffs:
         """The cut-offs to store: the kinds whose rule passes (every fitted kind with
@@ -365,7 +367,7 @@ def fit_cutoffs(
     grouped = groups.describe(items) if items else ""
     combined = {k: c for k, c in current.combinations.items() if k in fitted}
     cutoffs = Cutoffs(fitted, sources, combined)
-    return Calibration(cutoffs, checks, rules, skipped, left_out, grouped, combinations)
+    return Calibration(cutoffs, checks, rules, skipped, left_out, grouped, combinations, current)
 
 
 def _shares(kind: Kind, records: Sequence[Mapping[str, Any]]) -> int:

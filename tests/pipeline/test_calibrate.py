@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -590,3 +591,53 @@ def test_position_fits_each_phrasing_on_the_items_asked_it(registry):
     with pytest.raises(UsageError) as refused:
         check_labels(only_bare[:4], ["position"])
     assert "no item with labels.relevant is asked with an EXPECTED ANSWER" in str(refused.value)
+
+
+class ObviousBlind(Hesitant):
+    """Hesitant on the labelled file; on the bundled obvious items P(yes) 0.6 for the passage
+    that answers and 0.35 for the other: the larger probability gets both right, a cut-off
+    fitted on the labels (at or below 0.3) calls the other relevant too."""
+
+    def generate(self, prompt: Any, schema: Any) -> Generation[Any]:
+        from localjudge.run.obvious import obvious_items  # noqa: PLC0415
+
+        out = super().generate(prompt, schema)
+        passage = prompt_data(list(prompt)).get("PASSAGE")
+        roles = {
+            p: bool(w)
+            for r in obvious_items()
+            for p, w in zip(r["retrieved_contexts"], r["labels"]["relevant"], strict=True)
+        }
+        if passage not in roles or schema.__name__ != "RelevantDecision":
+            return out
+        p = 0.6 if roles[passage] else 0.35
+        flat = (
+            SoftDecision("relevant", {'"yes"': p, '"no"': 1 - p}, '"yes"' if p > 0.5 else '"no"'),
+        )
+        return Generation(out.value, out.raw, out.stats, decisions=flat, reading=out.reading)
+
+
+def test_a_fit_that_loses_an_obvious_item_is_not_stored_unless_forced(tmp_path, registry):
+    data = write_labelled(tmp_path / "labelled.jsonl", labelled())
+    judge = ObviousBlind()
+    obj = {"open_judge": lambda settings: judge}
+    runner = CliRunner()
+    args = ["calibrate", str(data), "--no-cache", "--metric", "position"]
+    done = runner.invoke(main, args, obj=obj)
+    assert done.exit_code == 0, done.output
+    kind = "position.relevant_answer"
+    # the larger probability (in use now) gets the obvious items right, the fit (0.05) calls
+    # the other-subject passages relevant: it says so, names them, and stores nothing
+    found = re.search(
+        rf"obvious: {kind}: (\d+)/52 obvious decisions right .*; in use now: (\d+)/52",
+        done.output,
+    )
+    assert found is not None, done.output
+    assert int(found[1]) <= 30 < 50 <= int(found[2])
+    assert f"not stored: {kind}: the fit loses" in done.output
+    assert "fact-en-everest #1: relevant where a person says not relevant" in done.output
+    assert kind not in user_cutoffs(judge.identity.sha256).values
+    forced = runner.invoke(main, [*args, "--force"], obj=obj)
+    assert forced.exit_code == 0, forced.output
+    assert "not stored" not in forced.output
+    assert kind in user_cutoffs(judge.identity.sha256).values

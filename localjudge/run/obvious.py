@@ -1,0 +1,177 @@
+"""The obvious items: passages no person doubts, which a fit of cut-offs must keep right.
+
+``obvious.jsonl`` (package data) holds short contrast items written for localjudge: a
+passage that states the answer and one about something else, in the same language and form,
+across ten languages and kinds of text (short facts, config and code, chat, web pages,
+tables and lists). Each kind of decision reads them as a person would:
+
+- ``position.relevant`` (the QUESTION alone) and ``position.relevant_answer`` (the reference
+  as the EXPECTED ANSWER): the answer passage relevant, the other not;
+- ``relevance.grade``: the answer passage graded medium or high, the other low or none;
+  ``relevance.used`` (the response is the answer): the answer passage used, the other not;
+- ``recall.supported``: the reference supported by the answer passage alone, not by the other.
+
+:func:`obvious_check` judges them under given cut-offs; ``localjudge calibrate`` stores a
+fitted kind only when it loses no obvious decision that the cut-offs in use now get right
+(:func:`lost`), unless forced.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from localjudge.judge.cutoffs import Cutoffs
+from localjudge.judge.protocol import Judge
+from localjudge.metrics import MetricSettings
+from localjudge.metrics.position import ContextPosition
+from localjudge.metrics.recall import ContextRecall
+from localjudge.metrics.relevance import ContextRelevance
+from localjudge.run.evaluation import evaluate
+
+__all__ = ["Decided", "ObviousCheck", "lost", "obvious_check", "obvious_items"]
+
+
+@lru_cache(maxsize=1)
+def obvious_items() -> tuple[Mapping[str, Any], ...]:
+    """The bundled obvious items (see the module's docstring)."""
+    text = resources.files("localjudge.run").joinpath("obvious.jsonl").read_text("utf-8")
+    return tuple(json.loads(line) for line in text.splitlines() if line.strip())
+
+
+@dataclass(frozen=True)
+class Decided:
+    """One obvious decision: the kind, where (item id and passage), and whether it was right."""
+
+    kind: str
+    item: str
+    piece: int
+    expected: str
+    got: str
+
+    @property
+    def right(self) -> bool:
+        return self.expected == self.got
+
+    def describe(self) -> str:
+        return f"{self.item} #{self.piece}: {self.got} where a person says {self.expected}"
+
+
+@dataclass(frozen=True)
+class ObviousCheck:
+    """Every obvious decision of the kinds checked."""
+
+    decided: tuple[Decided, ...]
+
+    def of(self, kind: str) -> list[Decided]:
+        return [d for d in self.decided if d.kind == kind]
+
+    def misses(self, kind: str) -> list[Decided]:
+        return [d for d in self.of(kind) if not d.right]
+
+    def line(self, kind: str) -> str:
+        """``right/checked``, and the first misses."""
+        done, missed = self.of(kind), self.misses(kind)
+        text = f"{len(done) - len(missed)}/{len(done)} obvious decisions right"
+        if missed:
+            text += " (missed: " + "; ".join(d.describe() for d in missed[:3])
+            text += f"; and {len(missed) - 3} more)" if len(missed) > 3 else ")"
+        return text
+
+
+def lost(fitted: ObviousCheck, now: ObviousCheck, kind: str) -> list[Decided]:
+    """The obvious decisions of ``kind`` that ``now`` gets right and ``fitted`` does not."""
+    right_now = {(d.item, d.piece) for d in now.of(kind) if d.right}
+    return [d for d in fitted.misses(kind) if (d.item, d.piece) in right_now]
+
+
+def obvious_check(judge: Judge, cutoffs: Cutoffs, kinds: Collection[str]) -> ObviousCheck:
+    """Judge the obvious items for ``kinds`` under ``cutoffs`` (reasons off)."""
+    items = obvious_items()
+    settings = MetricSettings(reasons=False)
+    decided: list[Decided] = []
+    position = ContextPosition.from_settings(settings)
+    for kind, field in (("position.relevant", None), ("position.relevant_answer", "reference")):
+        if kind in kinds:
+            records = [_record(r, field) for r in items]
+            for r, verdicts in zip(
+                items, _verdicts(records, position, judge, cutoffs), strict=True
+            ):
+                decided += _flags(kind, r, [bool(v["relevant"]) for v in verdicts])
+    if {"relevance.grade", "relevance.used"} & set(kinds):
+        records = [_record(r, "response") for r in items]
+        relevance = ContextRelevance.from_settings(settings)
+        for r, verdicts in zip(items, _verdicts(records, relevance, judge, cutoffs), strict=True):
+            if "relevance.grade" in kinds:
+                levels = [v["relevance"] in ("high", "medium") for v in verdicts]
+                decided += _flags("relevance.grade", r, levels)
+            if "relevance.used" in kinds:
+                decided += _flags("relevance.used", r, [bool(v["used"]) for v in verdicts])
+    if "recall.supported" in kinds:
+        decided += _recall(items, judge, cutoffs, settings)
+    return ObviousCheck(tuple(decided))
+
+
+def _record(r: Mapping[str, Any], field: str | None) -> dict[str, Any]:
+    record = {k: r[k] for k in ("id", "user_input", "retrieved_contexts")}
+    if field is not None:
+        record[field] = r[field]
+    return record
+
+
+def _verdicts(
+    records: Sequence[Mapping[str, Any]], metric: Any, judge: Judge, cutoffs: Cutoffs
+) -> Iterable[Sequence[Mapping[str, Any]]]:
+    for res in evaluate(records, [metric], judge, cutoffs=cutoffs):
+        if res.result is None:  # the bundled items are valid: a failure here is a bug
+            raise RuntimeError(f"obvious item {res.id}: {res.error}")
+        yield res.result.verdicts
+
+
+def _flags(kind: str, r: Mapping[str, Any], got: Sequence[bool]) -> list[Decided]:
+    want = r["labels"]["relevant"]
+    return [
+        Decided(kind, str(r["id"]), i, _word(kind, w), _word(kind, g))
+        for i, (w, g) in enumerate(zip(want, got, strict=True))
+    ]
+
+
+def _word(kind: str, value: bool) -> str:
+    words = {
+        "relevance.grade": ("medium or high", "low or none"),
+        "relevance.used": ("used", "not used"),
+        "recall.supported": ("supported", "not supported"),
+    }.get(kind, ("relevant", "not relevant"))
+    return words[0] if value else words[1]
+
+
+def _recall(
+    items: Sequence[Mapping[str, Any]], judge: Judge, cutoffs: Cutoffs, settings: MetricSettings
+) -> list[Decided]:
+    """The reference against each passage alone: supported by the answer, not by the other."""
+    records, where = [], []
+    for r in items:
+        for i, passage in enumerate(r["retrieved_contexts"]):
+            records.append(
+                {
+                    "id": f"{r['id']}#{i}",
+                    "user_input": r["user_input"],
+                    "retrieved_contexts": [passage],
+                    "reference": r["reference"],
+                }
+            )
+            where.append((r, i))
+    out = []
+    metric = ContextRecall.from_settings(settings)
+    for (r, i), res in zip(where, evaluate(records, [metric], judge, cutoffs=cutoffs), strict=True):
+        if res.result is None:
+            raise RuntimeError(f"obvious item {res.id}: {res.error}")
+        want = bool(r["labels"]["relevant"][i])
+        got = bool(res.result.value is not None and res.result.value >= 1.0)
+        kind = "recall.supported"
+        out.append(Decided(kind, str(r["id"]), i, _word(kind, want), _word(kind, got)))
+    return out

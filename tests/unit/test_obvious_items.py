@@ -1,0 +1,33 @@
+"""The bundled obvious items: each a passage that states the answer and one about something
+else, valid input for every metric, across languages and kinds of text."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from localjudge.data.items import make_item
+from localjudge.run.obvious import obvious_items
+
+
+def test_every_item_pairs_an_answer_with_another_subject() -> None:
+    items = obvious_items()
+    assert len({r["id"] for r in items}) == len(items)
+    for n, r in enumerate(items):
+        assert sorted(r["labels"]["relevant"]) == [False, True], r["id"]
+        levels = dict(zip(r["labels"]["relevant"], r["labels"]["levels"], strict=True))
+        assert levels == {True: "high", False: "none"}, r["id"]
+        item = make_item(r, index=n)  # valid for all three metrics
+        assert item.text("reference")
+        assert item.text("response")
+        assert len(item.contexts()) == 2
+
+
+def test_they_cover_languages_and_kinds_of_text() -> None:
+    items = obvious_items()
+    langs = Counter(r["source"]["lang"] for r in items)
+    kinds = Counter(r["source"]["kind"] for r in items)
+    assert len(langs) >= 10
+    assert {"short fact", "config", "code", "chat", "web", "table"} <= set(kinds)
+    # the answer is not always first: a verdict by place would miss half
+    first = Counter(r["labels"]["relevant"][0] for r in items)
+    assert abs(first[True] - first[False]) <= 1
