@@ -14,11 +14,13 @@ A*, the rest the *report half B* (:func:`half_of`). Lists as a user's items hold
 - ``llmjudge``: ``convert.py llmjudge --per-query 4`` (4 lists of 5 per query, 25 queries);
   relevant = TREC grade >= 2, the grade as labelled.
 - ``trulens``: ``convert.py trulens-msmarco`` (one positive, one mined negative per query);
-  A's first 40 queries, B's first 80 (sha256 order). Binary labels only.
+  A's first 30 queries, B's first 60 (sha256 order; 40 and 80 when the rule was committed,
+  cut for time before any row was judged). Binary labels only.
 - ``xquad``: ``xquad-dev/position_relevance.jsonl.gz`` (answer paragraph high, another
-  article's none, same article's without the answer low); per language, A's questions 4 at a
-  time and B's 10 at a time, language k taking the k-th slice of the half's sha256 order, so
-  every list is a different question.
+  article's none, same article's without the answer low); per language, A's questions 3 at a
+  time and B's 6 at a time (4 and 10 when the rule was committed, cut for time before any
+  row was judged), language k taking the k-th slice of the half's sha256 order, so every list
+  is a different question.
 - ``xquadshort``: the same with ``short.jsonl.gz``, 4 and 12 per language.
 
 **Judging** (``judge``): per list, the product's own calls for position with the QUESTION alone
@@ -72,8 +74,8 @@ GRADES = {"none": 0, "low": 1, "medium": 2, "high": 3}
 ROLES = {3: "answer", 1: "same", 0: "other"}
 LANGS = ("en", "es", "de", "el", "ru", "tr", "ar", "vi", "zh", "hi")
 #: lists per language taken from each half of the XQuAD files: (A, B)
-XQUAD_PER_LANG = {"xquad": (4, 10), "xquadshort": (4, 12)}
-TRULENS_GROUPS = (40, 80)
+XQUAD_PER_LANG = {"xquad": (3, 6), "xquadshort": (4, 12)}
+TRULENS_GROUPS = (30, 60)
 
 
 def half_of(groups: Iterable[str]) -> dict[str, str]:
@@ -279,6 +281,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     j.add_argument("--only", nargs="*", help="judge only these sources")
     r = sub.add_parser("report", help="choose on A, report on B, ship what the rule lets through")
     r.add_argument("rows", type=Path)
+    r.add_argument("-m", "--model", default=None, help="the judge the rows are of (--write)")
     r.add_argument("--write", action="store_true")
     args = parser.parse_args(argv)
     if args.command == "judge":

@@ -425,10 +425,10 @@ def report_command(args: argparse.Namespace) -> None:
     for kind, result in results.items():
         print_kind(kind, result)
     if args.write:
-        write(results)
+        write(results, args.model)
 
 
-def write(results: dict[str, Any]) -> None:
+def write(results: dict[str, Any], model: str | None = None) -> None:
     """Store, for the default judge, each kind's fit where the rule ships it, and remove what
     shipped before where it does not (the kind then takes the neutral cut-off)."""
     import sys
@@ -439,7 +439,8 @@ def write(results: dict[str, Any]) -> None:
     from localjudge.canonical import file_sha256
     from localjudge.judge.models.registry import resolve_model
 
-    sha256 = file_sha256(resolve_model(None).path)
+    resolved = resolve_model(model)
+    sha256 = resolved.expected_sha256 or file_sha256(resolved.path)
     data = json.loads(REGISTRY.read_text("utf-8"))
     entry = dict((data.get("cutoffs") or {}).get(sha256) or {})
     values, sources = dict(entry.get("values") or {}), dict(entry.get("sources") or {})

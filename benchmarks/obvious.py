@@ -1,7 +1,7 @@
 """The obvious-cases check: what a judge answers where no person has a doubt, per language and
 per kind of text, through the product's own path (``evaluate``, the judge's shipped cut-offs).
 
-    python benchmarks/obvious.py [-m MODEL] [-t THREADS] [--per-lang 10] [--short-per-lang 12]
+    python benchmarks/obvious.py [-m MODEL] [-t THREADS] [--per-lang 6] [--short-per-lang 12]
         [--relevance-langs en de ru zh] [--recall-per-lang 3] [--json OUT]
 
 Data (report halves only: the lists ``fit_sources.py`` reports on, no fit saw them):
@@ -209,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-m", "--model", default=None)
     parser.add_argument("-t", "--threads", type=int, default=None)
-    parser.add_argument("--per-lang", type=int, default=10)
+    parser.add_argument("--per-lang", type=int, default=6)
     parser.add_argument("--short-per-lang", type=int, default=12)
     parser.add_argument("--relevance-langs", nargs="*", default=["en", "de", "ru", "zh"])
     parser.add_argument("--relevance-per-lang", type=int, default=6)
