@@ -3,7 +3,10 @@
 Owns :mod:`~localjudge.judge.models.registry` (aliases, installed model packages and plain GGUF
 paths, resolved to a checked file; with the package data ``registry.json``),
 :mod:`~localjudge.judge.models.edit` (``localjudge models add``, ``remove`` and ``info``),
-:mod:`~localjudge.judge.models.ggufmeta` (a GGUF file's metadata, without llama.cpp) and
+:mod:`~localjudge.judge.models.stores` (the GGUF files of Ollama, LM Studio and the Hugging Face
+cache, by the names those tools give them),
+:mod:`~localjudge.judge.models.ggufmeta` (a GGUF file's header and metadata, without
+llama.cpp) and
 :mod:`~localjudge.judge.models.cutoffs_store` (a judge's cut-offs in the registries). Nothing here
 loads a model or downloads anything.
 
@@ -15,11 +18,10 @@ Offers: :data:`DEFAULT_ALIAS`, :class:`ResolvedModel`, :func:`resolve_model`, :f
 
 from localjudge.judge.models.cutoffs_store import judge_cutoffs, reset_cutoffs, store_cutoffs
 from localjudge.judge.models.edit import add_model, model_info, remove_model
-from localjudge.judge.models.ggufmeta import human_count
+from localjudge.judge.models.ggufmeta import check_gguf, human_count
 from localjudge.judge.models.registry import (
     DEFAULT_ALIAS,
     ResolvedModel,
-    check_gguf,
     list_models,
     model_sha256,
     resolve_model,

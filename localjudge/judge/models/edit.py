@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from localjudge.errors import ModelError, UsageError
-from localjudge.judge.models.ggufmeta import GGUFMetadata, read_gguf_metadata
+from localjudge.judge.models.ggufmeta import GGUFMetadata, check_gguf, read_gguf_metadata
 from localjudge.judge.models.registry import (
     ALIAS_PATTERN,
     RegisteredJudge,
     builtin_registry,
-    check_gguf,
     model_sha256,
     read_user_registry,
     registry,
