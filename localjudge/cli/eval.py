@@ -67,7 +67,9 @@ def _deprecated_calibrate(ctx: click.Context, param: click.Parameter, value: boo
     "-m",
     "--model",
     default=None,
-    help="GGUF path or registered alias (default: qwen2.5-coder-1.5b).",
+    help="GGUF path, registered alias, or store name: ollama:NAME[:TAG], "
+    "hf:ORG/REPO/FILE.gguf[@REV], lmstudio:PUBLISHER/REPO/FILE.gguf (default: "
+    "qwen2.5-coder-1.5b).",
 )
 @click.option(
     "-o",

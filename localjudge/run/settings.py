@@ -42,7 +42,8 @@ DEFAULT_N_CTX = 8192
 class JudgeSettings:
     """How to load a judge: the model, llama.cpp's options, and the cache around it."""
 
-    #: a GGUF path or registered alias; None is the default judge (qwen2.5-coder-1.5b)
+    #: a GGUF path, registered alias or store name (``ollama:qwen2.5:7b``, ``hf:ORG/REPO/F.gguf``,
+    #: ``lmstudio:P/R/F.gguf``); None is the default judge (qwen2.5-coder-1.5b)
     model: str | None = None
     n_ctx: int = DEFAULT_N_CTX
     #: layers offloaded to a GPU build of llama.cpp: ``auto`` (all where the build can
