@@ -30,6 +30,7 @@ __all__ = [
     "MetricSettings",
     "build_metrics",
     "cache_counts",
+    "neutral_cutoffs_note",
     "open_cache",
     "open_judge",
     "resolve_cutoffs",
@@ -129,6 +130,19 @@ def resolve_cutoffs(judge: Judge, cutoffs: Cutoffs | None = None) -> Cutoffs:
     from localjudge.judge.models import judge_cutoffs  # noqa: PLC0415
 
     return judge_cutoffs(judge.identity)
+
+
+def neutral_cutoffs_note(judge: Judge) -> str:
+    """One line for a judge with no fitted cut-offs or combinations of its own (its decisions
+    take the neutral cut-offs: the larger probability), saying how to fit and check them; ''
+    for a judge that has some."""
+    if resolve_cutoffs(judge):
+        return ""
+    return (
+        f"judge {judge.identity.model} has no fitted cut-offs: its decisions use the neutral "
+        "ones (the larger probability); fit them on your labels with `localjudge calibrate`, "
+        "check them with `localjudge bench`"
+    )
 
 
 def cache_counts(judge: Judge) -> tuple[int, int] | None:

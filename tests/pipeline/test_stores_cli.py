@@ -1,7 +1,7 @@
 """The judges other tools keep, through the CLI: ``models list --found`` lists them with their
 GGUF metadata and names what it skips, ``models add ollama:NAME --alias A`` registers one,
 ``models info`` and ``doctor`` say where a name resolved, a store file that changed after it was
-registered is refused (exit 4, one line).
+registered is refused (exit 4, one line), and a judge with no fitted cut-offs is told so.
 
 The stores are built in tmp_path around small GGUF files written here (no llama.cpp runs; the
 judge of ``eval`` is the scripted one)."""
@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from pipeline_rules import rule_reply
 from store_layouts import hf_file, lmstudio_file, ollama_model
 from test_models_cli import write_gguf
 
@@ -21,6 +22,7 @@ from localjudge import doctor
 from localjudge.canonical import file_sha256
 from localjudge.cli import main
 from localjudge.judge.models.registry import resolve_model
+from localjudge.testing import ScriptedJudge
 
 LIB = ("registry.ollama.ai", "library")
 RECORD = {"user_input": "q?", "retrieved_contexts": ["yes a."], "reference": "yes a."}
@@ -167,3 +169,32 @@ def test_info_and_doctor_say_where_a_name_resolved(stores: dict[str, Path], tmp_
     assert check.detail.startswith(f"ollama:judge: ollama:judge:latest via {manifest} -> ")
     assert check.detail.endswith("matches its store's digest")
 
+
+def test_a_judge_without_fitted_cutoffs_is_told_so_and_recorded(
+    stores: dict[str, Path], tmp_path: Path
+) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps(RECORD) + "\n", "utf-8")
+
+    def factory(settings: Any) -> ScriptedJudge:
+        return ScriptedJudge(rule_reply, model="mine")
+
+    neutral = ok("eval", str(data), "-o", str(tmp_path / "a"), "-q", "--no-cache", factory=factory)
+    notes = [line for line in neutral.stderr.splitlines() if "no fitted cut-offs" in line]
+    assert notes == [
+        "localjudge: note: judge mine has no fitted cut-offs: its decisions use the neutral ones "
+        "(the larger probability); fit them on your labels with `localjudge calibrate`, check "
+        "them with `localjudge bench`"
+    ]
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text("utf-8"))
+    assert summary["run"]["settings"]["neutral_cutoffs"] is True
+
+    # the same judge with cut-offs of its own (the scripted judge's sha256 is 64 zeros)
+    fitted = {"values": {"recall.supported": 0.4}, "source": "a test"}
+    registry = tmp_path / "config" / "models.json"
+    registry.parent.mkdir(parents=True, exist_ok=True)
+    registry.write_text(json.dumps({"judges": [], "cutoffs": {"0" * 64: fitted}}), "utf-8")
+    told = ok("eval", str(data), "-o", str(tmp_path / "b"), "-q", "--no-cache", factory=factory)
+    assert "no fitted cut-offs" not in told.stderr
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text("utf-8"))
+    assert "neutral_cutoffs" not in summary["run"]["settings"]
