@@ -325,3 +325,26 @@ def test_resolve_model_keeps_the_file_and_where_it_was_named(
     assert "fetch ollama:judge:latest again" in resolved.mismatch_hint()
     lmstudio_file(stores["lmstudio"], "p/r/m.gguf", model)
     assert resolve_model("lmstudio:p/r/m.gguf").expected_sha256 is None
+
+
+def test_a_store_folder_closed_to_the_user_is_not_searched(
+    stores: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the Linux service's /usr/share/ollama is often closed to users: a stat there fails
+    ollama_model(stores["ollama"], (*LIB, "judge", "latest"), tiny_gguf(tmp_path / "m.gguf"))
+    closed = stores["ollama"]
+    real_is_dir, real_exists = Path.is_dir, Path.exists
+
+    def refuse(real):
+        def check(self: Path) -> bool:
+            if self == closed or closed in self.parents:
+                raise PermissionError(13, "Permission denied", str(self))
+            return bool(real(self))
+
+        return check
+
+    monkeypatch.setattr(Path, "is_dir", refuse(real_is_dir))
+    monkeypatch.setattr(Path, "exists", refuse(real_exists))
+    assert find_models().roots["ollama"] == []
+    with pytest.raises(ModelError, match=f"ollama:judge is not in {closed}"):
+        resolve_store("ollama:judge")

@@ -217,11 +217,11 @@ def found_models(stores: Found | None = None) -> FoundModels:
         try:
             metadata = read_gguf_metadata(model.path)
         except ModelError as exc:
-            skipped.append(Skipped(model.store, model.name, model.where, exc.message))
+            skipped.append(Skipped(model.spec, model.where, exc.message))
             continue
         if metadata.architecture == "clip":
             why = "a multimodal projector (architecture clip), not a judge"
-            skipped.append(Skipped(model.store, model.name, model.where, why))
+            skipped.append(Skipped(model.spec, model.where, why))
             continue
         judges.append((model, metadata))
     return FoundModels(judges, skipped, found.roots)

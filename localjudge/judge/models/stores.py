@@ -40,10 +40,9 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 @dataclass(frozen=True)
 class StoreModel:
-    """A GGUF file a store names: ``store`` (``ollama``, ``hf``, ``lmstudio``), ``name`` as the
-    store spells it (without the prefix), ``path`` (the file itself, links followed), ``where``
-    (what named it: a manifest, a snapshot link, the file) and ``digest`` (the sha256 the store
-    files it under, when it does: Ollama's blobs, the Hugging Face cache's)."""
+    """A GGUF file a store names: ``store``, ``name`` as the store spells it, ``path`` (links
+    followed), ``where`` (the manifest, snapshot link or file that named it) and ``digest`` (the
+    sha256 the store files it under: Ollama's blobs and the Hugging Face cache's)."""
 
     store: str
     name: str
@@ -61,16 +60,12 @@ class StoreModel:
 
 @dataclass(frozen=True)
 class Skipped:
-    """A store entry that is no judge: its name, what named it and why it is skipped."""
+    """A store entry that is no judge: its name (``ollama:llava:7b``), where it was found (a
+    file, or the store's root) and why it is skipped."""
 
-    store: str
-    name: str
+    spec: str
     where: Path
     reason: str
-
-    @property
-    def spec(self) -> str:
-        return f"{self.store}:{self.name}"
 
 
 @dataclass(frozen=True)
@@ -128,9 +123,8 @@ def store_roots(
 
 
 def _lmstudio_roots(home: Path) -> list[Path]:
-    """LM Studio's models folder: ``downloadsFolder`` of its settings, then ``models`` in its
-    home (``~/.lmstudio``, or where ``~/.lmstudio-home-pointer`` says), then the older
-    ``~/.cache/lm-studio/models``."""
+    """LM Studio's ``downloadsFolder`` setting, ``models`` in its home (``~/.lmstudio`` or where
+    ``~/.lmstudio-home-pointer`` says), then the older ``~/.cache/lm-studio/models``."""
     pointed = _read(home / ".lmstudio-home-pointer").strip()
     lm_home = Path(pointed).expanduser() if pointed else home / ".lmstudio"
     try:
@@ -193,9 +187,7 @@ def _ollama_parts(name: str) -> tuple[str, str, str, str]:
     elif len(parts) == 2:
         parts = [_OLLAMA_HOST, *parts]
     if len(parts) != 3 or not all(_plain_part(p) for p in [*parts, tag]):
-        raise _Skip(
-            "is not an Ollama name", "spell it as Ollama does: qwen2.5:7b, user/model, hf.co/O/R:T"
-        )
+        raise _Skip("is not an Ollama name", "spell it as Ollama does: qwen2.5:7b, user/model")
     return parts[0], parts[1], parts[2], tag
 
 
@@ -220,8 +212,7 @@ def _ollama(root: Path, name: str) -> StoreModel:
 
 
 def _case_insensitive(base: Path, parts: tuple[str, ...]) -> Path | None:
-    """``base/parts...`` when it is a file, matching each part regardless of case (Ollama's
-    names are case-insensitive)."""
+    """``base/parts...`` if a file, each part matched regardless of case (as Ollama does)."""
     path = base
     for part in parts:
         name = part
@@ -309,9 +300,7 @@ def _hf_parts(name: str) -> tuple[str, str, str, str | None]:
     elif len(parts) >= 3 and "@" in parts[1]:
         parts[1], rev = parts[1].split("@", 1)
     if len(parts) < 3 or not all(_plain_part(p) for p in parts) or rev == "":
-        raise _Skip(
-            "is not a Hugging Face file name", "spell it hf:ORG/REPO/FILE.gguf, with @REV if needed"
-        )
+        raise _Skip("is not a Hugging Face file name", "spell it hf:ORG/REPO/FILE.gguf[@REV]")
     return parts[0], parts[1], "/".join(parts[2:]), rev
 
 
@@ -392,7 +381,7 @@ def find_models(env: Mapping[str, str] | None = None, stores: tuple[str, ...] = 
     its reason. Reads manifests, links and four bytes of each file; hashes nothing."""
     found = Found()
     for store in stores:
-        roots = [r for r in dict.fromkeys(store_roots(store, env)) if r.is_dir()]
+        roots = [r for r in dict.fromkeys(store_roots(store, env)) if _is_dir(r)]
         found.roots[store] = roots
         for root in roots:
             for name, entry in _entries(store, root):
@@ -400,17 +389,25 @@ def find_models(env: Mapping[str, str] | None = None, stores: tuple[str, ...] = 
                 if isinstance(got, StoreModel):
                     found.models.append(got)
                 elif got is not None:
-                    found.skipped.append(Skipped(store, name, root, got.reason))
+                    found.skipped.append(Skipped(f"{store}:{name}", root, got.reason))
     return found
 
 
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # a folder on the way is closed to this user
+        return False
+
+
 def _attempt(walk: Callable[[], StoreModel]) -> StoreModel | _Skip | None:
-    """What ``walk`` finds: the model, why it is skipped, or None when it names nothing."""
+    """What ``walk`` finds: the model, why it is skipped, or None when it names nothing (or a
+    folder on the way cannot be read: the Linux service's store is often closed to users)."""
     try:
         return walk()
     except _Skip as skip:
         return skip
-    except (FileNotFoundError, NotADirectoryError):
+    except OSError:
         return None
 
 
@@ -438,10 +435,11 @@ def _entries(store: str, root: Path) -> _Entries:
 
 def _hf_entries(root: Path, repo_dir: Path) -> _Entries:
     org, repo = repo_dir.name.split("--", 2)[1:]
-    main = _read(repo_dir / "refs" / "main").strip()
     snapshots = _snapshots(repo_dir)
+    only = snapshots[0].name if len(snapshots) == 1 else ""
+    main = _read(repo_dir / "refs" / "main").strip() or only  # what a name without @REV gets
     for snapshot in snapshots:
-        pinned = "" if snapshot.name == main or len(snapshots) == 1 else f"@{snapshot.name}"
+        pinned = "" if snapshot.name == main else f"@{snapshot.name}"
         for link in sorted(snapshot.rglob("*.gguf")):
             name = f"{org}/{repo}/{link.relative_to(snapshot).as_posix()}{pinned}"
             yield name, partial(_hf, root, name)
