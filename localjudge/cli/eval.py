@@ -221,7 +221,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
     ray = p.pop("ray")
     with output_lock(out_dir):  # before the judge loads: a second run is refused at once
         settings = judge_settings(p.pop("model"), **p)
-        judge = _open(settings, ray, factory)
+        judge = _open(settings, ray, factory, quiet=quiet)
         metrics = build_metrics(names, MetricSettings(scale=scale, reasons=reasons))
         total = found.n_records if found and progress else None
         junit = None
@@ -285,13 +285,13 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
     sys.exit(EXIT_THRESHOLD if outcome.failed_thresholds else EXIT_OK)
 
 
-def _open(settings: Any, ray: Any, factory: Callable[[Any], Any] | None) -> Any:
+def _open(settings: Any, ray: Any, factory: Callable[[Any], Any] | None, *, quiet: bool) -> Any:
     """The run's judge (a Ray pool, a test's factory, or loaded here), and one line on stderr
-    when it has no fitted cut-offs or combinations of its own."""
+    (not with -q) when it has no fitted cut-offs or combinations of its own."""
     from localjudge.run.settings import neutral_cutoffs_note, open_judge  # noqa: PLC0415
 
     judge = ray.open(settings) if ray is not None else (factory or open_judge)(settings)
-    if note := neutral_cutoffs_note(judge):
+    if not quiet and (note := neutral_cutoffs_note(judge, settings.name)):
         click.echo(f"localjudge: note: {note}", err=True)
     return judge
 

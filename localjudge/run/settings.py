@@ -132,16 +132,16 @@ def resolve_cutoffs(judge: Judge, cutoffs: Cutoffs | None = None) -> Cutoffs:
     return judge_cutoffs(judge.identity)
 
 
-def neutral_cutoffs_note(judge: Judge) -> str:
-    """One line for a judge with no fitted cut-offs or combinations of its own (its decisions
-    take the neutral cut-offs: the larger probability), saying how to fit and check them; ''
-    for a judge that has some."""
+def neutral_cutoffs_note(judge: Judge, name: str | None = None) -> str:
+    """One line for a judge (called ``name``, else by its identity) with no fitted cut-offs or
+    combinations of its own (its decisions take the neutral cut-offs: the larger probability),
+    saying how to fit and check them; '' for a judge that has some."""
     if resolve_cutoffs(judge):
         return ""
     return (
-        f"judge {judge.identity.model} has no fitted cut-offs: its decisions use the neutral "
-        "ones (the larger probability); fit them on your labels with `localjudge calibrate`, "
-        "check them with `localjudge bench`"
+        f"judge {name or judge.identity.model} has no fitted cut-offs: its decisions use the "
+        "neutral ones (the larger probability); fit them on your labels with `localjudge "
+        "calibrate`, check them with `localjudge bench`"
     )
 
 

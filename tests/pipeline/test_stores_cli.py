@@ -164,7 +164,7 @@ def test_info_and_doctor_say_where_a_name_resolved(stores: dict[str, Path], tmp_
     assert "alias: (not registered)" in lines
 
     manifest = ollama_model(stores["ollama"], (*LIB, "judge", "latest"), model)
-    [check] = [c for c in doctor.run_checks("ollama:judge", probe=False) if c.name == "judge"]
+    check = doctor._judge_file("ollama:judge")  # the doctor's judge line (no llama.cpp here)
     assert check.status == "ok", check
     assert check.detail.startswith(f"ollama:judge: ollama:judge:latest via {manifest} -> ")
     assert check.detail.endswith("matches its store's digest")
@@ -179,7 +179,9 @@ def test_a_judge_without_fitted_cutoffs_is_told_so_and_recorded(
     def factory(settings: Any) -> ScriptedJudge:
         return ScriptedJudge(rule_reply, model="mine")
 
-    neutral = ok("eval", str(data), "-o", str(tmp_path / "a"), "-q", "--no-cache", factory=factory)
+    neutral = ok(
+        "eval", str(data), "-m", "mine", "-o", str(tmp_path / "a"), "--no-cache", factory=factory
+    )
     notes = [line for line in neutral.stderr.splitlines() if "no fitted cut-offs" in line]
     assert notes == [
         "localjudge: note: judge mine has no fitted cut-offs: its decisions use the neutral ones "
@@ -188,13 +190,27 @@ def test_a_judge_without_fitted_cutoffs_is_told_so_and_recorded(
     ]
     summary = json.loads((tmp_path / "a" / "summary.json").read_text("utf-8"))
     assert summary["run"]["settings"]["neutral_cutoffs"] is True
+    quiet = ok(
+        "eval",
+        str(data),
+        "-m",
+        "mine",
+        "-o",
+        str(tmp_path / "q"),
+        "-q",
+        "--no-cache",
+        factory=factory,
+    )
+    assert "no fitted cut-offs" not in quiet.stderr  # -q: recorded, not printed
 
     # the same judge with cut-offs of its own (the scripted judge's sha256 is 64 zeros)
     fitted = {"values": {"recall.supported": 0.4}, "source": "a test"}
     registry = tmp_path / "config" / "models.json"
     registry.parent.mkdir(parents=True, exist_ok=True)
     registry.write_text(json.dumps({"judges": [], "cutoffs": {"0" * 64: fitted}}), "utf-8")
-    told = ok("eval", str(data), "-o", str(tmp_path / "b"), "-q", "--no-cache", factory=factory)
+    told = ok(
+        "eval", str(data), "-m", "mine", "-o", str(tmp_path / "b"), "--no-cache", factory=factory
+    )
     assert "no fitted cut-offs" not in told.stderr
     summary = json.loads((tmp_path / "b" / "summary.json").read_text("utf-8"))
     assert "neutral_cutoffs" not in summary["run"]["settings"]
