@@ -51,6 +51,7 @@ def _list_found(as_json: bool) -> None:
     """``models list --found``: one line per judge (name, store, architecture, parameters,
     quantisation, size, trained context, chat template), then what was skipped and why."""
     from localjudge.judge.models import found_models, human_count  # noqa: PLC0415
+    from localjudge.judge.models.stores import store_roots  # noqa: PLC0415
 
     found = found_models()
     rows = [
@@ -81,7 +82,8 @@ def _list_found(as_json: bool) -> None:
     for row in skipped:
         click.echo(f"skipped {row['name']}: {row['reason']}")
     for store, roots in found.roots.items():
-        click.echo(f"{store}: {', '.join(str(r) for r in roots) or 'no folder found'}")
+        looked = ", ".join(str(r) for r in store_roots(store))
+        click.echo(f"{store}: {', '.join(str(r) for r in roots) or f'none of {looked}'}")
     if not rows:
         click.echo("no GGUF judge found; `localjudge models add PATH --alias NAME` takes any file")
 
