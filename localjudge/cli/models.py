@@ -50,8 +50,7 @@ def list_command(found: bool = False, as_json: bool = False) -> None:
 def _list_found(as_json: bool) -> None:
     """``models list --found``: one line per judge (name, store, architecture, parameters,
     quantisation, size, trained context, chat template), then what was skipped and why."""
-    from localjudge.judge.models import found_models, human_count  # noqa: PLC0415
-    from localjudge.judge.models.stores import store_roots  # noqa: PLC0415
+    from localjudge.judge.models import found_models, human_count, store_roots  # noqa: PLC0415
 
     found = found_models()
     rows = [

@@ -12,8 +12,9 @@ loads a model or downloads anything.
 
 Offers: :data:`DEFAULT_ALIAS`, :class:`ResolvedModel`, :func:`resolve_model`, :func:`check_gguf`,
 :func:`model_sha256`, :func:`list_models`, :func:`user_registry_path`; :func:`add_model`,
-:func:`remove_model`, :func:`model_info`, :func:`found_models`, :func:`human_count`; and
-:func:`judge_cutoffs`, :func:`store_cutoffs`, :func:`reset_cutoffs`.
+:func:`remove_model`, :func:`model_info`, :func:`found_models`, :func:`human_count`;
+:func:`is_store_spec`, :func:`store_roots`; and :func:`judge_cutoffs`, :func:`store_cutoffs`,
+:func:`reset_cutoffs`.
 """
 
 from localjudge.judge.models.cutoffs_store import judge_cutoffs, reset_cutoffs, store_cutoffs
@@ -27,6 +28,7 @@ from localjudge.judge.models.registry import (
     resolve_model,
     user_registry_path,
 )
+from localjudge.judge.models.stores import is_store_spec, store_roots
 
 __all__ = [
     "DEFAULT_ALIAS",
@@ -35,6 +37,7 @@ __all__ = [
     "check_gguf",
     "found_models",
     "human_count",
+    "is_store_spec",
     "judge_cutoffs",
     "list_models",
     "model_info",
@@ -43,5 +46,6 @@ __all__ = [
     "reset_cutoffs",
     "resolve_model",
     "store_cutoffs",
+    "store_roots",
     "user_registry_path",
 ]
