@@ -117,17 +117,27 @@ def _judge_file(model: str | None) -> Check:
         return Check("judge", "fail", f"{name}: {exc.message}", exc.hint)
     size = resolved.path.stat().st_size
     sha = file_sha256(resolved.path)  # read now, not from the loader's memo
-    detail = f"{name}: {resolved.path} ({size / 1e6:.1f} MB), sha256 {sha[:12]}"
+    origin = resolved.origin
+    # where a store name resolved: its manifest, snapshot link or file, then the file itself
+    via = ""
+    if origin is not None:
+        via = f"{origin.spec + ' ' if origin.spec != name else ''}via {origin.where} -> "
+    detail = f"{name}: {via}{resolved.path} ({size / 1e6:.1f} MB), sha256 {sha[:12]}"
+    registered = resolved.alias is not None or origin is None
+    against = "the registry" if registered else "its store's digest"
     if resolved.expected_sha256 is None:
         return Check("judge", "ok", detail + " (no registered sha256 to compare)")
     if sha != resolved.expected_sha256:
         return Check(
             "judge",
             "fail",
-            f"{detail} != registered {resolved.expected_sha256[:12]}",
-            "the file is corrupt or was replaced; reinstall its package",
+            f"{detail} != {'registered' if registered else against} "
+            f"{resolved.expected_sha256[:12]}",
+            resolved.mismatch_hint()
+            if origin is not None
+            else "the file is corrupt or was replaced; reinstall its package",
         )
-    return Check("judge", "ok", detail + " matches the registry")
+    return Check("judge", "ok", f"{detail} matches {against}")
 
 
 def _cache() -> Check:

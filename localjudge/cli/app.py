@@ -73,7 +73,9 @@ def report_command(out_dir: Path, output: Path | None, data: Path | None) -> Non
     "-m",
     "--model",
     default=None,
-    help="GGUF path or registered alias (default: qwen2.5-coder-1.5b).",
+    help="GGUF path, registered alias, or store name: ollama:NAME[:TAG], "
+    "hf:ORG/REPO/FILE.gguf[@REV], lmstudio:PUBLISHER/REPO/FILE.gguf (default: "
+    "qwen2.5-coder-1.5b).",
 )
 @click.option("--no-call", is_flag=True, help="Skip the real judge call (the slowest check).")
 def doctor_command(model: str | None, no_call: bool) -> None:

@@ -37,7 +37,8 @@ from localjudge.errors import (
     "--model",
     "models",
     multiple=True,
-    help="Judge to compare: GGUF path or alias (repeat; default: the default judge).",
+    help="Judge to compare: GGUF path, alias or store name such as ollama:qwen2.5:7b (repeat; "
+    "default: the default judge).",
 )
 @click.option(
     "--all-judges",

@@ -24,7 +24,11 @@ from localjudge.judge.cutoffs import Provenance
     "labels", type=click.Path(path_type=Path, exists=True, dir_okay=False), required=False
 )
 @click.option(
-    "-m", "--model", default=None, help="Judge: GGUF path or alias (default: the default judge)."
+    "-m",
+    "--model",
+    default=None,
+    help="Judge: GGUF path, alias or store name such as ollama:qwen2.5:7b (default: the "
+    "default judge).",
 )
 @click.option(
     "--metric",

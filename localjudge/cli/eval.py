@@ -67,7 +67,9 @@ def _deprecated_calibrate(ctx: click.Context, param: click.Parameter, value: boo
     "-m",
     "--model",
     default=None,
-    help="GGUF path or registered alias (default: qwen2.5-coder-1.5b).",
+    help="GGUF path, registered alias, or store name: ollama:NAME[:TAG], "
+    "hf:ORG/REPO/FILE.gguf[@REV], lmstudio:PUBLISHER/REPO/FILE.gguf (default: "
+    "qwen2.5-coder-1.5b).",
 )
 @click.option(
     "-o",
@@ -186,7 +188,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
     from localjudge.metrics import MetricSettings  # noqa: PLC0415
     from localjudge.run.file_run import eval_file, survey  # noqa: PLC0415
     from localjudge.run.rundir import output_lock  # noqa: PLC0415
-    from localjudge.run.settings import build_metrics, open_judge  # noqa: PLC0415
+    from localjudge.run.settings import build_metrics  # noqa: PLC0415
     from localjudge.run.summary import summary_table  # noqa: PLC0415
 
     p = dict(params)
@@ -219,7 +221,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
     ray = p.pop("ray")
     with output_lock(out_dir):  # before the judge loads: a second run is refused at once
         settings = judge_settings(p.pop("model"), **p)
-        judge = ray.open(settings) if ray is not None else (factory or open_judge)(settings)
+        judge = _open(settings, ray, factory, quiet=quiet)
         metrics = build_metrics(names, MetricSettings(scale=scale, reasons=reasons))
         total = found.n_records if found and progress else None
         junit = None
@@ -281,6 +283,17 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
             click.echo(f"junit: {junit.path}")
     _warn(outcome)
     sys.exit(EXIT_THRESHOLD if outcome.failed_thresholds else EXIT_OK)
+
+
+def _open(settings: Any, ray: Any, factory: Callable[[Any], Any] | None, *, quiet: bool) -> Any:
+    """The run's judge (a Ray pool, a test's factory, or loaded here), and one line on stderr
+    (not with -q) when it has no fitted cut-offs or combinations of its own."""
+    from localjudge.run.settings import neutral_cutoffs_note, open_judge  # noqa: PLC0415
+
+    judge = ray.open(settings) if ray is not None else (factory or open_judge)(settings)
+    if not quiet and (note := neutral_cutoffs_note(judge, settings.name)):
+        click.echo(f"localjudge: note: {note}", err=True)
+    return judge
 
 
 def _warn(outcome: Any) -> None:

@@ -7,7 +7,6 @@ registers the group). ``localjudge models`` with no subcommand lists, as ``model
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import click
@@ -22,8 +21,18 @@ def models_group(ctx: click.Context) -> None:
 
 
 @models_group.command("list")
-def list_command() -> None:
-    """List the judges localjudge can use and whether each is present."""
+@click.option(
+    "--found",
+    is_flag=True,
+    help="List the GGUF judges in Ollama's, LM Studio's and the Hugging Face cache's folders.",
+)
+@click.option("--json", "as_json", is_flag=True, help="With --found: print one JSON object.")
+def list_command(found: bool = False, as_json: bool = False) -> None:
+    """List the judges localjudge can use and whether each is present (--found: the GGUF judges
+    other tools keep, usable as -m ollama:NAME, hf:ORG/REPO/FILE.gguf, lmstudio:P/R/FILE.gguf)."""
+    if found or as_json:
+        _list_found(as_json)
+        return
     from localjudge.judge.models import DEFAULT_ALIAS, list_models, user_registry_path  # noqa: PLC0415
 
     for status in list_models():
@@ -38,15 +47,56 @@ def list_command() -> None:
     click.echo(f"user registry: {user_registry_path()}")
 
 
+def _list_found(as_json: bool) -> None:
+    """``models list --found``: one line per judge (name, store, architecture, parameters,
+    quantisation, size, trained context, chat template), then what was skipped and why."""
+    from localjudge.judge.models import found_models, human_count, store_roots  # noqa: PLC0415
+
+    found = found_models()
+    rows = [
+        {
+            **meta.as_dict(),
+            "gguf_name": meta.name,  # general.name; "name" is what -m takes
+            "name": model.spec,
+            "store": model.store,
+            "path": str(model.path),
+            "size_bytes": model.path.stat().st_size,
+        }
+        for model, meta in found.judges
+    ]
+    skipped = [{"name": s.spec, "where": str(s.where), "reason": s.reason} for s in found.skipped]
+    if as_json:
+        searched = {k: [str(r) for r in v] for k, v in found.roots.items()}
+        payload = {"judges": rows, "skipped": skipped, "roots": searched}
+        click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        return
+    for row in rows:
+        params = row["size_label"] or human_count(row["parameters"])
+        click.echo(
+            f"{row['name']}\t{row['architecture'] or '?'}, {params} parameters, "
+            f"{row['quantization'] or '?'}, {row['size_bytes'] / 1e9:.2f} GB, "
+            f"ctx {row['context_length'] or '?'}, "
+            f"chat template {'yes' if row['chat_template'] else 'no'}"
+        )
+    for row in skipped:
+        click.echo(f"skipped {row['name']}: {row['reason']}")
+    for store, roots in found.roots.items():
+        looked = ", ".join(str(r) for r in store_roots(store))
+        click.echo(f"{store}: {', '.join(str(r) for r in roots) or f'none of {looked}'}")
+    if not rows:
+        click.echo("no GGUF judge found; `localjudge models add PATH --alias NAME` takes any file")
+
+
 @models_group.command("add")
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("path")
 @click.option("--alias", required=True, help="The name to give it (-m NAME).")
 @click.option("--force", is_flag=True, help="Replace an alias that is already registered.")
 @click.option(
     "--description", default=None, help="Shown by `models` (default: from the GGUF metadata)."
 )
-def add_command(path: Path, alias: str, force: bool, description: str | None) -> None:
-    """Register the GGUF file PATH as NAME in the user registry, with its sha256.
+def add_command(path: str, alias: str, force: bool, description: str | None) -> None:
+    """Register the GGUF file PATH as NAME in the user registry, with its sha256. PATH may be
+    a store name: ollama:qwen2.5:7b, hf:ORG/REPO/FILE.gguf[@REV], lmstudio:P/R/FILE.gguf.
 
     Nothing is copied: the alias points at the file, which must not change afterwards (a file
     whose sha256 no longer matches is refused at load)."""
@@ -77,7 +127,8 @@ def rm_command(name: str) -> None:
 @click.argument("model")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def info_command(model: str, as_json: bool) -> None:
-    """Show a judge's file and GGUF metadata: MODEL is a registered alias or a GGUF path."""
+    """Show a judge's file and GGUF metadata: MODEL is a registered alias, a GGUF path or a
+    store name (ollama:NAME, hf:ORG/REPO/FILE.gguf, lmstudio:P/R/FILE.gguf)."""
     from localjudge.judge.models import model_info  # noqa: PLC0415
 
     info = model_info(model).as_dict()
@@ -102,6 +153,7 @@ def info_lines(info: dict[str, Any]) -> list[str]:
     size_label = info["size_label"] or human_count(info["parameters"])
     values = {
         "alias": alias,
+        **({"store": f"{info['store']} ({info['store_entry']})"} if info.get("store") else {}),
         "path": info["path"],
         "file size": f"{info['size_bytes'] / 1e6:.1f} MB ({info['size_bytes']} bytes)",
         "sha256": sha,
@@ -112,6 +164,7 @@ def info_lines(info: dict[str, Any]) -> list[str]:
         "chat template": "yes" if info["chat_template"] else "no",
         "quantization": info["quantization"] or "unknown",
         "parameters": f"{info['parameters']} ({size_label})",
+        **({"skipped": "; ".join(info["store_notes"])} if info.get("store_notes") else {}),
     }
     return [f"{key}: {value}" for key, value in values.items()]
 

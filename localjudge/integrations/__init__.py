@@ -54,8 +54,9 @@ class BudgetedJudge:
     one at a time (a loaded model decodes one call at a time; the lock holds across threads and
     event loops), and :meth:`agenerate` runs a call off the event loop.
 
-    ``judge`` is a loaded judge, or an alias, a GGUF path or None (the default judge) to load
-    with ``cache`` (default on) and the ``load`` options of :func:`~localjudge.load_judge`.
+    ``judge`` is a loaded judge, or an alias, a GGUF path, a store name (``ollama:qwen2.5:7b``)
+    or None (the default judge) to load with ``cache`` (default on) and the ``load`` options of
+    :func:`~localjudge.load_judge`.
     ``max_tokens`` is each call's output budget (None: the rest of the window); ``max_items`` /
     ``max_chars`` / ``min_items`` / ``min_chars`` bound the open lists and strings; ``choices``
     narrows named properties (see :func:`~localjudge.judge.schemas.budgeted`)."""

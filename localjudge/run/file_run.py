@@ -279,6 +279,8 @@ def _prepare(
         "metrics": settings_by_metric,
         **run_options,
         **({"only_sha256": _selection_sha256(only)} if only is not None else {}),
+        # a judge without fitted cut-offs or combinations: its verdicts are the neutral ones
+        **({} if used else {"neutral_cutoffs": True}),
         **(
             {
                 "labels": str(labels),

@@ -30,6 +30,7 @@ __all__ = [
     "MetricSettings",
     "build_metrics",
     "cache_counts",
+    "neutral_cutoffs_note",
     "open_cache",
     "open_judge",
     "resolve_cutoffs",
@@ -42,7 +43,8 @@ DEFAULT_N_CTX = 8192
 class JudgeSettings:
     """How to load a judge: the model, llama.cpp's options, and the cache around it."""
 
-    #: a GGUF path or registered alias; None is the default judge (qwen2.5-coder-1.5b)
+    #: a GGUF path, registered alias or store name (``ollama:qwen2.5:7b``, ``hf:ORG/REPO/F.gguf``,
+    #: ``lmstudio:P/R/F.gguf``); None is the default judge (qwen2.5-coder-1.5b)
     model: str | None = None
     n_ctx: int = DEFAULT_N_CTX
     #: layers offloaded to a GPU build of llama.cpp: ``auto`` (all where the build can
@@ -128,6 +130,19 @@ def resolve_cutoffs(judge: Judge, cutoffs: Cutoffs | None = None) -> Cutoffs:
     from localjudge.judge.models import judge_cutoffs  # noqa: PLC0415
 
     return judge_cutoffs(judge.identity)
+
+
+def neutral_cutoffs_note(judge: Judge, name: str | None = None) -> str:
+    """One line for a judge (called ``name``, else by its identity) with no fitted cut-offs or
+    combinations of its own (its decisions take the neutral cut-offs: the larger probability),
+    saying how to fit and check them; '' for a judge that has some."""
+    if resolve_cutoffs(judge):
+        return ""
+    return (
+        f"judge {name or judge.identity.model} has no fitted cut-offs: its decisions use the "
+        "neutral ones (the larger probability); fit them on your labels with `localjudge "
+        "calibrate`, check them with `localjudge bench`"
+    )
 
 
 def cache_counts(judge: Judge) -> tuple[int, int] | None:

@@ -356,6 +356,8 @@ def test_summary(tmp_path, data):
         "map": {},
         # the data format as given (None: from the extension), so a report re-reads alike
         "format": None,
+        # the scripted judge has no fitted cut-offs or combinations: the neutral ones decided
+        "neutral_cutoffs": True,
     }
     assert run_info["versions"] == versions()
     assert run_info["judge_calls"] == TOTAL_CALLS

@@ -63,7 +63,8 @@ from localjudge.judge.llama.options import (
 )
 from localjudge.judge.llama.prompting import Prepared, chat_formatter, render_prompt
 from localjudge.judge.llama.tokens import lltokenizer
-from localjudge.judge.models.registry import ResolvedModel, check_gguf, model_sha256, resolve_model
+from localjudge.judge.models.ggufmeta import check_gguf
+from localjudge.judge.models.registry import ResolvedModel, model_sha256, resolve_model
 from localjudge.judge.protocol import (
     Generation,
     GenerationStats,
@@ -119,8 +120,7 @@ class LlamaJudge:
         if model.expected_sha256 and sha != model.expected_sha256:
             raise ModelError(
                 f"model file {model.path} has sha256 {sha}, expected {model.expected_sha256}",
-                hint="the file is corrupt or was replaced: reinstall its package, or register "
-                "the new file with `localjudge models add PATH --alias NAME --force`",
+                hint=model.mismatch_hint(),
             )
         self.sha256 = sha
         llama_cpp, llguidance = import_backends()
@@ -404,7 +404,8 @@ def load_judge(
     cache: bool | str | os.PathLike[str] = True,
     store_prefix: bool | str | os.PathLike[str] | None = None,
 ) -> LlamaJudge | CachingJudge:
-    """Load a judge: ``model`` is a GGUF path, a registered alias, or None for the default judge.
+    """Load a judge: ``model`` is a GGUF path, an alias, a store name (``ollama:qwen2.5:7b``,
+    ``hf:ORG/REPO/FILE.gguf``, ``lmstudio:P/R/FILE.gguf``), or None for the default judge.
 
     ``cache`` (on by default, as in the CLI): the judge answers a call it has made before from the
     SQLite cache (:class:`~localjudge.judge.cache.caching.CachingJudge`; the file in the user cache

@@ -2,36 +2,42 @@
 
 Owns :mod:`~localjudge.judge.models.registry` (aliases, installed model packages and plain GGUF
 paths, resolved to a checked file; with the package data ``registry.json``),
-:mod:`~localjudge.judge.models.edit` (``localjudge models add``, ``remove`` and ``info``),
-:mod:`~localjudge.judge.models.ggufmeta` (a GGUF file's metadata, without llama.cpp) and
+:mod:`~localjudge.judge.models.edit` (``localjudge models add``, ``remove``, ``info``, ``list
+--found``), :mod:`~localjudge.judge.models.stores` (the GGUF files of Ollama, LM Studio and the
+Hugging Face cache, by the names those tools give them),
+:mod:`~localjudge.judge.models.ggufmeta` (a GGUF file's header and metadata, without
+llama.cpp) and
 :mod:`~localjudge.judge.models.cutoffs_store` (a judge's cut-offs in the registries). Nothing here
 loads a model or downloads anything.
 
 Offers: :data:`DEFAULT_ALIAS`, :class:`ResolvedModel`, :func:`resolve_model`, :func:`check_gguf`,
 :func:`model_sha256`, :func:`list_models`, :func:`user_registry_path`; :func:`add_model`,
-:func:`remove_model`, :func:`model_info`, :func:`human_count`; and :func:`judge_cutoffs`,
-:func:`store_cutoffs`, :func:`reset_cutoffs`.
+:func:`remove_model`, :func:`model_info`, :func:`found_models`, :func:`human_count`;
+:func:`is_store_spec`, :func:`store_roots`; and :func:`judge_cutoffs`, :func:`store_cutoffs`,
+:func:`reset_cutoffs`.
 """
 
 from localjudge.judge.models.cutoffs_store import judge_cutoffs, reset_cutoffs, store_cutoffs
-from localjudge.judge.models.edit import add_model, model_info, remove_model
-from localjudge.judge.models.ggufmeta import human_count
+from localjudge.judge.models.edit import add_model, found_models, model_info, remove_model
+from localjudge.judge.models.ggufmeta import check_gguf, human_count
 from localjudge.judge.models.registry import (
     DEFAULT_ALIAS,
     ResolvedModel,
-    check_gguf,
     list_models,
     model_sha256,
     resolve_model,
     user_registry_path,
 )
+from localjudge.judge.models.stores import is_store_spec, store_roots
 
 __all__ = [
     "DEFAULT_ALIAS",
     "ResolvedModel",
     "add_model",
     "check_gguf",
+    "found_models",
     "human_count",
+    "is_store_spec",
     "judge_cutoffs",
     "list_models",
     "model_info",
@@ -40,5 +46,6 @@ __all__ = [
     "reset_cutoffs",
     "resolve_model",
     "store_cutoffs",
+    "store_roots",
     "user_registry_path",
 ]

@@ -1,9 +1,12 @@
-"""Editing and inspecting judges: ``localjudge models add``, ``remove`` and ``info``.
+"""Editing and inspecting judges: ``localjudge models add``, ``remove``, ``info`` and
+``list --found``.
 
-:func:`add_model` registers a GGUF file under an alias in the user's registry (checked first:
-magic, metadata, sha256), :func:`remove_model` takes one out, and :func:`model_info` reads what a
-file says about itself (:mod:`localjudge.judge.models.ggufmeta`). Reading the registries and
-resolving an alias to a file is :mod:`localjudge.judge.models.registry`'s.
+:func:`add_model` registers a GGUF file (a path or a store name such as ``ollama:qwen2.5:7b``)
+under an alias in the user's registry (checked first: magic, metadata, sha256),
+:func:`remove_model` takes one out, :func:`model_info` reads what a file says about itself
+(:mod:`localjudge.judge.models.ggufmeta`) and :func:`found_models` what the other tools' stores
+hold (:mod:`localjudge.judge.models.stores`). Reading the registries and resolving an alias to a
+file is :mod:`localjudge.judge.models.registry`'s.
 """
 
 from __future__ import annotations
@@ -15,12 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from localjudge.errors import ModelError, UsageError
-from localjudge.judge.models.ggufmeta import GGUFMetadata, read_gguf_metadata
+from localjudge.judge.models.ggufmeta import GGUFMetadata, check_gguf, read_gguf_metadata
 from localjudge.judge.models.registry import (
     ALIAS_PATTERN,
     RegisteredJudge,
     builtin_registry,
-    check_gguf,
     model_sha256,
     read_user_registry,
     registry,
@@ -28,11 +30,19 @@ from localjudge.judge.models.registry import (
     user_registry,
     user_registry_path,
 )
+from localjudge.judge.models.stores import (
+    Found,
+    Skipped,
+    StoreModel,
+    find_models,
+    is_store_spec,
+    resolve_store,
+)
 
 # ---------------------------------------------------------------------- the user registry
 
 
-__all__ = ["ModelInfo", "add_model", "model_info", "remove_model"]
+__all__ = ["FoundModels", "ModelInfo", "add_model", "found_models", "model_info", "remove_model"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +59,8 @@ class ModelInfo:
     #: the sha256 the registry expects (None: not registered, or registered without one)
     expected_sha256: str | None
     metadata: GGUFMetadata
+    #: the store entry the name resolved through (None: an alias or a path)
+    origin: StoreModel | None = None
 
     @property
     def sha256_ok(self) -> bool | None:
@@ -65,6 +77,7 @@ class ModelInfo:
             "expected_sha256": self.expected_sha256,
             "sha256_ok": self.sha256_ok,
             **self.metadata.as_dict(),
+            **_origin_dict(self.origin),
         }
 
 
@@ -88,7 +101,15 @@ def model_info(spec: str | os.PathLike[str]) -> ModelInfo:
         sha256=model_sha256(resolved.path),
         expected_sha256=resolved.expected_sha256,
         metadata=metadata,
+        origin=resolved.origin,
     )
+
+
+def _origin_dict(origin: StoreModel | None) -> dict[str, Any]:
+    """Where a store name resolved (a manifest, a snapshot link, a file), for ``as_dict``."""
+    if origin is None:
+        return {"store": None}
+    return {"store": origin.spec, "store_entry": str(origin.where), "store_notes": origin.notes}
 
 
 def add_model(
@@ -100,6 +121,8 @@ def add_model(
 ) -> ModelInfo:
     """Register the GGUF file at ``path`` as ``alias`` in the user registry, with its sha256
     (a file that changes later is refused at load) and a description from its metadata.
+    ``path`` may be a store name (``ollama:qwen2.5:7b``): the entry keeps the name, resolved
+    again at each use, and the sha256 of the file it leads to now.
 
     An alias that exists (built-in or user) is a :class:`UsageError` unless ``force``; a user
     alias named like a built-in one replaces it. A missing, non-GGUF or truncated file is a
@@ -110,7 +133,9 @@ def add_model(
             f"alias {alias!r} is not allowed",
             hint="use letters, digits and . _ + - (at most 64, starting with a letter or digit)",
         )
-    file = Path(path).expanduser().resolve()
+    spec = os.fspath(path)
+    origin = resolve_store(spec) if is_store_spec(spec) else None
+    file = origin.path if origin is not None else Path(spec).expanduser().resolve()
     check_gguf(file)
     metadata = read_gguf_metadata(file)
     taken = {j.alias: j for j in registry()}
@@ -128,6 +153,7 @@ def add_model(
         # an instruct model is prompted through its template; without one, a plain prompt
         "instruct": metadata.chat_template,
         "description": description if description is not None else metadata.summary(),
+        **({"store": origin.spec} if origin is not None else {}),
     }
     data = read_user_registry() or {"format": 1, "judges": []}
     write_user_registry({**data, "judges": [*_without(data, alias), entry]})
@@ -169,3 +195,33 @@ def write_user_registry(data: dict[str, Any]) -> None:
     tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", "utf-8")
     tmp.replace(target)
+
+
+@dataclass(frozen=True)
+class FoundModels:
+    """What ``localjudge models list --found`` shows: each judge the stores hold with its GGUF
+    metadata, each entry skipped with why, and the store roots searched."""
+
+    judges: list[tuple[StoreModel, GGUFMetadata]]
+    skipped: list[Skipped]
+    roots: dict[str, list[Path]]
+
+
+def found_models(stores: Found | None = None) -> FoundModels:
+    """The GGUF judges in Ollama's, LM Studio's and the Hugging Face cache's folders, with their
+    metadata (a file the ``gguf`` reader cannot parse is skipped, with the reader's words).
+    Nothing is hashed, loaded or downloaded."""
+    found = stores if stores is not None else find_models()
+    judges, skipped = [], list(found.skipped)
+    for model in found.models:
+        try:
+            metadata = read_gguf_metadata(model.path)
+        except ModelError as exc:
+            skipped.append(Skipped(model.spec, model.where, exc.message))
+            continue
+        if metadata.architecture == "clip":
+            why = "a multimodal projector (architecture clip), not a judge"
+            skipped.append(Skipped(model.spec, model.where, why))
+            continue
+        judges.append((model, metadata))
+    return FoundModels(judges, skipped, found.roots)

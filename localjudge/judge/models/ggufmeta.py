@@ -1,15 +1,21 @@
-"""A GGUF file's metadata, read with the ``gguf`` package (no llama.cpp, no model load).
+"""A GGUF file's header and metadata: :func:`check_gguf`'s cheap structural checks (standard
+library), and the metadata read with the ``gguf`` package (no llama.cpp, no model load).
 
 ``gguf`` is imported when a file is read, so importing this module stays light.
 """
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from localjudge.errors import ModelError
+
+GGUF_MAGIC = b"GGUF"
+#: the smallest GGUF file: magic, version, tensor count, metadata count
+_GGUF_HEADER_BYTES = 24
 
 
 @dataclass(frozen=True)
@@ -112,3 +118,26 @@ def read_gguf_metadata(path: Path) -> GGUFMetadata:
 
 def _text(value: Any) -> str | None:
     return str(value) if value is not None else None
+
+
+def check_gguf(path: Path) -> None:
+    """Cheap structural checks before llama.cpp sees the file: exists, non-empty, GGUF magic."""
+    if not path.exists():
+        raise ModelError(f"model file {path} does not exist")
+    if not path.is_file():
+        raise ModelError(f"model path {path} is not a file")
+    size = path.stat().st_size
+    if size == 0:
+        raise ModelError(f"model file {path} is empty")
+    with path.open("rb") as f:
+        head = f.read(_GGUF_HEADER_BYTES)
+    if head[:4] != GGUF_MAGIC:
+        raise ModelError(
+            f"model file {path} is not a GGUF file (starts with {head[:4]!r})",
+            hint="localjudge runs GGUF models; convert others with llama.cpp's converter",
+        )
+    if len(head) < _GGUF_HEADER_BYTES:
+        raise ModelError(f"model file {path} is truncated ({size} bytes)")
+    version = struct.unpack("<I", head[4:8])[0]
+    if version not in (2, 3):
+        raise ModelError(f"model file {path} has unsupported GGUF version {version}")

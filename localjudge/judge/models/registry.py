@@ -17,7 +17,6 @@ import json
 import os
 import re
 import stat
-import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -27,14 +26,12 @@ from typing import Any
 from localjudge.canonical import file_sha256
 from localjudge.errors import ModelError
 from localjudge.judge.cache.store import default_cache_dir
+from localjudge.judge.models.stores import StoreModel, is_store_spec, resolve_store
 
 #: the judge used without -m: chosen by agreement on the development data (benchmarks/README.md)
 DEFAULT_ALIAS = "qwen2.5-coder-1.5b"
 #: what ``localjudge models add --alias`` accepts: no spaces, no path separators
 ALIAS_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
-GGUF_MAGIC = b"GGUF"
-#: the smallest GGUF file: magic, version, tensor count, metadata count
-_GGUF_HEADER_BYTES = 24
 
 
 @dataclass(frozen=True)
@@ -51,6 +48,8 @@ class RegisteredJudge:
     description: str = ""
     #: absolute path, for user-registered judges
     path: str | None = None
+    #: the store name it was registered by (``ollama:qwen2.5:7b``), resolved again at each use
+    store: str | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +59,23 @@ class ResolvedModel:
     path: Path
     alias: str | None
     expected_sha256: str | None
+    #: the store entry the name resolved through (``ollama:...``, ``hf:...``, ``lmstudio:...``)
+    origin: StoreModel | None = None
+
+    def mismatch_hint(self) -> str:
+        """What to do about a file whose sha256 is not the one expected."""
+        if self.origin is None:
+            return (
+                "the file is corrupt or was replaced: reinstall its package, or register "
+                "the new file with `localjudge models add PATH --alias NAME --force`"
+            )
+        spec = self.origin.spec
+        if self.alias is None:
+            return f"the file does not match the digest its store names: fetch {spec} again"
+        return (
+            f"{spec} leads to another file than when {self.alias} was registered; check it, then "
+            f"`localjudge models add {spec} --alias {self.alias} --force`"
+        )
 
 
 @dataclass(frozen=True)
@@ -167,11 +183,18 @@ def _parse_registry(data: Any, where: str) -> list[RegisteredJudge]:
 
 
 def resolve_model(spec: str | os.PathLike[str] | None = None) -> ResolvedModel:
-    """Turn ``-m/--model`` (an alias, a path, or None for the default) into a GGUF file."""
+    """Turn ``-m/--model`` (an alias, a path, a store name such as ``ollama:qwen2.5:7b``, or
+    None for the default) into a GGUF file."""
     name = DEFAULT_ALIAS if spec is None else os.fspath(spec)
     by_alias = {j.alias: j for j in registry()}
-    if name in by_alias:
-        judge = by_alias[name]
+    judge = by_alias.get(name)
+    store = judge.store if judge is not None else name if is_store_spec(name) else None
+    if store:  # a store name, or an alias registered by one: the name is resolved again
+        found = resolve_store(store)
+        if judge is None:
+            return ResolvedModel(found.path, None, found.digest, origin=found)
+        return ResolvedModel(found.path, name, judge.sha256 or found.digest, origin=found)
+    if judge is not None:
         path, note = locate(judge)
         if path is None:
             raise ModelError(f"judge '{name}' is not installed: {note}")
@@ -180,7 +203,7 @@ def resolve_model(spec: str | os.PathLike[str] | None = None) -> ResolvedModel:
     if not path.exists():
         raise ModelError(
             f"model '{name}' is neither a registered alias nor an existing file",
-            hint=f"aliases: {', '.join(by_alias)}; or pass the path of a .gguf file",
+            hint=f"aliases: {', '.join(by_alias)}; or a .gguf path, or ollama:/hf:/lmstudio:NAME",
         )
     return ResolvedModel(path=path.resolve(), alias=None, expected_sha256=None)
 
@@ -189,6 +212,8 @@ def locate(judge: RegisteredJudge) -> tuple[Path | None, str]:
     """Where a registered judge's file is, without importing its package; assembles chunked
     models into the cache directory on first use. Returns (path or None, note); a chunked
     judge whose part is installed but truncated or changed raises :class:`ModelError`."""
+    if judge.store:
+        return _in_store(judge.store)
     if judge.path:
         p = Path(judge.path).expanduser()
         return (p, "") if p.is_file() else (None, f"file {p} does not exist")
@@ -201,6 +226,14 @@ def locate(judge: RegisteredJudge) -> tuple[Path | None, str]:
     if "chunks" in judge.source:
         return _assembled(judge)
     return None, "registry entry names no source"
+
+
+def _in_store(spec: str) -> tuple[Path | None, str]:
+    """Where a judge registered by a store name is now (None and why, when nowhere)."""
+    try:
+        return resolve_store(spec).path, ""
+    except ModelError as exc:
+        return None, exc.message
 
 
 def _package_dir(module: str) -> Path | None:
@@ -336,29 +369,6 @@ def _assembled(judge: RegisteredJudge) -> tuple[Path | None, str]:
         partial.unlink(missing_ok=True)
     _remember_sha256(target, whole.hexdigest())
     return target, ""
-
-
-def check_gguf(path: Path) -> None:
-    """Cheap structural checks before llama.cpp sees the file: exists, non-empty, GGUF magic."""
-    if not path.exists():
-        raise ModelError(f"model file {path} does not exist")
-    if not path.is_file():
-        raise ModelError(f"model path {path} is not a file")
-    size = path.stat().st_size
-    if size == 0:
-        raise ModelError(f"model file {path} is empty")
-    with path.open("rb") as f:
-        head = f.read(_GGUF_HEADER_BYTES)
-    if head[:4] != GGUF_MAGIC:
-        raise ModelError(
-            f"model file {path} is not a GGUF file (starts with {head[:4]!r})",
-            hint="localjudge runs GGUF models; convert others with llama.cpp's converter",
-        )
-    if len(head) < _GGUF_HEADER_BYTES:
-        raise ModelError(f"model file {path} is truncated ({size} bytes)")
-    version = struct.unpack("<I", head[4:8])[0]
-    if version not in (2, 3):
-        raise ModelError(f"model file {path} has unsupported GGUF version {version}")
 
 
 def model_sha256(path: Path) -> str:
