@@ -15,7 +15,9 @@ A*, the rest the *report half B* (:func:`half_of`). Lists as a user's items hold
   relevant = TREC grade >= 2, the grade as labelled.
 - ``trulens``: ``convert.py trulens-msmarco`` (one positive, one mined negative per query);
   A's first 30 queries, B's first 60 (sha256 order; 40 and 80 when the rule was committed,
-  cut for time before any row was judged). Binary labels only.
+  cut for time before any row was judged). Binary labels only. Not judged in the first run
+  (the judge made about one call a second on that VM; dropped before any row was seen): the
+  rule then pools the sources that were judged.
 - ``xquad``: ``xquad-dev/position_relevance.jsonl.gz`` (answer paragraph high, another
   article's none, same article's without the answer low); per language, A's questions 3 at a
   time and B's 6 at a time (4 and 10 when the rule was committed, cut for time before any

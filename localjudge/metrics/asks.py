@@ -155,7 +155,8 @@ def list_centre(asks: Sequence[Ask], generations: Sequence[Generation[BaseModel]
     for a, g in zip(asks, generations, strict=True):
         if not a.baseline and a.decision is not None and g.reading and g.reading.tokens:
             seen.setdefault(a.at, g.reading.mean)
-    return sum(seen.values()) / len(seen) if seen else None
+    # fsum: exactly rounded, so the mean does not depend on the passages' order
+    return math.fsum(seen.values()) / len(seen) if seen else None
 
 
 def decide(

@@ -142,6 +142,10 @@ def test_the_centred_reading_holds_whatever_the_question_makes_likely() -> None:
     assert found == pytest.approx([2.0, 0.0, -2.0])
     assert _centred([1.5, -0.5, -2.5], base=-9.0) == pytest.approx(found)
     assert _centred([-5.0, -1.0, -3.0], base=-6.0) == pytest.approx([-2.0, 2.0, 0.0])
+    # exactly, not only nearly: a reversed list gives each passage the same bits
+    awkward = [-1.378306722069972, -7.429697162739146, -10.772432334004442, -3.662936937641641]
+    awkward.append(-5.724465049870024)  # summed in either order, these round apart
+    assert _centred(awkward, base=-1.0) == _centred(awkward[::-1], base=-1.0)[::-1]
 
 
 def test_without_a_baseline_reading_the_call_decides_alone() -> None:
