@@ -61,6 +61,7 @@ passage of a list is read with the same QUESTION; 0 for a list of one).
 from __future__ import annotations
 
 import argparse
+import datetime
 import gzip
 import hashlib
 import json
@@ -269,6 +270,70 @@ def judge_command(args: argparse.Namespace) -> None:
         target.write_text(json.dumps(rows), "utf-8")
         took = time.perf_counter() - started
         print(f"{name}: {len(lists)} lists, {len(rows)} passages judged in {took:.0f} s")
+
+
+def write(results: dict[str, Any], model: str | None = None, digest: str = "") -> None:
+    """Store, for the default judge, each kind's fit where the rule ships it, and remove what
+    shipped before where it does not (the kind then takes the neutral cut-off)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import fit_sources_rule as rule
+    from fit_cutoffs import write_cutoffs
+
+    from localjudge.canonical import file_sha256
+    from localjudge.judge.cutoffs import Provenance
+    from localjudge.judge.models.registry import resolve_model
+
+    resolved = resolve_model(model)
+    sha256 = resolved.expected_sha256 or file_sha256(resolved.path)
+    data = json.loads(rule.REGISTRY.read_text("utf-8"))
+    entry = dict((data.get("cutoffs") or {}).get(sha256) or {})
+    values, sources = dict(entry.get("values") or {}), dict(entry.get("sources") or {})
+    combinations = dict(entry.get("combinations") or {})
+    not_shipped = dict(entry.get("not_shipped") or {})
+    not_combined = dict(entry.get("not_combined") or {})
+    date = datetime.date.today().isoformat()
+    for kind, result in results.items():
+        for table in (values, sources, combinations, not_shipped, not_combined):
+            table.pop(kind, None)
+        chosen, fit_ = result["chosen"], result["fit"]
+        judged = list(result["B"][chosen])
+        pooled = result["paired"]["pooled"]
+        evidence = {
+            "figure": "qwk" if rule.KINDS[kind][0] else "kappa",
+            "readings": list(rule.CANDIDATES[chosen]),
+            "rule": "benchmarks/fit_sources.py: obvious targets met, no source worse than the "
+            "neutral cut-off (paired lower bound >= -0.02), pooled gain (lower bound > 0)",
+            "why": result["why"],
+            "per_source_B": {s: f["value"] for s, f in result["B"][chosen].items()},
+            "per_source_B_neutral": {s: f["value"] for s, f in result["B"]["neutral"].items()},
+            "against": "the neutral cut-off, paired, pooled over sources",
+            "difference": pooled["value"],
+            "difference_ci95": pooled["ci95"],
+            "difference_per_source": result["paired"],
+            "obvious_B": {t: f["value"] for t, f in result["obvious"][chosen].items()},
+            "data": "chosen and fitted on the A halves of "
+            + ", ".join(judged)
+            + "; measured on their B halves (split by query / question id)",
+        }
+        if not result["ships"]:
+            not_shipped[kind] = evidence
+            continue
+        values[kind] = fit_.cuts[0] if len(fit_.cuts) == 1 else list(fit_.cuts)
+        # the fit's soft value is its combination's (one of ``judged`` alone too), and the
+        # cut-offs were fitted on that
+        combinations[kind] = fit_.combination.as_json()
+        sources[kind] = Provenance("built-in", "fit_sources.py", digest, date, evidence).as_json()
+    shipped = {
+        "values": values,
+        "sources": sources,
+        "combinations": combinations,
+        "not_combined": not_combined,
+        "not_shipped": not_shipped,
+    }
+    write_cutoffs(rule.REGISTRY, sha256, shipped)
+    print(
+        f"registry.json: {sha256[:12]}: cut-offs {sorted(values)}, combined {sorted(combinations)}"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

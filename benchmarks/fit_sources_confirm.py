@@ -129,7 +129,12 @@ def report_command(args: argparse.Namespace) -> None:
             if out.get("confirmed") is not None:
                 out["result"]["why"]["confirmed on fresh lists"] = out["ships"]
                 out["result"]["obvious"][out["result"]["chosen"]] = out["confirmed"]
-        rule.write({k: o["result"] for k, o in results.items()}, args.model)
+        # the judged rows, both folders: what the figures were measured on
+        digest = hashlib.sha256()
+        for folder in (args.rows, args.fresh):
+            for path in sorted(folder.glob("*.json")):
+                digest.update(path.read_bytes())
+        fs.write({k: o["result"] for k, o in results.items()}, args.model, digest.hexdigest())
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -7,7 +7,6 @@ Pure functions of the judged rows (``fit_sources.py judge``), so the figures rep
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import random
 from collections import defaultdict
@@ -17,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from localjudge.judge.cutoffs import Combination, Provenance
+from localjudge.judge.cutoffs import Combination
 from localjudge.stats.combination_fit import Reads, combined_soft, fit_combination
 from localjudge.stats.cutoffs_fit import Observation, fit, hard
 
@@ -425,63 +424,6 @@ def report_command(args: argparse.Namespace) -> None:
     for kind, result in results.items():
         print_kind(kind, result)
     if args.write:
+        from fit_sources import write
+
         write(results, args.model)
-
-
-def write(results: dict[str, Any], model: str | None = None) -> None:
-    """Store, for the default judge, each kind's fit where the rule ships it, and remove what
-    shipped before where it does not (the kind then takes the neutral cut-off)."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from fit_cutoffs import write_cutoffs
-
-    from localjudge.canonical import file_sha256
-    from localjudge.judge.models.registry import resolve_model
-
-    resolved = resolve_model(model)
-    sha256 = resolved.expected_sha256 or file_sha256(resolved.path)
-    data = json.loads(REGISTRY.read_text("utf-8"))
-    entry = dict((data.get("cutoffs") or {}).get(sha256) or {})
-    values, sources = dict(entry.get("values") or {}), dict(entry.get("sources") or {})
-    combinations = dict(entry.get("combinations") or {})
-    not_shipped = dict(entry.get("not_shipped") or {})
-    not_combined = dict(entry.get("not_combined") or {})
-    date = datetime.date.today().isoformat()
-    for kind, result in results.items():
-        for table in (values, sources, combinations, not_shipped, not_combined):
-            table.pop(kind, None)
-        chosen, fit_ = result["chosen"], result["fit"]
-        evidence = {
-            "figure": "qwk" if KINDS[kind][0] else "kappa",
-            "readings": list(CANDIDATES[chosen]),
-            "rule": "benchmarks/fit_sources.py: obvious targets met, no source worse than the "
-            "neutral cut-off (paired lower bound >= -0.02), pooled gain (lower bound > 0)",
-            "why": result["why"],
-            "per_source_B": {s: f["value"] for s, f in result["B"][chosen].items()},
-            "per_source_B_neutral": {s: f["value"] for s, f in result["B"]["neutral"].items()},
-            "difference": result["paired"],
-            "obvious_B": {t: f["value"] for t, f in result["obvious"][chosen].items()},
-            "data": "chosen and fitted on the A halves of "
-            + ", ".join(KINDS[kind][1])
-            + "; measured on their B halves (split by query / question id)",
-        }
-        if not result["ships"]:
-            not_shipped[kind] = evidence
-            continue
-        values[kind] = fit_.cuts[0] if len(fit_.cuts) == 1 else list(fit_.cuts)
-        # the fit's soft value is its combination's (one of ``judged`` alone too), and the
-        # cut-offs were fitted on that
-        combinations[kind] = fit_.combination.as_json()
-        sources[kind] = Provenance("built-in", "fit_sources.py", "", date, evidence).as_json()
-    shipped = {
-        "values": values,
-        "sources": sources,
-        "combinations": combinations,
-        "not_combined": not_combined,
-        "not_shipped": not_shipped,
-    }
-    write_cutoffs(REGISTRY, sha256, shipped)
-    print(
-        f"registry.json: {sha256[:12]}: cut-offs {sorted(values)}, combined {sorted(combinations)}"
-    )
