@@ -1,0 +1,70 @@
+"""What the default judge answers where no person has a doubt: the README's own examples and
+the bundled obvious items, with the shipped settings, as a new user sees them.
+
+Clear-cut passages of ``examples/rag.jsonl`` are those ``examples/labelled.jsonl`` labels
+``high`` (the passage states the answer: "Neil Armstrong stepped onto the lunar surface ...")
+or ``none`` (about something else: "Bananas are rich in potassium."). A ``low`` passage is on
+the subject without the answer ("The Apollo program was run by NASA ..."): whether a reader
+counts it as relevant to the question is a judgement call, so it is not pinned here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localjudge import ContextPosition, evaluate, load_judge
+from localjudge.judge.models import judge_cutoffs
+from localjudge.run.obvious import obvious_check
+
+pytestmark = pytest.mark.model
+
+ROOT = Path(__file__).resolve().parents[2]
+LABELLED = ROOT / "examples" / "labelled.jsonl"
+
+
+@pytest.fixture(scope="module")
+def default_judge(isolated_env: Path) -> Any:
+    return load_judge(n_threads=2, cache=False)
+
+
+def _examples() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in LABELLED.read_text("utf-8").splitlines() if line]
+
+
+def test_position_gets_every_clear_cut_passage_of_the_readme_examples_right(
+    default_judge: Any,
+) -> None:
+    records = _examples()
+    inputs = [{k: v for k, v in r.items() if k != "labels"} for r in records]
+    results = {
+        (r.id, r.metric): r.result for r in evaluate(inputs, [ContextPosition()], default_judge)
+    }
+    wrong = []
+    clear = 0
+    for r in records:
+        position = results[(r["id"], "position")]
+        assert position is not None
+        for i, level in enumerate(r["labels"]["levels"]):
+            if level not in ("high", "none"):
+                continue
+            clear += 1
+            relevant = bool(position.verdicts[i]["relevant"])
+            if relevant != (level == "high"):
+                wrong.append(f"{r['id']} #{i} ({level}): position says relevant={relevant}")
+    assert clear == 24  # the README's 15 examples hold 24 clear-cut passages
+    assert wrong == []
+
+
+def test_the_shipped_fits_get_the_bundled_obvious_items_right(default_judge: Any) -> None:
+    """The check calibrate puts a user's fit to, on the position fits that ship with the
+    default (relevance's grade cut-offs, unchanged, still grade two short facts about
+    something else ``medium``: benchmarks/README.md, "Several sources at once")."""
+    kinds = {"position.relevant", "position.relevant_answer"}
+    found = obvious_check(default_judge, judge_cutoffs(default_judge.identity), kinds)
+    for kind in sorted(kinds):
+        assert len(found.of(kind)) == 52, kind
+        assert found.misses(kind) == [], found.line(kind)
