@@ -145,27 +145,32 @@ def _take_groups(lists: list[dict[str, Any]], counts: tuple[int, int]) -> list[d
     return out
 
 
-def xquad(source: str) -> list[dict[str, Any]]:
+def xquad_lists(source: str) -> list[dict[str, Any]]:
+    """Every list of an XQuAD file, with its group (question id), language and half."""
     name = "position_relevance.jsonl.gz" if source == "xquad" else "short.jsonl.gz"
     records = _read_jsonl(SHARED / "xquad-dev" / name)
-    lists = _lists(
+    return _lists(
         source, records, lambda r: r["id"].split("-", 2)[2], lambda r: r["id"].split("-", 2)[1]
     )
+
+
+def per_language(lists: list[dict[str, Any]], groups: set[str], count: int) -> list[dict]:
+    """``count`` lists per language from ``groups`` in sha256 order, language k taking the k-th
+    slice (so every list is a different question), skipping questions a language lacks."""
     by_key = {(x["lang"], x["group"]): x for x in lists}
+    ordered = sorted(groups, key=lambda g: hashlib.sha256(g.encode()).hexdigest())
+    out = []
+    for k, lang in enumerate(LANGS):
+        found = [by_key[(lang, g)] for g in ordered[k * count :] if (lang, g) in by_key]
+        out += found[:count]
+    return out
+
+
+def xquad(source: str) -> list[dict[str, Any]]:
+    lists = xquad_lists(source)
     out = []
     for half, count in zip("AB", XQUAD_PER_LANG[source], strict=True):
-        groups = sorted(
-            {x["group"] for x in lists if x["half"] == half},
-            key=lambda g: hashlib.sha256(g.encode()).hexdigest(),
-        )
-        for k, lang in enumerate(LANGS):
-            taken = 0
-            for g in groups[k * count :]:
-                if taken == count:
-                    break
-                if (lang, g) in by_key:
-                    out.append(by_key[(lang, g)])
-                    taken += 1
+        out += per_language(lists, {x["group"] for x in lists if x["half"] == half}, count)
     return out
 
 

@@ -44,28 +44,10 @@ PER_LANG = 4
 
 def fresh_lists() -> list[dict[str, Any]]:
     """The fresh lists: B-half questions outside the paragraph sample, 4 per language."""
-    every = fs._lists(
-        "xquad",
-        fs._read_jsonl(fs.SHARED / "xquad-dev" / "position_relevance.jsonl.gz"),
-        lambda r: r["id"].split("-", 2)[2],
-        lambda r: r["id"].split("-", 2)[1],
-    )
+    every = fs.xquad_lists("xquad")
     used = {x["group"] for x in fs.xquad("xquad")}
-    by_key = {(x["lang"], x["group"]): x for x in every}
-    groups = sorted(
-        {x["group"] for x in every if x["half"] == "B"} - used,
-        key=lambda g: hashlib.sha256(g.encode()).hexdigest(),
-    )
-    out = []
-    for k, lang in enumerate(fs.LANGS):
-        taken = 0
-        for g in groups[k * PER_LANG :]:
-            if taken == PER_LANG:
-                break
-            if (lang, g) in by_key:
-                out.append(by_key[(lang, g)])
-                taken += 1
-    return out
+    fresh = {x["group"] for x in every if x["half"] == "B"} - used
+    return fs.per_language(every, fresh, PER_LANG)
 
 
 def judge_command(args: argparse.Namespace) -> None:
