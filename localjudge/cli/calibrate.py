@@ -14,7 +14,8 @@ from typing import Any
 
 import click
 
-from localjudge.cli.common import guarded, judge_factory, judge_options, judge_settings
+from localjudge.cli.exits import guarded
+from localjudge.cli.options import judge_factory, judge_options, judge_settings
 from localjudge.errors import DataError, UsageError
 from localjudge.judge.cutoffs import Provenance
 

@@ -3,7 +3,7 @@
 The command runs the judge in a supervised child process (:mod:`localjudge.judge.isolation`;
 ``LOCALJUDGE_IN_PROCESS=1`` or a judge factory in Click's context object runs it here), draws
 progress on a terminal, prints the summary table and exits with the run's code
-(:mod:`localjudge.cli.common`). The run itself is :func:`localjudge.run.file_run.eval_file`.
+(:mod:`localjudge.cli.exits`). The run itself is :func:`localjudge.run.file_run.eval_file`.
 """
 
 from __future__ import annotations
@@ -18,23 +18,19 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from localjudge.cli import common
-from localjudge.cli.common import (
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_THRESHOLD,
-    guarded,
+from localjudge.cli import progress as drawn
+from localjudge.cli.config import ConfiguredCommand
+from localjudge.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_THRESHOLD, guarded
+from localjudge.cli.html_out import write_html
+from localjudge.cli.options import (
     judge_factory,
     judge_options,
     judge_settings,
     parse_thresholds,
-    progress_bar,
-    ray_config,
-    ray_options,
     run_options,
-    write_html,
 )
-from localjudge.cli.config import ConfiguredCommand
+from localjudge.cli.progress import progress_bar
+from localjudge.cli.ray_options import ray_config, ray_options
 from localjudge.errors import (
     LocalJudgeError,
     UsageError,
@@ -199,7 +195,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
     mapping = parse_mapping(p.pop("maps"))
     thresholds = parse_thresholds(p.pop("fail_under"))
     max_failure_rate = p.pop("max_failure_rate")
-    progress = not quiet and common.on_terminal()
+    progress = not quiet and drawn.on_terminal()
     found = (
         survey(data, fmt=fmt, mapping=mapping, limit=limit)
         if progress or not metric_names

@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 from pipeline_rules import rule_records, rule_reply
 
 from localjudge.cli import main
-from localjudge.cli.common import EXIT_OK
+from localjudge.cli.exits import EXIT_OK
 from localjudge.errors import UsageError
 from localjudge.testing import ScriptedJudge
 
