@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import click
-from click.core import ParameterSource
 
 from localjudge.cli import progress as drawn
 from localjudge.cli.config import ConfiguredCommand
+from localjudge.cli.deprecation import deprecated_option
 from localjudge.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_THRESHOLD, guarded
 from localjudge.cli.html_out import write_html
 from localjudge.cli.options import (
@@ -36,25 +36,6 @@ from localjudge.errors import (
     UsageError,
     internal_error,
 )
-
-
-def _deprecated_calibrate(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
-    """``--calibrate``, the old name of ``--isotonic`` (``localjudge calibrate`` fits decision
-    cut-offs, another thing): still honoured, with a warning on stderr that names the spelling
-    used (the option, its environment variable or its config key)."""
-    if value:
-        source = ctx.get_parameter_source(str(param.name))
-        old, new = "--calibrate", "--isotonic"
-        if source == ParameterSource.ENVIRONMENT:
-            old, new = "LOCALJUDGE_EVAL_CALIBRATE", "LOCALJUDGE_EVAL_ISOTONIC"
-        elif source == ParameterSource.DEFAULT_MAP:
-            old, new = "the config key 'calibrate'", "'isotonic'"
-        click.echo(
-            f"localjudge: {old} is deprecated, use {new} (the same isotonic fit of the scores; "
-            "`localjudge calibrate` fits decision cut-offs)",
-            err=True,
-        )
-    return value
 
 
 @click.command("eval", cls=ConfiguredCommand)
@@ -119,13 +100,12 @@ def _deprecated_calibrate(ctx: click.Context, param: click.Parameter, value: boo
     help="With --labels: map each row's score to the human scale by an isotonic fit on the "
     "--labels items; adds calibrated_score (score is kept).",
 )
-@click.option(
+@deprecated_option(
     "--calibrate",
+    "--isotonic",
     "old_calibrate",
+    note="the same isotonic fit of the scores; `localjudge calibrate` fits decision cut-offs",
     is_flag=True,
-    hidden=True,
-    callback=_deprecated_calibrate,
-    help="Deprecated spelling of --isotonic.",
 )
 @click.option(
     "--raw-output",

@@ -153,11 +153,11 @@ def test_bench_models_from_the_environment(project: Path, monkeypatch) -> None:
     ("text", "env", "warned"),
     [
         ("[eval]\nisotonic = true\n", None, None),
-        ("[eval]\ncalibrate = true\n", None, "the config key 'calibrate' is deprecated, use "
-         "'isotonic'"),
+        ("[eval]\ncalibrate = true\n", None, "the config key 'calibrate' is deprecated for "
+         "'eval'; use 'isotonic'"),
         ("", "LOCALJUDGE_EVAL_ISOTONIC", None),
-        ("", "LOCALJUDGE_EVAL_CALIBRATE", "LOCALJUDGE_EVAL_CALIBRATE is deprecated, use "
-         "LOCALJUDGE_EVAL_ISOTONIC"),
+        ("", "LOCALJUDGE_EVAL_CALIBRATE", "LOCALJUDGE_EVAL_CALIBRATE is deprecated for "
+         "'eval'; use LOCALJUDGE_EVAL_ISOTONIC"),
     ],
 )  # fmt: skip
 def test_isotonic_and_its_old_key_from_file_and_environment(project, monkeypatch, text, env,
