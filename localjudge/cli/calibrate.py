@@ -2,7 +2,9 @@
 
 A client of :func:`localjudge.run.calibrate.calibrate`; the stored cut-offs go into the user
 registry for the judge's file (:func:`localjudge.judge.models.cutoffs_store.store_cutoffs`), where
-``eval`` and ``bench`` find them.
+``eval`` and ``bench`` find them. Its options come from a config file and the environment as
+``eval``'s and ``bench``'s do (:mod:`localjudge.cli.config`: the top level, then a
+``[calibrate]`` table, then ``LOCALJUDGE_CALIBRATE_<OPTION>``, then the command line).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 import click
 
+from localjudge.cli.config import ConfiguredCommand
 from localjudge.cli.deprecation import deprecated_option, either
 from localjudge.cli.exits import guarded
 from localjudge.cli.options import judge_factory, judge_options, judge_settings
@@ -21,7 +24,7 @@ from localjudge.errors import DataError, UsageError
 from localjudge.judge.cutoffs import Provenance
 
 
-@click.command("calibrate")
+@click.command("calibrate", cls=ConfiguredCommand)
 @click.argument(
     "labels", type=click.Path(path_type=Path, exists=True, dir_okay=False), required=False
 )
