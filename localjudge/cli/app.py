@@ -47,7 +47,8 @@ def main() -> None:
     "--output",
     type=click.Path(path_type=Path),
     default=None,
-    help="HTML file to write (default: OUT_DIR/report.html).",
+    help="The HTML file to write: a file, where eval's and bench's -o is a folder (an existing "
+    "folder gets report.html inside it; default: OUT_DIR/report.html).",
 )
 @click.option(
     "--data",

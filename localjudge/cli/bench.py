@@ -46,7 +46,8 @@ from localjudge.errors import (
     type=click.Path(path_type=Path),
     default=Path("localjudge-bench"),
     show_default=True,
-    help="Directory for bench.json, bench_items.jsonl and each judge's run.",
+    help="Output folder (created if needed) for bench.json, bench_items.jsonl and each "
+    "judge's run.",
 )
 @judge_options
 @ray_options

@@ -55,7 +55,8 @@ from localjudge.errors import (
     type=click.Path(path_type=Path),
     default=Path("localjudge-out"),
     show_default=True,
-    help="Directory for results.jsonl and summary.json.",
+    help="Output folder (created if needed) for results.jsonl, summary.json and, with --html, "
+    "report.html.",
 )
 @click.option(
     "--fail-under",
