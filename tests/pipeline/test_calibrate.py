@@ -285,7 +285,7 @@ def test_a_gain_the_rule_does_not_confirm_is_stored_only_anyway(tmp_path, regist
     assert not user_cutoffs(judge.identity.sha256)
     forced = runner.invoke(main, ["calibrate", str(data), "--no-cache", "--store-anyway"], obj=obj)
     assert forced.exit_code == 0, forced.output
-    assert "yes (--force)" in forced.output
+    assert "yes (--store-anyway)" in forced.output
     assert set(user_cutoffs(judge.identity.sha256).values) == {
         "recall.supported",
         "position.relevant_answer",

@@ -94,7 +94,7 @@ def test_diff_refuses_runs_over_different_data_unless_by_id(two_runs, tmp_path) 
     refused = invoke("diff", str(a), str(c))
     assert refused.exit_code == UsageError.exit_code
     assert "different data" in refused.stderr
-    assert "--force" in refused.stderr
+    assert "--by-id" in refused.stderr
     forced = invoke("diff", str(a), str(c), "--by-id", "--json-out", str(tmp_path / "f.json"))
     assert forced.exit_code == 0, forced.stderr
     doc = json.loads((tmp_path / "f.json").read_text("utf-8"))

@@ -178,7 +178,7 @@ def test_an_existing_alias_needs_overwrite(tmp_path: Path, registry_file: Path) 
     again = invoke("models", "add", str(second), "--alias", "judge")
     assert again.exit_code == 2
     assert f"alias 'judge' is already registered (user: {first})" in error_line(again)
-    assert "--force" in again.stderr
+    assert "--overwrite" in again.stderr
     ok("models", "add", str(second), "--alias", "judge", "--overwrite")
     [entry] = json.loads(registry_file.read_text("utf-8"))["judges"]
     assert (entry["path"], entry["sha256"]) == (str(second), file_sha256(second))
