@@ -23,10 +23,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 def deprecated_option(
     old: str, new: str, name: str, *, note: str = "", **attrs: Any
 ) -> Callable[[F], F]:
-    """A hidden option spelled ``old``, passed to the command as ``name``, that warns once when
-    used that ``new`` (an option of the same command) replaces it; ``note`` ends the line in
-    parentheses. ``attrs`` are Click's (``is_flag=True``, ``type=...``) and should match the
-    new option's."""
+    """A hidden option spelled ``old`` (passed to the command as ``name``) that, when used,
+    prints one line saying that ``new``, an option of the same command, replaces it; ``note``
+    ends the line in parentheses. ``attrs`` are Click's (``is_flag=True``, ``type=...``) and
+    should match the new option's."""
 
     def warn(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
         if _given(value):
