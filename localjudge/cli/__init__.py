@@ -1,10 +1,13 @@
 """The ``localjudge`` command: a thin client of the library, one module per command group.
 
 :mod:`~localjudge.cli.app` is the root group (with ``report`` and ``doctor``); ``eval``,
-``bench``, ``models``, ``cache`` and ``diff`` live in modules of their own. What they share (exit
-codes, the typed judge/Ray/run options of ``eval`` and ``bench``, the progress bar) is in
-:mod:`~localjudge.cli.common`; option values from a config file and the environment in
-:mod:`~localjudge.cli.config`. The entry point
+``bench``, ``calibrate``, ``models``, ``cache`` and ``diff`` live in modules of their own. What
+they share has a module per responsibility: exit codes and the mapping of errors to them
+(:mod:`~localjudge.cli.exits`), the typed judge and run options (:mod:`~localjudge.cli.options`),
+the Ray options (:mod:`~localjudge.cli.ray_options`), old option spellings kept for a release
+(:mod:`~localjudge.cli.deprecation`), the progress bar
+(:mod:`~localjudge.cli.progress`), the HTML report (:mod:`~localjudge.cli.html_out`); option
+values from a config file and the environment are in :mod:`~localjudge.cli.config`. The entry point
 (``localjudge = "localjudge.cli:main"``) is :func:`main`.
 
 May import anything below it (run, judge, data, metrics, stats, cluster, doctor); nothing imports

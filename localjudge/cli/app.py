@@ -1,7 +1,7 @@
 """The ``localjudge`` command group: a thin client of the library.
 
 Each command parses its options, calls one library function, prints, and maps errors to exit
-codes (README, "Exit codes"; :mod:`localjudge.cli.common`). This module holds the root group
+codes (README, "Exit codes"; :mod:`localjudge.cli.exits`). This module holds the root group
 with ``report`` and ``doctor`` and registers the commands kept in modules of their own: ``eval``
 (:mod:`localjudge.cli.eval`), ``bench``, ``models``, ``cache`` and ``diff``.
 """
@@ -17,14 +17,10 @@ import click
 from localjudge.cli.bench import bench_command
 from localjudge.cli.cache import cache_group
 from localjudge.cli.calibrate import calibrate_command
-from localjudge.cli.common import (
-    EXIT_DOCTOR,
-    EXIT_OK,
-    exit_codes,
-    guarded,
-)
 from localjudge.cli.diff import diff_command
 from localjudge.cli.eval import eval_command
+from localjudge.cli.exits import EXIT_DOCTOR, EXIT_OK, exit_codes, guarded
+from localjudge.cli.html_out import write_html
 from localjudge.cli.models import models_group
 from localjudge.versions import DISTRIBUTION
 
@@ -51,7 +47,8 @@ def main() -> None:
     "--output",
     type=click.Path(path_type=Path),
     default=None,
-    help="HTML file to write (default: OUT_DIR/report.html).",
+    help="The HTML file to write: a file, where eval's and bench's -o is a folder (an existing "
+    "folder gets report.html inside it; default: OUT_DIR/report.html).",
 )
 @click.option(
     "--data",
@@ -63,9 +60,7 @@ def main() -> None:
 @guarded
 def report_command(out_dir: Path, output: Path | None, data: Path | None) -> None:
     """Render an eval or bench run in OUT_DIR as one self-contained, offline HTML file."""
-    from localjudge.run.report import write_report  # noqa: PLC0415
-
-    click.echo(str(write_report(out_dir, output, data=data)))
+    click.echo(str(write_html(out_dir, data, output)))
 
 
 @main.command("doctor")

@@ -1,7 +1,7 @@
 """``localjudge bench``: run judges on labelled data and print how each agrees with the labels.
 
 A client of :func:`localjudge.run.bench.bench_file` (which runs each judge in its own supervised
-process) with the options shared with ``eval`` (:mod:`localjudge.cli.common`).
+process) with the options shared with ``eval`` (:mod:`localjudge.cli.options`).
 """
 
 from __future__ import annotations
@@ -13,18 +13,12 @@ from typing import Any
 
 import click
 
-from localjudge.cli import common
-from localjudge.cli.common import (
-    guarded,
-    judge_factory,
-    judge_options,
-    judge_settings,
-    ray_config,
-    ray_options,
-    run_options,
-    write_html,
-)
+from localjudge.cli import progress as drawn
 from localjudge.cli.config import ConfiguredCommand
+from localjudge.cli.exits import guarded
+from localjudge.cli.html_out import write_html
+from localjudge.cli.options import judge_factory, judge_options, judge_settings, run_options
+from localjudge.cli.ray_options import ray_config, ray_options
 from localjudge.errors import (
     UsageError,
 )
@@ -52,7 +46,8 @@ from localjudge.errors import (
     type=click.Path(path_type=Path),
     default=Path("localjudge-bench"),
     show_default=True,
-    help="Directory for bench.json, bench_items.jsonl and each judge's run.",
+    help="Output folder (created if needed) for bench.json, bench_items.jsonl and each "
+    "judge's run.",
 )
 @judge_options
 @ray_options
@@ -82,7 +77,7 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
     from localjudge.metrics import MetricSettings  # noqa: PLC0415
     from localjudge.run.bench import bench_file, bench_table  # noqa: PLC0415
 
-    progress = not quiet and common.on_terminal()
+    progress = not quiet and drawn.on_terminal()
     ray = ray_config(judge_options, ctx.find_root().obj)
     if all_judges:
         models = _installed_judges(models)

@@ -2,7 +2,9 @@
 
 A client of :func:`localjudge.run.calibrate.calibrate`; the stored cut-offs go into the user
 registry for the judge's file (:func:`localjudge.judge.models.cutoffs_store.store_cutoffs`), where
-``eval`` and ``bench`` find them.
+``eval`` and ``bench`` find them. Its options come from a config file and the environment as
+``eval``'s and ``bench``'s do (:mod:`localjudge.cli.config`: the top level, then a
+``[calibrate]`` table, then ``LOCALJUDGE_CALIBRATE_<OPTION>``, then the command line).
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ from typing import Any
 
 import click
 
-from localjudge.cli.common import guarded, judge_factory, judge_options, judge_settings
+from localjudge.cli.config import ConfiguredCommand
+from localjudge.cli.deprecation import deprecated_option, either
+from localjudge.cli.exits import guarded
+from localjudge.cli.options import judge_factory, judge_options, judge_settings
 from localjudge.errors import DataError, UsageError
 from localjudge.judge.cutoffs import Provenance
 
 
-@click.command("calibrate")
+@click.command("calibrate", cls=ConfiguredCommand)
 @click.argument(
     "labels", type=click.Path(path_type=Path, exists=True, dir_okay=False), required=False
 )
@@ -40,11 +45,12 @@ from localjudge.judge.cutoffs import Provenance
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N records.")
 @click.option("--dry-run", is_flag=True, help="Print the check and the cut-offs; store nothing.")
 @click.option(
-    "--force",
+    "--store-anyway",
     is_flag=True,
     help="Store every fitted kind, also those whose held-out gain the rule does not confirm "
     "or that lose an obvious item.",
 )
+@deprecated_option("--force", "--store-anyway", "old_force", is_flag=True)
 @click.option(
     "--reset",
     is_flag=True,
@@ -62,7 +68,8 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     metric_names: tuple[str, ...],
     limit: int | None,
     dry_run: bool,
-    force: bool,
+    store_anyway: bool,
+    old_force: bool,
     reset: bool,
     **options: Any,
 ) -> None:
@@ -70,7 +77,7 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     before and after on the half of the file held back from each fit (two ways round, with
     95% bootstrap intervals), and store for that judge the cut-offs fitted on the whole file
     of each kind whose held-out gain over the cut-offs in use now is confirmed (the paired
-    difference's lower 95% bound above 0; --force stores every kind). Where a kind's
+    difference's lower 95% bound above 0; --store-anyway stores every kind). Where a kind's
     verdicts carry two readings (its call's own value and how well the passage predicts the
     question), their fitted combination is checked and stored under the same rule (never
     forced). Agreement measured later on LABELS itself is in-sample. --reset restores the
@@ -79,7 +86,7 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     Before anything is stored, each kind's fit is tried on the bundled obvious items (an
     answer passage and one about something else, in ten languages and several kinds of
     text): a fit that gets one of them wrong that the cut-offs in use now get right is
-    reported and not stored (--force stores it).
+    reported and not stored (--store-anyway stores it).
 
     Every label is checked before the judge loads; a value is refused (exit 2), never
     coerced. Accepted: recall a number in [0, 1] (only 0 and 1 are fitted on; the shares
@@ -99,6 +106,7 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     from localjudge.run.calibration_table import IN_SAMPLE, calibration_table  # noqa: PLC0415
     from localjudge.run.settings import open_judge  # noqa: PLC0415
 
+    store_anyway = either(store_anyway, old_force)
     if reset:
         _reset(ctx, model, metric_names, options)
         return
@@ -123,13 +131,13 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
         "calibrate", labels.name, file_sha256(labels), datetime.date.today().isoformat()
     )
     found = calibrate(records, judge, metrics=metrics, origin=origin)
-    click.echo(calibration_table(found, force=force))
-    chosen = found.stored(force=force)
+    click.echo(calibration_table(found, force=store_anyway))
+    chosen = found.stored(force=store_anyway)
     for kind in found.kept():
         if kind not in chosen.values:
             click.echo(f"kept: {kind}: the held-out gain is not confirmed; the value in use stays")
     if chosen:
-        chosen = _obvious(judge, found.now, chosen, force=force)
+        chosen = _obvious(judge, found.now, chosen, store_anyway=store_anyway)
     if dry_run or not chosen:
         click.echo("nothing stored" + (" (--dry-run)" if dry_run else ""))
         return
@@ -139,9 +147,9 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     click.echo(f"note: {IN_SAMPLE}")
 
 
-def _obvious(judge: Any, now: Any, chosen: Any, *, force: bool) -> Any:
+def _obvious(judge: Any, now: Any, chosen: Any, *, store_anyway: bool) -> Any:
     """``chosen`` less the kinds whose fit loses an obvious item that ``now`` gets right (all
-    of them with ``force``), each kind's check printed."""
+    of them with ``store_anyway``), each kind's check printed."""
     from localjudge.run.obvious import lost, obvious_check  # noqa: PLC0415
 
     kinds = set(chosen.kinds)
@@ -151,7 +159,7 @@ def _obvious(judge: Any, now: Any, chosen: Any, *, force: bool) -> Any:
     for kind in sorted(kinds):
         worse = lost(fitted, before, kind)
         click.echo(f"obvious: {kind}: {fitted.line(kind)}; in use now: {before.line(kind)}")
-        if worse and not force:
+        if worse and not store_anyway:
             what = "; ".join(d.describe() for d in worse[:3])
             click.echo(f"not stored: {kind}: the fit loses {len(worse)} obvious item(s): {what}")
             continue

@@ -1,4 +1,5 @@
-"""Option values from a config file and the environment, for ``eval`` and ``bench``.
+"""Option values from a config file and the environment, for ``eval``, ``bench`` and
+``calibrate``.
 
 Precedence, highest first: the command line, ``LOCALJUDGE_<COMMAND>_<OPTION>`` environment
 variables (``LOCALJUDGE_EVAL_CTX_SIZE=4096``, ``LOCALJUDGE_BENCH_MODEL="a b"``: the option's first
@@ -10,9 +11,9 @@ values), the config file, the option's own default. Click resolves it (``envvar`
 The file is ``--config PATH``, or else the first of ``localjudge.toml`` or a ``pyproject.toml``
 with a ``[tool.localjudge]`` table found in the current directory or one of its parents
 (``localjudge.toml`` first in each directory). Its top-level keys apply to every command that has
-the option; a ``[eval]`` or ``[bench]`` table (``[tool.localjudge.eval]`` in ``pyproject.toml``)
-to that command, over the top level. Keys are the options' long names (``ctx-size`` or
-``ctx_size``, ``metric``, ``fail-under``); an option that repeats takes a list, and
+the option; a ``[eval]``, ``[bench]`` or ``[calibrate]`` table (``[tool.localjudge.eval]`` in
+``pyproject.toml``) to that command, over the top level. Keys are the options' long names
+(``ctx-size`` or ``ctx_size``, ``metric``, ``fail-under``); an option that repeats takes a list, and
 ``fail-under`` and ``map`` a table too (``fail-under = {recall = 0.8}``). An unknown key is a
 usage error that names the key and the file.
 
@@ -184,6 +185,8 @@ def config_defaults(
     (the other configurable commands); a command's table only its own options."""
     name = str(command.name)
     mine = _configurable(command)
+    names = sorted({name, *(str(c.name) for c in siblings)})
+    every = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
     shared = set(mine).union(*(_configurable(c) for c in siblings))
     defaults: dict[str, Any] = {}
     origins: dict[str, str] = {}
@@ -199,7 +202,7 @@ def config_defaults(
                 known = sorted({_primary(p)[2:] for p in mine.values() if not p.hidden})
                 raise click.UsageError(
                     f"unknown key {key!r} in {where}: expected an option of "
-                    f"{'localjudge ' + name if table else 'eval or bench'} "
+                    f"{'localjudge ' + name if table else every} "
                     f"({', '.join(known)})"
                 )
             param = mine.get(dashed)

@@ -1,5 +1,10 @@
 """``localjudge diff RUN_A RUN_B``: the command around :mod:`localjudge.run.diff` (registered in
-:mod:`localjudge.cli`, which maps its errors to exit codes)."""
+:mod:`localjudge.cli`, which maps its errors to exit codes).
+
+The files it writes take a path each, named ``--json-out`` and ``--html-out`` (``--json`` and
+``--html`` are flags elsewhere); ``--json PATH``, ``--html PATH`` and ``--force`` (now
+``--by-id``) still work for one release, with a deprecation line.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +14,22 @@ from pathlib import Path
 
 import click
 
+from localjudge.cli.deprecation import deprecated_option, either
+
+#: a file diff writes (the parent folder is created)
+_FILE = click.Path(path_type=Path, dir_okay=False)
+
 
 @click.command("diff")
 @click.argument("run_a", type=click.Path(path_type=Path))
 @click.argument("run_b", type=click.Path(path_type=Path))
 @click.option(
-    "--force",
+    "--by-id",
+    "by_id",
     is_flag=True,
     help="Compare runs of different data: match items by id, and list the items only one run has.",
 )
+@deprecated_option("--force", "--by-id", "old_force", is_flag=True)
 @click.option(
     "--top",
     type=click.IntRange(min=0),
@@ -26,21 +38,33 @@ import click
     help="Largest score changes listed per metric.",
 )
 @click.option(
-    "--json",
+    "--json-out",
     "json_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=_FILE,
     default=None,
+    metavar="PATH",
     help="Also write the diff as JSON to this file.",
 )
 @click.option(
-    "--html",
+    "--html-out",
     "html_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=_FILE,
     default=None,
+    metavar="PATH",
     help="Also write the diff as one offline HTML page to this file.",
 )
+@deprecated_option("--json", "--json-out", "old_json", type=_FILE, default=None)
+@deprecated_option("--html", "--html-out", "old_html", type=_FILE, default=None)
 def diff_command(  # noqa: PLR0917 (Click passes every option as an argument)
-    run_a: Path, run_b: Path, force: bool, top: int, json_path: Path | None, html_path: Path | None
+    run_a: Path,
+    run_b: Path,
+    by_id: bool,
+    top: int,
+    json_path: Path | None,
+    html_path: Path | None,
+    old_force: bool,
+    old_json: Path | None,
+    old_html: Path | None,
 ) -> None:
     """What changed from eval run RUN_A to RUN_B (two -o directories of the same data): per
     metric the mean difference B - A with a paired 95% CI and a Wilcoxon test, and the items
@@ -48,6 +72,8 @@ def diff_command(  # noqa: PLR0917 (Click passes every option as an argument)
     from localjudge.console import render  # noqa: PLC0415 (keep --help fast)
     from localjudge.run.diff import diff_notes, diff_runs, diff_tables, load_run  # noqa: PLC0415
 
+    json_path, html_path = either(json_path, old_json), either(html_path, old_html)
+    force = either(by_id, old_force)
     diff = diff_runs(load_run(run_a), load_run(run_b), force=force, top=top)
     click.echo(f"A: {run_a}\nB: {run_b}")
     for line in diff_notes(diff):

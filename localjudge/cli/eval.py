@@ -3,7 +3,7 @@
 The command runs the judge in a supervised child process (:mod:`localjudge.judge.isolation`;
 ``LOCALJUDGE_IN_PROCESS=1`` or a judge factory in Click's context object runs it here), draws
 progress on a terminal, prints the summary table and exits with the run's code
-(:mod:`localjudge.cli.common`). The run itself is :func:`localjudge.run.file_run.eval_file`.
+(:mod:`localjudge.cli.exits`). The run itself is :func:`localjudge.run.file_run.eval_file`.
 """
 
 from __future__ import annotations
@@ -16,49 +16,26 @@ from pathlib import Path
 from typing import Any
 
 import click
-from click.core import ParameterSource
 
-from localjudge.cli import common
-from localjudge.cli.common import (
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_THRESHOLD,
-    guarded,
+from localjudge.cli import progress as drawn
+from localjudge.cli.config import ConfiguredCommand
+from localjudge.cli.deprecation import deprecated_option
+from localjudge.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_THRESHOLD, guarded
+from localjudge.cli.html_out import write_html
+from localjudge.cli.options import (
     judge_factory,
     judge_options,
     judge_settings,
     parse_thresholds,
-    progress_bar,
-    ray_config,
-    ray_options,
     run_options,
-    write_html,
 )
-from localjudge.cli.config import ConfiguredCommand
+from localjudge.cli.progress import progress_bar
+from localjudge.cli.ray_options import ray_config, ray_options
 from localjudge.errors import (
     LocalJudgeError,
     UsageError,
     internal_error,
 )
-
-
-def _deprecated_calibrate(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
-    """``--calibrate``, the old name of ``--isotonic`` (``localjudge calibrate`` fits decision
-    cut-offs, another thing): still honoured, with a warning on stderr that names the spelling
-    used (the option, its environment variable or its config key)."""
-    if value:
-        source = ctx.get_parameter_source(str(param.name))
-        old, new = "--calibrate", "--isotonic"
-        if source == ParameterSource.ENVIRONMENT:
-            old, new = "LOCALJUDGE_EVAL_CALIBRATE", "LOCALJUDGE_EVAL_ISOTONIC"
-        elif source == ParameterSource.DEFAULT_MAP:
-            old, new = "the config key 'calibrate'", "'isotonic'"
-        click.echo(
-            f"localjudge: {old} is deprecated, use {new} (the same isotonic fit of the scores; "
-            "`localjudge calibrate` fits decision cut-offs)",
-            err=True,
-        )
-    return value
 
 
 @click.command("eval", cls=ConfiguredCommand)
@@ -78,7 +55,8 @@ def _deprecated_calibrate(ctx: click.Context, param: click.Parameter, value: boo
     type=click.Path(path_type=Path),
     default=Path("localjudge-out"),
     show_default=True,
-    help="Directory for results.jsonl and summary.json.",
+    help="Output folder (created if needed) for results.jsonl, summary.json and, with --html, "
+    "report.html.",
 )
 @click.option(
     "--fail-under",
@@ -123,13 +101,12 @@ def _deprecated_calibrate(ctx: click.Context, param: click.Parameter, value: boo
     help="With --labels: map each row's score to the human scale by an isotonic fit on the "
     "--labels items; adds calibrated_score (score is kept).",
 )
-@click.option(
+@deprecated_option(
     "--calibrate",
+    "--isotonic",
     "old_calibrate",
+    note="the same isotonic fit of the scores; `localjudge calibrate` fits decision cut-offs",
     is_flag=True,
-    hidden=True,
-    callback=_deprecated_calibrate,
-    help="Deprecated spelling of --isotonic.",
 )
 @click.option(
     "--raw-output",
@@ -199,7 +176,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
     mapping = parse_mapping(p.pop("maps"))
     thresholds = parse_thresholds(p.pop("fail_under"))
     max_failure_rate = p.pop("max_failure_rate")
-    progress = not quiet and common.on_terminal()
+    progress = not quiet and drawn.on_terminal()
     found = (
         survey(data, fmt=fmt, mapping=mapping, limit=limit)
         if progress or not metric_names

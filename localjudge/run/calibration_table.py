@@ -49,7 +49,7 @@ def calibration_table(calibration: Calibration, *, force: bool = False) -> str:
     ]
     for name, rule in calibration.rules.items():
         now = "baseline" if rule.current_cutoffs is None else "current"
-        verdict = "yes" if rule.store else ("yes (--force)" if force else "no: kept")
+        verdict = "yes" if rule.store else ("yes (--store-anyway)" if force else "no: kept")
         lines.append(
             f"| {name} | {rule.objective} | {rule.groups} | "
             f"{_ci(rule.current, rule.current_ci95)} ({now}) | "

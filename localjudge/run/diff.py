@@ -137,7 +137,7 @@ def _keyed(run: Run, by_id: bool) -> dict[str, dict[Any, Mapping[str, Any]]]:
                 f"{run.path}: item id {key!r} appears more than once, so items cannot be "
                 "matched by id",
                 hint="give every record a unique id, or compare runs over the same data "
-                "(without --force)",
+                "(without --by-id)",
             )
         rows[key] = row
     return out
@@ -271,7 +271,7 @@ def diff_runs(
         raise UsageError(
             f"the runs scored different data (data sha256 {sha_a}... in {a.path}, "
             f"{sha_b}... in {b.path})",
-            hint="compare runs of the same data file, or pass --force to match items by id",
+            hint="compare runs of the same data file, or pass --by-id to match items by id",
         )
     by_id = not same
     rows_a, rows_b = _keyed(a, by_id), _keyed(b, by_id)
@@ -401,7 +401,7 @@ def diff_notes(diff: Mapping[str, Any]) -> list[str]:
     """Lines on what could not be compared and what differs between the runs' settings."""
     lines = []
     if not diff["same_data"]:
-        lines.append("the runs scored different data: items matched by id (--force)")
+        lines.append("the runs scored different data: items matched by id (--by-id)")
     for key, (va, vb) in diff["changed_settings"].items():
         if key not in ("data", "data_sha256"):
             lines.append(f"{key}: {_clip(va, 40)} -> {_clip(vb, 40)}")

@@ -272,7 +272,7 @@ class Decisive(Hesitant):
         )
 
 
-def test_a_gain_the_rule_does_not_confirm_is_not_stored_unless_forced(tmp_path, registry):
+def test_a_gain_the_rule_does_not_confirm_is_stored_only_anyway(tmp_path, registry):
     data = write_labelled(tmp_path / "labelled.jsonl", labelled())
     judge = Decisive()
     obj = {"open_judge": lambda settings: judge}
@@ -283,13 +283,31 @@ def test_a_gain_the_rule_does_not_confirm_is_not_stored_unless_forced(tmp_path, 
     assert "no: kept" in kept.output
     assert "nothing stored" in kept.output
     assert not user_cutoffs(judge.identity.sha256)
-    forced = runner.invoke(main, ["calibrate", str(data), "--no-cache", "--force"], obj=obj)
+    forced = runner.invoke(main, ["calibrate", str(data), "--no-cache", "--store-anyway"], obj=obj)
     assert forced.exit_code == 0, forced.output
-    assert "yes (--force)" in forced.output
+    assert "yes (--store-anyway)" in forced.output
     assert set(user_cutoffs(judge.identity.sha256).values) == {
         "recall.supported",
         "position.relevant_answer",
     }
+
+
+def test_calibrate_force_is_the_old_spelling_of_store_anyway(tmp_path, registry):
+    data = write_labelled(tmp_path / "labelled.jsonl", labelled())
+    judge = Decisive()
+    obj = {"open_judge": lambda settings: judge}
+    old = CliRunner().invoke(main, ["calibrate", str(data), "--no-cache", "--force"], obj=obj)
+    assert old.exit_code == 0, old.output
+    assert old.stderr.splitlines() == [
+        "localjudge: --force is deprecated for 'calibrate'; use --store-anyway"
+    ]
+    assert set(user_cutoffs(judge.identity.sha256).values) == {
+        "recall.supported",
+        "position.relevant_answer",
+    }
+    shown = CliRunner().invoke(main, ["calibrate", "--help"]).stdout
+    assert "--store-anyway" in shown
+    assert "--force" not in shown
 
 
 def test_reset_restores_the_shipped_cutoffs_kind_by_kind(registry):
@@ -617,7 +635,7 @@ class ObviousBlind(Hesitant):
         return Generation(out.value, out.raw, out.stats, decisions=flat, reading=out.reading)
 
 
-def test_a_fit_that_loses_an_obvious_item_is_not_stored_unless_forced(tmp_path, registry):
+def test_a_fit_that_loses_an_obvious_item_is_stored_only_anyway(tmp_path, registry):
     data = write_labelled(tmp_path / "labelled.jsonl", labelled())
     judge = ObviousBlind()
     obj = {"open_judge": lambda settings: judge}
@@ -637,7 +655,7 @@ def test_a_fit_that_loses_an_obvious_item_is_not_stored_unless_forced(tmp_path, 
     assert f"not stored: {kind}: the fit loses" in done.output
     assert "fact-en-everest #1: relevant where a person says not relevant" in done.output
     assert kind not in user_cutoffs(judge.identity.sha256).values
-    forced = runner.invoke(main, [*args, "--force"], obj=obj)
+    forced = runner.invoke(main, [*args, "--store-anyway"], obj=obj)
     assert forced.exit_code == 0, forced.output
     assert "not stored" not in forced.output
     assert kind in user_cutoffs(judge.identity.sha256).values

@@ -173,6 +173,12 @@ def test_html_writes_a_report_that_shows_the_contexts(data: Path, tmp_path: Path
     again = CliRunner().invoke(main, ["report", str(out), "-o", str(tmp_path / "r.html")])
     assert again.exit_code == 0
     assert (tmp_path / "r.html").read_text("utf-8") == html
+    folder = tmp_path / "reports"
+    folder.mkdir()  # -o names a file; a folder that exists gets report.html inside it
+    inside = CliRunner().invoke(main, ["report", str(out), "-o", str(folder)])
+    assert inside.exit_code == 0, inside.stderr
+    assert inside.stdout.strip() == str(folder / "report.html")
+    assert (folder / "report.html").read_text("utf-8") == html
 
 
 def test_map_reads_fields_from_other_columns(tmp_path: Path) -> None:
@@ -468,3 +474,17 @@ def test_bench_all_judges_compares_every_installed_registered_judge(
     both = invoke(factory, "bench", str(path), "--all-judges", "-m", "here", "-q")
     assert both.exit_code == 2
     assert "not both" in error_line(both)
+
+
+@pytest.mark.parametrize(
+    ("command", "words"),
+    [
+        (["eval"], "-o, --out PATH Output folder"),
+        (["bench"], "-o, --out PATH Output folder"),
+        (["report"], "-o, --output PATH The HTML file to write: a file, where eval's and bench's "
+         "-o is a folder"),
+    ],
+)  # fmt: skip
+def test_help_says_whether_o_is_a_folder_or_a_file(command: list[str], words: str) -> None:
+    shown = CliRunner().invoke(main, [*command, "--help"]).stdout
+    assert words in " ".join(shown.split())

@@ -1,6 +1,6 @@
-"""Config files and environment variables for eval and bench: each precedence level (command
-line > LOCALJUDGE_<COMMAND>_<OPTION> > config file > default), file discovery, unknown keys,
---show-config, and the variables localjudge already read left alone."""
+"""Config files and environment variables for eval, bench and calibrate: each precedence level
+(command line > LOCALJUDGE_<COMMAND>_<OPTION> > config file > default), file discovery, unknown
+keys, --show-config, and the variables localjudge already read left alone."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project directory with data; runs start in its ``sub`` directory, no LOCALJUDGE_*
     option variables set."""
     for name in list(__import__("os").environ):
-        if name.startswith(("LOCALJUDGE_EVAL_", "LOCALJUDGE_BENCH_")):
+        if name.startswith(("LOCALJUDGE_EVAL_", "LOCALJUDGE_BENCH_", "LOCALJUDGE_CALIBRATE_")):
             monkeypatch.delenv(name)
     (tmp_path / "data.jsonl").write_text(json.dumps(RECORD) + "\n", "utf-8")
     labelled = {**RECORD, "labels": {"recall": 0.5, "relevant": [True, False]}}
@@ -153,11 +153,11 @@ def test_bench_models_from_the_environment(project: Path, monkeypatch) -> None:
     ("text", "env", "warned"),
     [
         ("[eval]\nisotonic = true\n", None, None),
-        ("[eval]\ncalibrate = true\n", None, "the config key 'calibrate' is deprecated, use "
-         "'isotonic'"),
+        ("[eval]\ncalibrate = true\n", None, "the config key 'calibrate' is deprecated for "
+         "'eval'; use 'isotonic'"),
         ("", "LOCALJUDGE_EVAL_ISOTONIC", None),
-        ("", "LOCALJUDGE_EVAL_CALIBRATE", "LOCALJUDGE_EVAL_CALIBRATE is deprecated, use "
-         "LOCALJUDGE_EVAL_ISOTONIC"),
+        ("", "LOCALJUDGE_EVAL_CALIBRATE", "LOCALJUDGE_EVAL_CALIBRATE is deprecated for "
+         "'eval'; use LOCALJUDGE_EVAL_ISOTONIC"),
     ],
 )  # fmt: skip
 def test_isotonic_and_its_old_key_from_file_and_environment(project, monkeypatch, text, env,
@@ -179,6 +179,64 @@ def test_isotonic_and_its_old_key_from_file_and_environment(project, monkeypatch
     assert shown["--isotonic"][0] == ("False" if warned else "True")
     # the old spelling is listed only when something set it
     assert ("--calibrate" in shown) == (warned is not None)
+
+
+# ---------------------------------------------------------------- calibrate
+
+
+def calibrate(project: Path, *args: str) -> tuple[JudgeSettings, Result]:
+    """The settings one dry calibrate run hands the judge factory, and its result."""
+    labelled = [
+        {**RECORD, "id": f"r{i}", "user_input": f"q{i}?",
+         "labels": {"recall": i % 2, "relevant": [True, False]}}
+        for i in range(8)
+    ]  # fmt: skip
+    labels = write(project / "calibrate.jsonl", "".join(json.dumps(r) + "\n" for r in labelled))
+    factory = Factory()
+    result = run(factory, "calibrate", str(labels), "--no-cache", "--dry-run", *args)
+    assert result.exit_code == 0, result.stderr
+    [settings] = factory.settings
+    return settings, result
+
+
+def test_calibrate_reads_the_file_as_eval_does(project: Path) -> None:
+    write(project / "localjudge.toml", "model = 'top.gguf'\nctx-size = 4096\nseed = 3\n"
+          "fail-under = {recall = 0.5}\n"  # an eval option at the top level: not calibrate's
+          "[calibrate]\nmodel = 'mine.gguf'\nmetric = ['recall']\n"
+          "[eval]\nseed = 9\n")  # fmt: skip
+    settings, result = calibrate(project)
+    assert (settings.model, settings.n_ctx, settings.seed) == ("mine.gguf", 4096, 3)
+    assert "position" not in result.stdout  # [calibrate] metric: recall's decisions only
+    assert "recall" in result.stdout
+    assert evaluate(project).model == "top.gguf"  # the [calibrate] table is calibrate's alone
+
+
+def test_calibrate_precedence_command_line_over_environment_over_file(project, monkeypatch):
+    write(project / "localjudge.toml", "[calibrate]\nctx-size = 4096\nseed = 3\nthreads = 2\n")
+    monkeypatch.setenv("LOCALJUDGE_CALIBRATE_SEED", "5")
+    monkeypatch.setenv("LOCALJUDGE_CALIBRATE_THREADS", "4")
+    settings, _ = calibrate(project, "-t", "1")
+    assert (settings.n_ctx, settings.seed, settings.n_threads) == (4096, 5, 1)
+    config = project / "localjudge.toml"
+    got = show(run(Factory(), "calibrate", "--show-config", "-t", "1"))
+    assert got["--ctx-size"] == ("4096", f"config {config} [calibrate]")
+    assert got["--seed"] == ("5", "env LOCALJUDGE_CALIBRATE_SEED")
+    assert got["--threads"] == ("1", "command line")
+
+
+def test_calibrate_config_names_its_options_and_its_old_key(project: Path) -> None:
+    path = write(project / "localjudge.toml", "[calibrate]\nfail-under = {recall = 1}\n")
+    refused = run(Factory(), "calibrate", str(project / "labelled.jsonl"))
+    assert refused.exit_code == 2
+    assert f"unknown key 'fail-under' in {path} [calibrate]" in " ".join(refused.stderr.split())
+    write(project / "localjudge.toml", "[calibrate]\nforce = true\n")
+    _, old = calibrate(project)
+    assert old.stderr.splitlines() == [
+        "localjudge: the config key 'force' is deprecated for 'calibrate'; use 'store-anyway'"
+    ]
+    write(project / "localjudge.toml", "[calibrate]\nstore-anyway = true\n")
+    _, new = calibrate(project)
+    assert "deprecated" not in new.stderr
 
 
 # ---------------------------------------------------------------- which file
@@ -332,15 +390,17 @@ def test_the_readmes_example_file_is_valid(project: Path) -> None:
 def test_option_variables_never_collide_with_localjudges_own() -> None:
     names = {
         env_name(command, param)
-        for command in ("eval", "bench")
+        for command in ("eval", "bench", "calibrate")
         for param in main.commands[command].params
         if param.name not in ("config", "show_config", "help") and hasattr(param, "envvar")
         and param.envvar
     }  # fmt: skip
     assert "LOCALJUDGE_EVAL_CTX_SIZE" in names
-    assert all(n.startswith(("LOCALJUDGE_EVAL_", "LOCALJUDGE_BENCH_")) for n in names)
+    assert "LOCALJUDGE_CALIBRATE_MODEL" in names
+    prefixes = ("LOCALJUDGE_EVAL_", "LOCALJUDGE_BENCH_", "LOCALJUDGE_CALIBRATE_")
+    assert all(n.startswith(prefixes) for n in names)
     assert not names & OWN_VARIABLES
-    for command in ("eval", "bench"):  # what Click actually reads
+    for command in ("eval", "bench", "calibrate"):  # what Click actually reads
         for param in main.commands[command].params:
             if getattr(param, "envvar", None):
                 assert param.envvar == env_name(command, param)

@@ -1,9 +1,11 @@
-"""`localjudge diff` on two real eval runs made with scripted judges: the console table, --json,
---html, the refusal of runs over different data and --force."""
+"""`localjudge diff` on two real eval runs made with scripted judges: the console table,
+--json-out, --html-out, the refusal of runs over different data and --by-id, and the old
+spellings --json PATH, --html PATH and --force."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ from click.testing import CliRunner, Result
 from pipeline_rules import rule_records, rule_reply
 
 from localjudge.cli import main
-from localjudge.cli.common import EXIT_OK
+from localjudge.cli.exits import EXIT_OK
 from localjudge.errors import UsageError
 from localjudge.testing import ScriptedJudge
 
@@ -54,8 +56,10 @@ def two_runs(tmp_path: Path) -> tuple[Path, Path]:
 def test_diff_prints_the_change_and_writes_json_and_html(two_runs, tmp_path) -> None:
     a, b = two_runs
     out_json, out_html = tmp_path / "d.json", tmp_path / "d.html"
-    result = invoke("diff", str(a), str(b), "--json", str(out_json), "--html", str(out_html))
+    result = invoke("diff", str(a), str(b), "--json-out", str(out_json), "--html-out",
+                    str(out_html))  # fmt: skip
     assert result.exit_code == 0, result.stderr
+    assert "deprecated" not in result.stderr
     doc = json.loads(out_json.read_text("utf-8"))
     position = doc["metrics"]["position"]
     # position is 1.0 when the relevant piece comes first: both runs rank 'yes fact' first
@@ -83,15 +87,15 @@ def test_diff_of_a_run_with_itself_changes_nothing(two_runs) -> None:
     assert line.split()[1:5] == ["4", "0.500", "0.500", "+0.000"]
 
 
-def test_diff_refuses_runs_over_different_data_unless_forced(two_runs, tmp_path) -> None:
+def test_diff_refuses_runs_over_different_data_unless_by_id(two_runs, tmp_path) -> None:
     a, _ = two_runs
     other = write(tmp_path / "other.jsonl", [*RECORDS[1:], {**RECORDS[0], "id": "new"}])
     c = eval_run(other, tmp_path / "c", everything_relevant)
     refused = invoke("diff", str(a), str(c))
     assert refused.exit_code == UsageError.exit_code
     assert "different data" in refused.stderr
-    assert "--force" in refused.stderr
-    forced = invoke("diff", str(a), str(c), "--force", "--json", str(tmp_path / "f.json"))
+    assert "--by-id" in refused.stderr
+    forced = invoke("diff", str(a), str(c), "--by-id", "--json-out", str(tmp_path / "f.json"))
     assert forced.exit_code == 0, forced.stderr
     doc = json.loads((tmp_path / "f.json").read_text("utf-8"))
     assert doc["matched_by"] == "id"
@@ -106,3 +110,28 @@ def test_diff_needs_two_eval_runs(two_runs, tmp_path) -> None:
     result = invoke("diff", str(a), str(tmp_path / "nowhere"))
     assert result.exit_code != 0
     assert "no run directory" in result.stderr
+
+
+def test_diff_old_spellings_still_work_with_one_deprecation_line_each(two_runs, tmp_path) -> None:
+    a, b = two_runs
+    new_json, new_html = tmp_path / "new.json", tmp_path / "new.html"
+    invoke("diff", str(a), str(b), "--by-id", "--json-out", str(new_json), "--html-out",
+           str(new_html))  # fmt: skip
+    old_json, old_html = tmp_path / "old.json", tmp_path / "old.html"
+    old = invoke("diff", str(a), str(b), "--force", "--json", str(old_json), "--html",
+                 str(old_html))  # fmt: skip
+    assert old.exit_code == 0, old.stderr
+    assert old.stderr.splitlines() == [
+        "localjudge: --force is deprecated for 'diff'; use --by-id",
+        "localjudge: --json is deprecated for 'diff'; use --json-out",
+        "localjudge: --html is deprecated for 'diff'; use --html-out",
+    ]
+    assert old_json.read_text("utf-8") == new_json.read_text("utf-8")
+    assert old_html.read_text("utf-8") == new_html.read_text("utf-8")
+    assert f"json: {old_json}" in old.stdout
+
+
+def test_diff_help_shows_the_new_spellings_only() -> None:
+    options = set(re.findall(r"--[a-z-]+", invoke("diff", "--help").stdout))
+    assert {"--by-id", "--json-out", "--html-out"} <= options
+    assert not {"--force", "--json", "--html"} & options

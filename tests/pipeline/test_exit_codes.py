@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 from pipeline_rules import rule_reply
 
 from localjudge.cli import main
-from localjudge.cli.common import EXIT_CACHE, EXIT_INTERNAL, EXIT_USAGE
+from localjudge.cli.exits import EXIT_CACHE, EXIT_INTERNAL, EXIT_USAGE
 from localjudge.errors import LocalJudgeError
 from localjudge.judge.cache.caching import CachingJudge
 from localjudge.run.settings import open_cache

@@ -148,7 +148,7 @@ def test_cli_isotonic_and_its_old_spelling_calibrate(tmp_path, files):
     assert all(c is not None for _, c in rows)
     old = cli_eval(tmp_path, files, "--calibrate")
     assert old.exit_code == 0, old.output
-    assert "localjudge: --calibrate is deprecated, use --isotonic" in old.stderr
+    assert "localjudge: --calibrate is deprecated for 'eval'; use --isotonic" in old.stderr
     assert calibrated(lines(tmp_path / "out" / "results.jsonl")) == rows
 
 

@@ -172,26 +172,40 @@ def test_a_registered_file_that_changed_is_refused_by_eval(tmp_path: Path) -> No
     assert info("tiny")["sha256_ok"] is False
 
 
-def test_an_existing_alias_needs_force(tmp_path: Path, registry_file: Path) -> None:
+def test_an_existing_alias_needs_overwrite(tmp_path: Path, registry_file: Path) -> None:
     first, second = write_gguf(tmp_path / "one.gguf"), write_gguf(tmp_path / "two.gguf", weights=8)
     ok("models", "add", str(first), "--alias", "judge")
     again = invoke("models", "add", str(second), "--alias", "judge")
     assert again.exit_code == 2
     assert f"alias 'judge' is already registered (user: {first})" in error_line(again)
-    assert "--force" in again.stderr
-    ok("models", "add", str(second), "--alias", "judge", "--force")
+    assert "--overwrite" in again.stderr
+    ok("models", "add", str(second), "--alias", "judge", "--overwrite")
     [entry] = json.loads(registry_file.read_text("utf-8"))["judges"]
     assert (entry["path"], entry["sha256"]) == (str(second), file_sha256(second))
 
 
-def test_a_built_in_alias_is_shadowed_only_with_force_and_comes_back_on_rm(
+def test_add_force_is_the_old_spelling_of_overwrite(tmp_path: Path, registry_file: Path) -> None:
+    first, second = write_gguf(tmp_path / "one.gguf"), write_gguf(tmp_path / "two.gguf", weights=8)
+    ok("models", "add", str(first), "--alias", "judge")
+    old = ok("models", "add", str(second), "--alias", "judge", "--force")
+    assert old.stderr.splitlines() == [
+        "localjudge: --force is deprecated for 'models add'; use --overwrite"
+    ]
+    [entry] = json.loads(registry_file.read_text("utf-8"))["judges"]
+    assert entry["path"] == str(second)
+    shown = ok("models", "add", "--help").stdout
+    assert "--overwrite" in shown
+    assert "--force" not in shown
+
+
+def test_a_built_in_alias_is_shadowed_only_with_overwrite_and_comes_back_on_rm(
     tmp_path: Path,
 ) -> None:
     path = write_gguf(tmp_path / "tiny.gguf")
     refused = invoke("models", "add", str(path), "--alias", "smollm2-135m")
     assert refused.exit_code == 2
     assert "already registered (built-in" in error_line(refused)
-    ok("models", "add", str(path), "--alias", "smollm2-135m", "--force")
+    ok("models", "add", str(path), "--alias", "smollm2-135m", "--overwrite")
     assert resolve_model("smollm2-135m").path == path
     ok("models", "rm", "smollm2-135m")
     assert resolve_model("smollm2-135m").path != path

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 from pipeline_rules import EXPECTED, rule_records, rule_reply
 
-import localjudge.cli.common
+import localjudge.cli.progress
 from localjudge.cli import main
 from localjudge.stats import agreement
 from localjudge.testing import ScriptedJudge
@@ -28,7 +28,7 @@ def invoke(*args: str) -> Result:
 
 @pytest.fixture
 def terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(localjudge.cli.common, "on_terminal", lambda: True)
+    monkeypatch.setattr(localjudge.cli.progress, "on_terminal", lambda: True)
 
 
 def write(path: Path, records: list[dict[str, Any]]) -> Path:

@@ -150,7 +150,7 @@ def test_add_by_store_name_then_a_new_pull_is_refused(
     errors = [line for line in refused.stderr.splitlines() if line.startswith("localjudge: error:")]
     assert len(errors) == 1, refused.stderr
     assert f"has sha256 {file_sha256(second)}, expected {file_sha256(first)}" in errors[0]
-    assert "localjudge models add ollama:qwen2.5:7b --alias q7 --force" in refused.stderr
+    assert "localjudge models add ollama:qwen2.5:7b --alias q7 --overwrite" in refused.stderr
     assert "Traceback" not in refused.stderr
     assert json.loads(ok("models", "info", "q7", "--json").stdout)["sha256_ok"] is False
 

@@ -151,7 +151,7 @@ def test_different_data_is_refused_without_force():
     b = run([row(0, 0.5)], sha="b" * 64)
     with pytest.raises(UsageError, match="different data") as info:
         diff_runs(a, b)
-    assert "--force" in info.value.hint
+    assert "--by-id" in info.value.hint
 
 
 def test_force_matches_by_id_and_lists_items_in_one_run_only():

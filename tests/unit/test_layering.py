@@ -59,6 +59,8 @@ def test_import_localjudge_does_not_load_the_model_stack():
         ["eval", "--help"],
         ["bench", "--help"],
         ["models", "--help"],
+        ["calibrate", "--help"],
+        ["diff", "--help"],
         ["cache", "ls", "--help"],
     ],
 )

@@ -144,7 +144,7 @@ def add_model(
         held = taken[alias].path or taken[alias].file
         raise UsageError(
             f"alias {alias!r} is already registered ({where}: {held})",
-            hint="pass --force (library: force=True) to replace it",
+            hint="pass --overwrite (library: force=True) to replace it",
         )
     entry: dict[str, Any] = {
         "alias": alias,

@@ -67,14 +67,14 @@ class ResolvedModel:
         if self.origin is None:
             return (
                 "the file is corrupt or was replaced: reinstall its package, or register "
-                "the new file with `localjudge models add PATH --alias NAME --force`"
+                "the new file with `localjudge models add PATH --alias NAME --overwrite`"
             )
         spec = self.origin.spec
         if self.alias is None:
             return f"the file does not match the digest its store names: fetch {spec} again"
         return (
             f"{spec} leads to another file than when {self.alias} was registered; check it, then "
-            f"`localjudge models add {spec} --alias {self.alias} --force`"
+            f"`localjudge models add {spec} --alias {self.alias} --overwrite`"
         )
 
 

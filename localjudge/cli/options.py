@@ -1,101 +1,27 @@
-"""What every command of the CLI shares: exit codes and error mapping, the typed judge, Ray and
-run options of ``eval`` and ``bench`` (declared once, so both accept the same), judge settings
-from those options, the progress bar, and the HTML report after a run.
+"""The typed options ``eval`` and ``bench`` share, declared once so both accept the same: what
+to run and how to score (:data:`run_options`), how to load a judge (:data:`judge_options`,
+also ``calibrate``'s), and the judge settings and factory a command builds from them.
 
-Errors raised below a command become one line and an exit code (README, "Exit codes");
-``LOCALJUDGE_DEBUG=1`` shows the traceback. Judges come from a factory in Click's context object
-(``obj={"open_judge": ...}``, default :func:`localjudge.run.settings.open_judge`), so every
-command can be driven with a scripted judge.
+Judges come from a factory in Click's context object (``obj={"open_judge": ...}``, default
+:func:`localjudge.run.settings.open_judge`), so every command can be driven with a scripted
+judge. The Ray options are in :mod:`localjudge.cli.ray_options`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import os
-import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import click
 
-from localjudge.errors import (
-    DEBUG_ENV,
-    CacheError,
-    DiskFullError,
-    InternalError,
-    LocalJudgeError,
-    UsageError,
-    internal_error,
-    is_disk_full,
-)
+from localjudge.errors import UsageError
 from localjudge.metrics import METRICS
 
-EXIT_OK = 0
-EXIT_THRESHOLD = 1
-EXIT_DOCTOR = 1
-EXIT_USAGE = UsageError.exit_code  # Click's own usage errors exit 2 too
-EXIT_CACHE = CacheError.exit_code
-EXIT_INTERNAL = InternalError.exit_code
-EXIT_INTERRUPTED = 130
-#: stdout was closed under us: 128 + SIGPIPE, as a shell reports it
-EXIT_PIPE = 141
-#: set to show tracebacks instead of one error line
 #: the smallest context window -c accepts (0 aside)
 MIN_CTX = 256
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _fail(exc: LocalJudgeError) -> NoReturn:
-    click.echo(f"localjudge: error: {exc.message}", err=True)
-    if exc.hint:
-        click.echo(f"localjudge: hint: {exc.hint}", err=True)
-    sys.exit(exc.exit_code)
-
-
-@contextlib.contextmanager
-def exit_codes() -> Iterator[None]:
-    """Map every error to one readable line and its exit code (README, "Exit codes"); Click's
-    own exceptions pass through to Click (usage errors exit 2). ``LOCALJUDGE_DEBUG`` re-raises."""
-    debug = bool(os.environ.get(DEBUG_ENV))
-    try:
-        yield
-    except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
-        raise
-    except LocalJudgeError as exc:
-        if debug:
-            raise
-        _fail(exc)
-    except KeyboardInterrupt:
-        click.echo(
-            "localjudge: interrupted; finished judge calls are cached: run the same command "
-            "again to resume",
-            err=True,
-        )
-        sys.exit(EXIT_INTERRUPTED)
-    except BrokenPipeError:  # stdout was closed (`| head`): nothing is wrong, nobody reads on
-        with contextlib.suppress(Exception):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(EXIT_PIPE)
-    except Exception as exc:
-        if debug:
-            raise
-        if isinstance(exc, OSError) and is_disk_full(exc):
-            _fail(DiskFullError(exc.filename or "the output"))
-        _fail(internal_error(exc))
-
-
-def guarded(fn: F) -> F:
-    """Map library errors to one readable line and their exit code."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with exit_codes():
-            return fn(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
 
 
 def parse_thresholds(pairs: Sequence[str]) -> dict[str, float]:
@@ -111,7 +37,9 @@ def parse_thresholds(pairs: Sequence[str]) -> dict[str, float]:
     return out
 
 
-def _options(*options: Callable[[F], F]) -> Callable[[F], F]:
+def option_group(*options: Callable[[F], F]) -> Callable[[F], F]:
+    """One decorator that applies ``options`` in the order given (the first on top)."""
+
     def apply(fn: F) -> F:
         for option in reversed(options):
             fn = option(fn)
@@ -121,7 +49,7 @@ def _options(*options: Callable[[F], F]) -> Callable[[F], F]:
 
 
 #: what to run and how to score: eval and bench share them
-run_options = _options(
+run_options = option_group(
     click.option(
         "--metric",
         "metric_names",
@@ -165,49 +93,9 @@ run_options = _options(
     ),
 )
 
-#: judging on a Ray cluster (localjudge.cluster): eval and bench share them
-ray_options = _options(
-    click.option(
-        "--ray",
-        "ray_address",
-        is_flag=False,
-        flag_value="",
-        default=None,
-        metavar="[ADDRESS]",
-        help="Judge on a Ray cluster: ADDRESS (auto, ray://HOST:10001), or alone: $RAY_ADDRESS "
-        "or a new local instance. Needs the [ray] extra.",
-    ),
-    click.option(
-        "--ray-actors",
-        type=click.IntRange(min=1),
-        default=None,
-        help="With --ray: judges loaded at once, one per actor (default: one per node).",
-    ),
-    click.option(
-        "--ray-gpus",
-        type=click.FloatRange(min=0),
-        default=None,
-        help="With --ray: GPUs per actor (default: 1 when -ngl offloads explicitly, else 0).",
-    ),
-)
-
-
-def ray_config(options: dict[str, Any], ctx_obj: Any) -> Any:
-    """The cluster to judge on, popped from ``options`` (None without --ray)."""
-    address = options.pop("ray_address")
-    actors, gpus = options.pop("ray_actors"), options.pop("ray_gpus")
-    if address is None:
-        if actors is not None or gpus is not None:
-            raise UsageError("--ray-actors and --ray-gpus need --ray")
-        return None
-    from localjudge.cluster import RayConfig  # noqa: PLC0415 (ray loads only with --ray)
-
-    worker = ctx_obj.get("ray_worker") if isinstance(ctx_obj, dict) else None
-    return RayConfig(address=address or None, actors=actors, num_gpus=gpus, worker=worker)
-
 
 #: how to load a judge: one set of options for eval and bench (JudgeSettings)
-judge_options = _options(
+judge_options = option_group(
     click.option(
         "-c",
         "--ctx-size",
@@ -332,58 +220,7 @@ def judge_settings(model: str | None, **options: Any) -> Any:
     )
 
 
-def on_terminal() -> bool:
-    """Whether stderr, where progress is drawn, is a terminal."""
-    return sys.stderr.isatty()
-
-
 def judge_factory(ctx: click.Context) -> Callable[[Any], Any] | None:
     """The judge factory given in the context object (None: the real one)."""
     obj = ctx.find_root().obj
     return obj.get("open_judge") if isinstance(obj, dict) else None
-
-
-class progress_bar:  # noqa: N801 (used as a context manager, reads like a function)
-    """A tqdm bar on stderr in items (items/s and ETA) when ``total`` is known (a terminal),
-    and the crash reporter's record of finished items when there is one."""
-
-    def __init__(self, total: int | None, n_metrics: int, reporter: Any = None) -> None:
-        self.total = total
-        self.n_metrics = max(n_metrics, 1)
-        self.reporter = reporter
-        self.bar: Any = None
-
-    def __enter__(self) -> Callable[[Any], None] | None:
-        if self.total is not None:
-            from tqdm import tqdm  # noqa: PLC0415
-
-            from localjudge.console import BAR_FORMAT  # noqa: PLC0415
-
-            self.bar = tqdm(
-                total=self.total,
-                unit="item",
-                file=sys.stderr,
-                dynamic_ncols=True,
-                bar_format=BAR_FORMAT,
-            )
-        if self.bar is None and self.reporter is None:
-            return None
-        step = 1.0 / self.n_metrics
-
-        def on_result(res: Any) -> None:
-            if self.bar is not None:
-                self.bar.update(step)
-            if self.reporter is not None:
-                self.reporter.done(res.index, res.metric)
-
-        return on_result
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
-def write_html(out_dir: Path, data: Path | None) -> Path:
-    from localjudge.run.report import write_report  # noqa: PLC0415
-
-    return write_report(out_dir, data=data)
