@@ -11,6 +11,7 @@ heading of that file (GitHub's anchors).
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import shutil
@@ -21,6 +22,8 @@ import pytest
 from click.testing import CliRunner
 
 from localjudge.cli import main
+from localjudge.data.items import make_item
+from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = sorted(
@@ -217,3 +220,17 @@ def test_anchors_follow_githubs_rules(tmp_path) -> None:
         "notes",
         "notes-1",
     }
+
+
+# ------------------------------------------------------------------------------ the README's data
+
+
+def test_the_readmes_three_lines_are_items_every_metric_can_ask_about() -> None:
+    (block,) = [b for b in blocks(ROOT / "README.md", "json") if b.count("\n") == 2]
+    records = [json.loads(line) for line in block.splitlines()]
+    for index, record in enumerate(records):
+        item = make_item(record, index=index)
+        for metric in (ContextRecall(), ContextPosition(), ContextRelevance()):
+            asks = metric.build(item)  # an invalid item raises, an empty list would not ask
+            assert isinstance(asks, list), (item.id, metric)
+            assert asks, (item.id, metric)
