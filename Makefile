@@ -14,7 +14,7 @@ export CMAKE_ARGS := -DGGML_NATIVE=ON -DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FL
 endif
 endif
 
-.PHONY: install lock lint type test check
+.PHONY: install lock lint type test test-fast check
 
 install:
 	$(PYTHON) -m pip install -c $(LOCK) -e '.[dev]'
@@ -40,5 +40,9 @@ type:
 
 test:
 	$(PYTHON) -m pytest
+
+# The tests that need no model and no Ray (CONTRIBUTING.md): the scripted judge only, a few minutes.
+test-fast:
+	$(PYTHON) -m pytest -m "not model and not ray" -q
 
 check: lint type test

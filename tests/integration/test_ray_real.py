@@ -16,7 +16,7 @@ from localjudge.run.file_run import eval_file
 from localjudge.run.settings import JudgeSettings, open_judge
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "rag.jsonl"
-pytestmark = [pytest.mark.model, pytest.mark.allow_hosts(["127.0.0.1"])]
+pytestmark = [pytest.mark.model, pytest.mark.ray, pytest.mark.allow_hosts(["127.0.0.1"])]
 
 
 def comparable(path):

@@ -33,7 +33,7 @@ from localjudge.run.file_run import eval_file
 from localjudge.run.settings import JudgeSettings
 from localjudge.testing import ScriptedJudge
 
-pytestmark = pytest.mark.allow_hosts(["127.0.0.1"])
+pytestmark = [pytest.mark.ray, pytest.mark.allow_hosts(["127.0.0.1"])]
 
 HERE = Path(__file__).parent
 N_CTX = 2000
