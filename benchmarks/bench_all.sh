@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-runs/bench-dev}
-python benchmarks/convert.py all
+python fitting/convert.py all
 for set in llmjudge wice trulens-msmarco trulens-golden ragbench; do
   echo "== $set"
   localjudge bench "benchmarks/data/$set.jsonl" -m smollm2-135m -m gemma3-270m -o "$out/$set" -q "${@:2}"
