@@ -32,8 +32,8 @@ lock:
 	rm -rf .lock-venv
 
 lint:
-	$(PYTHON) -m ruff check localjudge tests benchmarks
-	$(PYTHON) -m ruff format --check localjudge tests benchmarks
+	$(PYTHON) -m ruff check localjudge tests benchmarks fitting
+	$(PYTHON) -m ruff format --check localjudge tests benchmarks fitting
 
 type:
 	$(PYTHON) -m mypy

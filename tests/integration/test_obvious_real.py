@@ -62,7 +62,7 @@ def test_position_gets_every_clear_cut_passage_of_the_readme_examples_right(
 def test_the_shipped_fits_get_the_bundled_obvious_items_right(default_judge: Any) -> None:
     """The check calibrate puts a user's fit to, on the position fits that ship with the
     default (relevance's grade cut-offs, unchanged, still grade two short facts about
-    something else ``medium``: benchmarks/README.md, "Several sources at once")."""
+    something else ``medium``: fitting/README.md, "Several sources at once")."""
     kinds = {"position.relevant", "position.relevant_answer"}
     found = obvious_check(default_judge, judge_cutoffs(default_judge.identity), kinds)
     for kind in sorted(kinds):

@@ -1,6 +1,6 @@
 """Memory of long runs (no model): scoring streams, and the run's end must not blow up either.
 
-``benchmarks/memory.py`` measures the same at 100k items; these are the quick versions.
+``benchmarks/speed/memory.py`` measures the same at 100k items; these are the quick versions.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The scripts of benchmarks/ as modules, for the unit tests of their pure parts."""
+"""The scripts of benchmarks/ and fitting/ as modules, for the unit tests of their pure parts."""
 
 from __future__ import annotations
 
@@ -7,12 +7,16 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "benchmarks"
+FITTING = ROOT / "fitting"
 
 
-def load(name: str) -> ModuleType:
-    """``benchmarks/<name>.py``, imported as ``benchmarks_<name>``."""
-    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", BENCHMARKS / f"{name}.py")
+def load(path: str) -> ModuleType:
+    """``<path>.py`` from the repository's root (``"fitting/convert"``,
+    ``"benchmarks/speed/workers"``), imported as ``scripts_<path with _ for />``."""
+    name = "scripts_" + path.replace("/", "_")
+    spec = importlib.util.spec_from_file_location(name, ROOT / f"{path}.py")
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)

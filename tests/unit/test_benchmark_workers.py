@@ -1,4 +1,4 @@
-"""The worker scripts of benchmarks/ (code run by ``python -c`` in a process of its own): each
+"""The worker scripts of benchmarks/speed/ (code run by ``python -c`` in a process of its own): each
 starts with the shared opening and compiles, and the opening's tally counts as documented."""
 
 from __future__ import annotations
@@ -7,6 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 from benchmark_scripts import BENCHMARKS, load
+
+SPEED = BENCHMARKS / "speed"
 
 WORKERS = {
     "engine": ("WORKER", "TODAY_WORKER", "CEILING_WORKER"),
@@ -18,13 +20,13 @@ WORKERS = {
 
 @pytest.fixture
 def workers(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.syspath_prepend(str(BENCHMARKS))  # the scripts import workers.py beside them
-    return load("workers")
+    monkeypatch.syspath_prepend(str(SPEED))  # the scripts import workers.py beside them
+    return load("benchmarks/speed/workers")
 
 
 @pytest.mark.parametrize("name", sorted(WORKERS))
 def test_every_worker_opens_with_the_shared_opening_and_compiles(workers, name):
-    module = load(name)
+    module = load(f"benchmarks/speed/{name}")
     for attr in WORKERS[name]:
         code = getattr(module, attr)
         assert workers.OPENING in code, attr

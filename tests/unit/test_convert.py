@@ -1,4 +1,4 @@
-"""benchmarks/convert.py: the dataset converters on small hand-written rows (no shared data)."""
+"""fitting/convert.py: the dataset converters on small hand-written rows (no shared data)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from benchmark_scripts import load
 
 from localjudge.errors import InvalidItemError
 
-convert = load("convert")
+convert = load("fitting/convert")
 
 
 def _aligned(records, key_of):

@@ -1,4 +1,6 @@
-"""benchmarks/fit_cutoffs.py --write: only the registry's ``cutoffs`` object changes."""
+"""The fits' ``--write`` (``fitting/common.py``'s ``write_cutoffs``, which ``fit_cutoffs.py``,
+``fit_combinations.py`` and ``fit_sources.py`` call): only the registry's ``cutoffs`` object
+changes."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from localjudge.judge.cutoffs import Cutoffs
 
 SHIPPED = Path(__file__).resolve().parents[2] / "localjudge" / "judge" / "models" / "registry.json"
 
-fit_cutoffs = load("fit_cutoffs")
+common = load("fitting/common")
 
 
 def _outside_cutoffs(text: str) -> str:
@@ -29,7 +31,7 @@ def test_writing_cutoffs_changes_only_the_cutoffs_object(tmp_path: Path) -> None
     registry.write_text(before, "utf-8")
     values = {"recall.supported": 0.25, "relevance.grade": [1.0, 2.0, 2.5]}
     entry = {"values": values, "source": "a test"}
-    fit_cutoffs.write_cutoffs(registry, "f" * 64, entry)
+    common.write_cutoffs(registry, "f" * 64, entry)
     after = registry.read_text("utf-8")
     assert _outside_cutoffs(after) == _outside_cutoffs(before)  # the judges, byte for byte
     table = json.loads(after)["cutoffs"]
@@ -43,7 +45,7 @@ def test_writing_cutoffs_changes_only_the_cutoffs_object(tmp_path: Path) -> None
 def test_writing_cutoffs_into_a_registry_without_any(tmp_path: Path) -> None:
     registry = tmp_path / "registry.json"
     registry.write_text('{\n  "format": 1,\n  "judges": []\n}\n', "utf-8")
-    fit_cutoffs.write_cutoffs(registry, "e" * 64, {"values": {}, "source": "none shipped"})
+    common.write_cutoffs(registry, "e" * 64, {"values": {}, "source": "none shipped"})
     data = json.loads(registry.read_text("utf-8"))
     assert data == {
         "cutoffs": {"e" * 64: {"values": {}, "source": "none shipped"}},
@@ -66,12 +68,12 @@ def test_writing_goes_through_a_temporary_file(tmp_path: Path, monkeypatch) -> N
 
     monkeypatch.setattr(Path, "write_text", failing)
     with pytest.raises(OSError, match="disk full"):
-        fit_cutoffs.write_cutoffs(registry, "e" * 64, {"values": {}})
+        common.write_cutoffs(registry, "e" * 64, {"values": {}})
     monkeypatch.undo()
     assert registry.read_text("utf-8") == before  # the package data is never half written
     assert written
     assert registry not in written
-    fit_cutoffs.write_cutoffs(registry, "e" * 64, {"values": {}})
+    common.write_cutoffs(registry, "e" * 64, {"values": {}})
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != written[0].name) == [
         "registry.json"
     ]
@@ -98,3 +100,18 @@ def test_the_shipped_cutoffs_read_back_with_a_provenance_per_kind_and_no_machine
         text = json.dumps(entry)
         for machine in ("/work", "/home", "/tmp", "/root", "\\\\"):
             assert machine not in text, (sha, machine)
+
+
+def test_an_entrys_tables_round_trip_and_a_new_judge_gets_empty_ones(tmp_path: Path) -> None:
+    registry = tmp_path / "registry.json"
+    before = SHIPPED.read_text("utf-8")
+    registry.write_text(before, "utf-8")
+    sha = next(iter(json.loads(before)["cutoffs"]))
+    tables = common.entry_tables(sha, registry)
+    assert list(tables) == list(common.TABLES)
+    assert tables["values"] == json.loads(before)["cutoffs"][sha]["values"]
+    tables["values"]["recall.supported"] = 0.5  # a copy: the file is untouched until written
+    assert registry.read_text("utf-8") == before
+    common.write_cutoffs(registry, sha, tables)
+    assert common.entry_tables(sha, registry)["values"]["recall.supported"] == 0.5
+    assert common.entry_tables("d" * 64, registry) == {name: {} for name in common.TABLES}

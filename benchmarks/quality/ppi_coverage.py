@@ -1,6 +1,6 @@
 """Do the intervals cover the human mean? The judge's own CI against the prediction-powered one.
 
-    python benchmarks/ppi_coverage.py RUN_DIR [RUN_DIR ...] [--n 20 50 100] [--repeats 1000]
+    python benchmarks/quality/ppi_coverage.py RUN_DIR [RUN_DIR ...] [--n 20 50 100] [--repeats 1000]
 
 Each RUN_DIR is a ``localjudge bench`` output directory (its ``bench_items.jsonl`` gives each
 judge's score and the human-derived score per item; ``judges/*/results.jsonl`` the soft scores).

@@ -1,10 +1,10 @@
 """Prompt tokens read once: what shared openings and the stored instructions save, in one run.
 
-    python benchmarks/prefix_reuse.py [-m MODEL ...] [--before DIR] [-ngl -1] [-t THREADS]
+    python benchmarks/speed/prefix_reuse.py [-m MODEL ...] [--before DIR] [-ngl -1] [-t THREADS]
                                       [--no-reasons] [--items 64] [--limit N]
 
 For each judge (default: the default judge and SmolLM2), on the 15 bundled examples, on
-benchmarks/engine.py's 64 synthetic items (both with contexts of a sentence or two) and on 16
+benchmarks/speed/engine.py's 64 synthetic items (both with contexts of a sentence or two) and on 16
 items the size of a web search's top 5 (``top5x16``: five passages of about 95 words), each x 3
 metrics (``--limit N``: the first N items of each set):
 
@@ -47,7 +47,7 @@ sys.path.insert(0, str(HERE))
 from engine import TOPICS, items  # noqa: E402 (the 64-item set of the engine benchmark)
 from workers import CLOCK, OPENING, run_worker  # noqa: E402
 
-EXAMPLES = HERE.parent / "examples" / "rag.jsonl"
+EXAMPLES = HERE.parents[1] / "examples" / "rag.jsonl"
 
 #: scores records x 3 metrics (or the first record's recall, for a cold start) in a new process
 WORKER = (

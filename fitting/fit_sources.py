@@ -1,15 +1,15 @@
 """Choose and fit the passage decisions on several sources at once; report per source on the
 halves no choice saw; ship only what passes the obvious cases and every source.
 
-    python benchmarks/convert.py llmjudge --limit 0 --per-query 4 -o /work/runs/dev
-    python benchmarks/convert.py trulens-msmarco --limit 0 -o /work/runs/dev
-    python benchmarks/fit_sources.py judge /work/runs/dev /work/runs/sources [-t 2]
-    python benchmarks/fit_sources.py report /work/runs/sources [--write]
+    python fitting/convert.py llmjudge --limit 0 --per-query 4 -o /work/runs/dev
+    python fitting/convert.py trulens-msmarco --limit 0 -o /work/runs/dev
+    python fitting/fit_sources.py judge /work/runs/dev /work/runs/sources [-t 2]
+    python fitting/fit_sources.py report /work/runs/sources [--write]
 
 **Sources and samples, fixed before anything was judged.** Every source is split by its groups
 (LLMJudge: query; TruLens MS MARCO: query; XQuAD: the question id, so a question's languages
 stay together): groups sorted by the sha256 of their name, the first half is the *choice half
-A*, the rest the *report half B* (:func:`half_of`). Lists as a user's items hold them:
+A*, the rest the *report half B* (:func:`common.half_of`). Lists as a user's items hold them:
 
 - ``llmjudge``: ``convert.py llmjudge --per-query 4`` (4 lists of 5 per query, 25 queries);
   relevant = TREC grade >= 2, the grade as labelled.
@@ -62,154 +62,19 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import gzip
-import hashlib
 import json
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
-GRADES = {"none": 0, "low": 1, "medium": 2, "high": 3}
-ROLES = {3: "answer", 1: "same", 0: "other"}
-LANGS = ("en", "es", "de", "el", "ru", "tr", "ar", "vi", "zh", "hi")
-#: lists per language taken from each half of the XQuAD files: (A, B)
-XQUAD_PER_LANG = {"xquad": (3, 6), "xquadshort": (4, 12)}
-TRULENS_GROUPS = (30, 60)
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts beside this one
 
-
-def half_of(groups: Iterable[str]) -> dict[str, str]:
-    """Each group's half: the first half of the groups in sha256 order is ``A``."""
-    ordered = sorted(set(groups), key=lambda g: hashlib.sha256(g.encode()).hexdigest())
-    cut = len(ordered) // 2
-    return {g: ("A" if n < cut else "B") for n, g in enumerate(ordered)}
-
-
-# --------------------------------------------------------------------------- samples
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def _lists(source: str, records: list[dict[str, Any]], group: Any, lang: Any) -> list[dict]:
-    out = []
-    for r in records:
-        levels = r["labels"].get("levels")
-        out.append(
-            {
-                "source": source,
-                "id": r["id"],
-                "group": group(r),
-                "lang": lang(r),
-                "question": r["user_input"],
-                "passages": list(r["retrieved_contexts"]),
-                "relevant": [int(bool(v)) for v in r["labels"]["relevant"]],
-                "grades": [GRADES[v] for v in levels] if levels else None,
-                # the answer span, shown as the EXPECTED ANSWER (XQuAD only: elsewhere the
-                # response is a proxy cut from the best passage, which would give it away)
-                "answer": r.get("response") if source.startswith("xquad") else None,
-            }
-        )
-    halves = half_of(x["group"] for x in out)
-    for x in out:
-        x["half"] = halves[x["group"]]
-    return out
-
-
-def llmjudge(dev: Path) -> list[dict[str, Any]]:
-    records = _read_jsonl(dev / "llmjudge.jsonl")
-    return _lists("llmjudge", records, lambda r: str(r["source"]["qid"]), lambda r: "en")
-
-
-def trulens(dev: Path) -> list[dict[str, Any]]:
-    records = _read_jsonl(dev / "trulens-msmarco.jsonl")
-    lists = _lists("trulens", records, lambda r: r["user_input"], lambda r: "en")
-    return _take_groups(lists, TRULENS_GROUPS)
-
-
-def _take_groups(lists: list[dict[str, Any]], counts: tuple[int, int]) -> list[dict[str, Any]]:
-    out = []
-    for half, count in zip("AB", counts, strict=True):
-        groups = sorted(
-            {x["group"] for x in lists if x["half"] == half},
-            key=lambda g: hashlib.sha256(g.encode()).hexdigest(),
-        )[:count]
-        keep = set(groups)
-        out += [x for x in lists if x["group"] in keep]
-    return out
-
-
-def xquad_lists(source: str) -> list[dict[str, Any]]:
-    """Every list of an XQuAD file, with its group (question id), language and half."""
-    name = "position_relevance.jsonl.gz" if source == "xquad" else "short.jsonl.gz"
-    records = _read_jsonl(SHARED / "xquad-dev" / name)
-    return _lists(
-        source, records, lambda r: r["id"].split("-", 2)[2], lambda r: r["id"].split("-", 2)[1]
-    )
-
-
-def per_language(lists: list[dict[str, Any]], groups: set[str], count: int) -> list[dict]:
-    """``count`` lists per language from ``groups`` in sha256 order, language k taking the k-th
-    slice (so every list is a different question), skipping questions a language lacks."""
-    by_key = {(x["lang"], x["group"]): x for x in lists}
-    ordered = sorted(groups, key=lambda g: hashlib.sha256(g.encode()).hexdigest())
-    out = []
-    for k, lang in enumerate(LANGS):
-        found = [by_key[(lang, g)] for g in ordered[k * count :] if (lang, g) in by_key]
-        out += found[:count]
-    return out
-
-
-def xquad(source: str) -> list[dict[str, Any]]:
-    lists = xquad_lists(source)
-    out = []
-    for half, count in zip("AB", XQUAD_PER_LANG[source], strict=True):
-        out += per_language(lists, {x["group"] for x in lists if x["half"] == half}, count)
-    return out
-
-
-def samples(dev: Path) -> dict[str, list[dict[str, Any]]]:
-    """Every source's lists (both halves), as fixed in the module's docstring."""
-    return {
-        "llmjudge": llmjudge(dev),
-        "trulens": trulens(dev),
-        "xquad": xquad("xquad"),
-        "xquadshort": xquad("xquadshort"),
-    }
-
+from common import REGISTRY, ROLES, entry_tables, passage_asks, samples, write_cutoffs
 
 # --------------------------------------------------------------------------- judging
-
-
-def _asks(question: str, passages: list[str], answer: str | None) -> list[Any]:
-    """The product's calls: position's (question alone: baseline, one per passage), each
-    passage's grade call, and with ``answer`` position's calls with that EXPECTED ANSWER."""
-    from localjudge.data.items import make_item
-    from localjudge.metrics.position import ContextPosition
-    from localjudge.metrics.relevance import ContextRelevance
-
-    position = ContextPosition().build(
-        make_item({"user_input": question, "retrieved_contexts": passages}, index=0)
-    )
-    record = {"user_input": question, "retrieved_contexts": passages, "response": "(none)"}
-    relevance = ContextRelevance().build(make_item(record, index=0))
-    assert isinstance(position, list)
-    grades = [
-        a for a in relevance if a.decision is not None and a.decision.kind == "relevance.grade"
-    ]
-    with_answer = []
-    if answer:
-        item = {"user_input": question, "retrieved_contexts": passages, "reference": answer}
-        built = ContextPosition().build(make_item(item, index=0))
-        assert isinstance(built, list)
-        with_answer = built[1:]
-    return [*position, *grades, *with_answer]
 
 
 def judge_rows(lists: list[dict[str, Any]], judge: Any) -> list[dict[str, Any]]:
@@ -218,7 +83,7 @@ def judge_rows(lists: list[dict[str, Any]], judge: Any) -> list[dict[str, Any]]:
     from localjudge.metrics.asks import decide_all
     from localjudge.run.grouping import ask_grouped
 
-    all_asks = [_asks(x["question"], x["passages"], x["answer"]) for x in lists]
+    all_asks = [passage_asks(x["question"], x["passages"], x["answer"]) for x in lists]
     outcomes = ask_grouped(judge, [[a.request for a in asks] for asks in all_asks])
     rows = []
     for x, asks, gens in zip(lists, all_asks, outcomes, strict=True):
@@ -280,9 +145,7 @@ def judge_command(args: argparse.Namespace) -> None:
 def write(results: dict[str, Any], model: str | None = None, digest: str = "") -> None:
     """Store, for the default judge, each kind's fit where the rule ships it, and remove what
     shipped before where it does not (the kind then takes the neutral cut-off)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     import fit_sources_rule as rule
-    from fit_cutoffs import write_cutoffs
 
     from localjudge.canonical import file_sha256
     from localjudge.judge.cutoffs import Provenance
@@ -290,12 +153,9 @@ def write(results: dict[str, Any], model: str | None = None, digest: str = "") -
 
     resolved = resolve_model(model)
     sha256 = resolved.expected_sha256 or file_sha256(resolved.path)
-    data = json.loads(rule.REGISTRY.read_text("utf-8"))
-    entry = dict((data.get("cutoffs") or {}).get(sha256) or {})
-    values, sources = dict(entry.get("values") or {}), dict(entry.get("sources") or {})
-    combinations = dict(entry.get("combinations") or {})
-    not_shipped = dict(entry.get("not_shipped") or {})
-    not_combined = dict(entry.get("not_combined") or {})
+    shipped = entry_tables(sha256)
+    values, sources, combinations = shipped["values"], shipped["sources"], shipped["combinations"]
+    not_combined, not_shipped = shipped["not_combined"], shipped["not_shipped"]
     date = datetime.date.today().isoformat()
     for kind, result in results.items():
         for table in (values, sources, combinations, not_shipped, not_combined):
@@ -306,7 +166,7 @@ def write(results: dict[str, Any], model: str | None = None, digest: str = "") -
         evidence = {
             "figure": "qwk" if rule.KINDS[kind][0] else "kappa",
             "readings": list(rule.CANDIDATES[chosen]),
-            "rule": "benchmarks/fit_sources.py: obvious targets met, no source worse than the "
+            "rule": "fitting/fit_sources.py: obvious targets met, no source worse than the "
             "neutral cut-off (paired lower bound >= -0.02), pooled gain (lower bound > 0)",
             "why": result["why"],
             "per_source_B": {s: f["value"] for s, f in result["B"][chosen].items()},
@@ -328,14 +188,7 @@ def write(results: dict[str, Any], model: str | None = None, digest: str = "") -
         # cut-offs were fitted on that
         combinations[kind] = fit_.combination.as_json()
         sources[kind] = Provenance("built-in", "fit_sources.py", digest, date, evidence).as_json()
-    shipped = {
-        "values": values,
-        "sources": sources,
-        "combinations": combinations,
-        "not_combined": not_combined,
-        "not_shipped": not_shipped,
-    }
-    write_cutoffs(rule.REGISTRY, sha256, shipped)
+    write_cutoffs(REGISTRY, sha256, shipped)
     print(
         f"registry.json: {sha256[:12]}: cut-offs {sorted(values)}, combined {sorted(combinations)}"
     )
@@ -359,7 +212,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.command == "judge":
         judge_command(args)
     else:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
         from fit_sources_rule import report_command
 
         report_command(args)

@@ -11,7 +11,7 @@ metric and attack:
 - toward the attacker: the share of items whose score went up.
 
 A figure to improve, not a pass/fail test. Run on an idle machine:
-    python benchmarks/injection.py [--models smollm2-135m gemma3-270m]
+    python benchmarks/robustness/injection.py [--models smollm2-135m gemma3-270m]
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from localjudge import evaluate, load_judge
 from localjudge.run.results import result_row
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+ROOT = HERE.parents[1]
 
 
 def verdict_vector(metric: str, row: dict[str, Any]) -> list[Any]:

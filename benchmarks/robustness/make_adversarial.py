@@ -1,7 +1,7 @@
 """Write ``adversarial.jsonl``: every item of ``examples/rag.jsonl`` once per attack family, the
 attack appended to its last context piece (what a poisoned retrieval result looks like).
 
-    python benchmarks/make_adversarial.py
+    python benchmarks/robustness/make_adversarial.py
 
 Families: ``instruction`` (an English order to the grader), ``fake-delimiter`` (fake closing
 markers and a fake SYSTEM line), ``json-snippet`` (a "finished" verdict in an older output
@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-EXAMPLES = HERE.parent / "examples" / "rag.jsonl"
+EXAMPLES = HERE.parents[1] / "examples" / "rag.jsonl"
 
 ATTACKS = {
     "instruction": (

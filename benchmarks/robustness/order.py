@@ -1,7 +1,7 @@
 """Do verdicts follow content, not position? Each item judged as given and in reverse order.
 
-    python benchmarks/order.py DATA [-m MODEL] [--metric M ...] [--limit N] [--no-reasons]
-                               [--cache FILE] [-t THREADS]
+    python benchmarks/robustness/order.py DATA [-m MODEL] [--metric M ...] [--limit N]
+        [--no-reasons] [--cache FILE] [-t THREADS]
 
 DATA is a labelled (or plain) JSONL file. Every item is scored twice: as given, and with its
 retrieved contexts in reverse order and, for recall, its reference's sentences in reverse order

@@ -1,7 +1,7 @@
 """Confirm, on fresh XQuAD lists, a fit whose only miss was a per-language cell of 6 lists.
 
-    python benchmarks/fit_sources_confirm.py judge /work/runs/sources-confirm [-t 2]
-    python benchmarks/fit_sources_confirm.py report /work/runs/sources /work/runs/sources-confirm
+    python fitting/fit_sources_confirm.py judge /work/runs/sources-confirm [-t 2]
+    python fitting/fit_sources_confirm.py report /work/runs/sources /work/runs/sources-confirm
 
 **Why.** ``fit_sources.py``'s rule was committed with 10 XQuAD report lists per language and
 run with 6 (cut for time before judging). On 6 lists one miss is 0.83, under the 0.90 a
@@ -38,16 +38,17 @@ sys.path.insert(0, str(HERE))
 
 import fit_sources as fs  # noqa: E402
 import fit_sources_rule as rule  # noqa: E402
+from common import per_language, xquad, xquad_lists  # noqa: E402
 
 PER_LANG = 4
 
 
 def fresh_lists() -> list[dict[str, Any]]:
     """The fresh lists: B-half questions outside the paragraph sample, 4 per language."""
-    every = fs.xquad_lists("xquad")
-    used = {x["group"] for x in fs.xquad("xquad")}
+    every = xquad_lists("xquad")
+    used = {x["group"] for x in xquad("xquad")}
     fresh = {x["group"] for x in every if x["half"] == "B"} - used
-    return fs.per_language(every, fresh, PER_LANG)
+    return per_language(every, fresh, PER_LANG)
 
 
 def judge_command(args: argparse.Namespace) -> None:
@@ -80,9 +81,9 @@ def confirm(rows: list[dict[str, Any]], fresh: list[dict[str, Any]], kind: str) 
         out["ships"] = result["ships"]
         return out
     fit = result["fit"]
-    b = rule._rows_of(rows, kind, "B")
+    b = rule.rows_of(rows, kind, "B")
     extra = [dict(r, half="B") for r in fresh]
-    pooled = b + rule._rows_of(extra, kind, "B")
+    pooled = b + rule.rows_of(extra, kind, "B")
     readings = rule.reading_values(pooled, kind)
     found = rule.obvious(pooled, fit.hard(readings), fit.soft(readings), kind)
     out["confirmed"] = found

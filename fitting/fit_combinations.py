@@ -1,8 +1,8 @@
 """Fit a judge's combinations of readings for the passage decisions; choose on one half of the
 development queries, report on the other, ship what the rule lets through.
 
-    python benchmarks/convert.py llmjudge --limit 0 --per-query 4 -o /work/runs/dev
-    python benchmarks/fit_combinations.py /work/runs/dev/llmjudge.jsonl [-m qwen2.5-coder-1.5b] \\
+    python fitting/convert.py llmjudge --limit 0 --per-query 4 -o /work/runs/dev
+    python fitting/fit_combinations.py /work/runs/dev/llmjudge.jsonl [-m qwen2.5-coder-1.5b] \\
         [--cache FILE] [-t 2] [--rows ROWS.json] [--today TODAY.json] [--write]
 
 **Data.** LLMJudge's lists, each query's *distinct* passages once (a passage's decision is the
@@ -52,22 +52,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from localjudge import load_judge
-from localjudge.data.items import make_item
 from localjudge.judge.cutoffs import Cutoffs, Provenance
 from localjudge.judge.models.cutoffs_store import judge_cutoffs
 from localjudge.metrics import asks as ask_mod
-from localjudge.metrics.position import ContextPosition
-from localjudge.metrics.relevance import ContextRelevance
 from localjudge.run.grouping import ask_grouped
 from localjudge.stats.bootstrap import interval
 from localjudge.stats.cutoffs_fit import Observation, agreement, fit, hard, held_out_check
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts beside this one
+
+from common import REGISTRY, entry_tables, half_of, kappa, passage_asks, write_cutoffs
+
 if TYPE_CHECKING:  # an older checkout (today's product, --today) has no combinations
     from localjudge.judge.cutoffs import Combination
 
-REGISTRY = (
-    Path(__file__).resolve().parent.parent / "localjudge" / "judge" / "models" / "registry.json"
-)
 KINDS = {"position.relevant": False, "relevance.grade": True}
 #: kinds whose calls share the reading of another kind's: position's EXPECTED ANSWER phrasing
 #: reads the same QUESTION after the same PASSAGE (the answer comes after both), so a
@@ -106,27 +104,12 @@ def by_query(path: Path) -> list[dict[str, Any]]:
 
 def halves(qids: list[str]) -> tuple[set[str], set[str]]:
     """The choice half A (the first half of the qids sorted by sha256) and the report half B."""
-    ordered = sorted(qids, key=lambda q: hashlib.sha256(q.encode()).hexdigest())
-    a = set(ordered[: len(ordered) // 2])
-    return a, set(ordered) - a
+    half = half_of(qids)
+    a = {q for q, h in half.items() if h == "A"}
+    return a, set(half) - a
 
 
 # --------------------------------------------------------------------------- judging
-
-
-def _asks(question: str, passages: list[str]) -> list[Any]:
-    """The product's calls for these passages: the baseline (where the product has one), each
-    passage's position call (the question alone) and its grade call."""
-    position = ContextPosition().build(
-        make_item({"user_input": question, "retrieved_contexts": passages}, index=0)
-    )
-    record = {"user_input": question, "retrieved_contexts": passages, "response": "(none)"}
-    relevance = ContextRelevance().build(make_item(record, index=0))
-    assert isinstance(position, list)
-    grades = [
-        a for a in relevance if a.decision is not None and a.decision.kind == "relevance.grade"
-    ]
-    return [*position, *grades]
 
 
 def judge_rows(queries: list[dict[str, Any]], judge: Any) -> list[dict[str, Any]]:
@@ -134,7 +117,7 @@ def judge_rows(queries: list[dict[str, Any]], judge: Any) -> list[dict[str, Any]
     product's hard value (the judge's own cut-offs and combinations)."""
     own = judge_cutoffs(judge.identity)
     none = Cutoffs()
-    all_asks = [_asks(q["question"], list(q["passages"])) for q in queries]
+    all_asks = [passage_asks(q["question"], list(q["passages"])) for q in queries]
     outcomes = ask_grouped(judge, [[a.request for a in asks] for asks in all_asks])
     rows = []
     for q, asks, gens in zip(queries, all_asks, outcomes, strict=True):
@@ -251,23 +234,11 @@ def paired(
 
     def diff(cs: list[list[int]]) -> float | None:
         picked = [n for c in cs for n in c]
-        stat = _stat(graded)
-        a = stat([human[n] for n in picked], [chosen[n] for n in picked])
-        b = stat([human[n] for n in picked], [today[n] for n in picked])
+        a = kappa([human[n] for n in picked], [chosen[n] for n in picked], graded)
+        b = kappa([human[n] for n in picked], [today[n] for n in picked], graded)
         return None if a is None or b is None else a - b
 
     return {"value": diff(clusters), "ci95": interval(clusters, diff)}
-
-
-def _stat(graded: bool) -> Any:
-    from sklearn.metrics import cohen_kappa_score
-
-    def stat(h: list[int], j: list[int]) -> float | None:
-        if len(set(h)) < 2 and len(set(j)) < 2:
-            return None
-        return float(cohen_kappa_score(h, j, weights="quadratic" if graded else None))
-
-    return stat
 
 
 # --------------------------------------------------------------------------- report
@@ -393,15 +364,9 @@ def write(
     rows: list[dict[str, Any]], results: dict[str, Any], sha256: str, lists: Path, a: set[str]
 ) -> None:
     """Store each kind the rule ships, refitted on both halves, with its provenance."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from fit_cutoffs import write_cutoffs
-
-    data = json.loads(REGISTRY.read_text("utf-8"))
-    entry = dict((data.get("cutoffs") or {}).get(sha256) or {"values": {}, "sources": {}})
-    values, sources = dict(entry.get("values") or {}), dict(entry.get("sources") or {})
-    combinations = dict(entry.get("combinations") or {})
-    not_combined = dict(entry.get("not_combined") or {})
-    not_shipped = dict(entry.get("not_shipped") or {})
+    shipped = entry_tables(sha256)
+    values, sources, combinations = shipped["values"], shipped["sources"], shipped["combinations"]
+    not_combined, not_shipped = shipped["not_combined"], shipped["not_shipped"]
     digest = hashlib.sha256(lists.read_bytes()).hexdigest()
     today = datetime.date.today().isoformat()
     for kind, found in results.items():
@@ -443,13 +408,6 @@ def write(
             measured = {**sources[like]["heldout"], "measured_on_kind": like}
             sources[kind] = {**sources[like], "heldout": measured}
             not_shipped.pop(kind, None)
-    shipped = {
-        "values": values,
-        "sources": sources,
-        "combinations": combinations,
-        "not_combined": not_combined,
-        "not_shipped": not_shipped,
-    }
     Cutoffs.from_json(values, None, combinations)  # refuses anything malformed before writing
     write_cutoffs(REGISTRY, sha256, shipped)
     print(f"registry.json: {sha256[:12]} now combines {sorted(combinations)}")

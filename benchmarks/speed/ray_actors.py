@@ -1,6 +1,6 @@
 """Items/s of `eval --ray` for 1, 2 and 4 local Ray actors, and whether the rows match.
 
-Usage: python benchmarks/ray_actors.py [--address ADDRESS] [--limit N] [--actors 1 2 4]
+Usage: python benchmarks/speed/ray_actors.py [--address ADDRESS] [--limit N] [--actors 1 2 4]
 
 Without --address a local Ray instance is started on this machine; with one (`auto`,
 `ray://HEAD:10001`) the same command measures a real cluster. Each run judges the examples with
@@ -24,7 +24,7 @@ from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.run.file_run import eval_file
 from localjudge.run.settings import JudgeSettings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def comparable(path: Path) -> str:

@@ -1,6 +1,6 @@
 """Speed of the one-decision-per-call protocol against its floor: the prompt tokens it evaluates.
 
-    python benchmarks/protocol_speed.py [-m MODEL] [--lists FILE] [--n-lists 20] [-t THREADS]
+    python benchmarks/speed/protocol_speed.py [-m MODEL] [--lists FILE] [--n-lists 20] [-t THREADS]
                                         [-ngl N] [--reasons off|on|both]
 
 Each decision is a few forced tokens, so evaluating prompts is the floor of a run's time. For
@@ -16,7 +16,7 @@ instruction prefix cleared first, so every prompt token is counted), the script 
   (the target, reasons off: at most 1.3x).
 
 Sets: ``examples``, the 15 bundled examples (examples/rag.jsonl); ``top5``, LLMJudge dev lists
-of five passages (``--lists``: a file written by ``benchmarks/convert.py llmjudge``; their
+of five passages (``--lists``: a file written by ``fitting/convert.py llmjudge``; their
 proxy response is also the reference, so recall has statements to check). Run it on an idle
 machine; compare within one run.
 """
@@ -118,9 +118,7 @@ def table(name: str, n_items: int, report: dict[str, Any]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-m", "--model", default="qwen2.5-coder-1.5b")
-    parser.add_argument(
-        "--lists", type=Path, default=Path(__file__).resolve().parent / "data" / "llmjudge.jsonl"
-    )
+    parser.add_argument("--lists", type=Path, default=HERE.parent / "data" / "llmjudge.jsonl")
     parser.add_argument("--n-lists", type=int, default=20)
     parser.add_argument("-t", "--threads", type=int, default=None)
     parser.add_argument("-ngl", "--n-gpu-layers", type=int, default=0)
@@ -133,7 +131,7 @@ def main() -> None:
     cfg["reasons"] = reasons
     examples = [
         json.loads(line)
-        for line in (HERE.parent / "examples" / "rag.jsonl").read_text("utf-8").splitlines()
+        for line in (HERE.parents[1] / "examples" / "rag.jsonl").read_text("utf-8").splitlines()
         if line
     ]
     sets = [("examples", examples)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,9 +21,10 @@ from localjudge.judge.cutoffs import Combination
 from localjudge.stats.combination_fit import Reads, combined_soft, fit_combination
 from localjudge.stats.cutoffs_fit import Observation, fit, hard
 
-REGISTRY = (
-    Path(__file__).resolve().parent.parent / "localjudge" / "judge" / "models" / "registry.json"
-)
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts beside this one
+
+from common import kappa
+
 #: the kinds, whether graded, and the sources each is fitted and reported on
 KINDS: dict[str, tuple[bool, tuple[str, ...]]] = {
     "position.relevant": (False, ("llmjudge", "trulens", "xquad", "xquadshort")),
@@ -140,15 +142,6 @@ def fitted(rows: list[dict[str, Any]], kind: str, names: tuple[str, ...]) -> Dec
 
 
 # --------------------------------------------------------------------------- figures
-
-
-def kappa(human: Sequence[int], judge: Sequence[int], graded: bool) -> float | None:
-    from sklearn.metrics import cohen_kappa_score
-
-    if len(set(human)) < 2 and len(set(judge)) < 2:
-        return None
-    value = float(cohen_kappa_score(human, judge, weights="quadratic" if graded else None))
-    return None if np.isnan(value) else value
 
 
 def source_figure(rows: list[dict[str, Any]], judged: list[int], graded: bool) -> float | None:
@@ -279,7 +272,7 @@ def _above(rows: list[dict[str, Any]], soft: list[float]) -> float | None:
 # --------------------------------------------------------------------------- the rule
 
 
-def _rows_of(rows: list[dict[str, Any]], kind: str, half: str) -> list[dict[str, Any]]:
+def rows_of(rows: list[dict[str, Any]], kind: str, half: str) -> list[dict[str, Any]]:
     sources = KINDS[kind][1]
     need = "answer_judged" if kind == "position.relevant_answer" else "judged"
     graded = KINDS[kind][0]
@@ -323,7 +316,7 @@ def choose(rows_a: list[dict[str, Any]], kind: str) -> tuple[str, dict[str, floa
 def decide_kind(rows: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     """Choose on A, report on B, and say whether the chosen fit ships."""
     graded = KINDS[kind][0]
-    rows_a, rows_b = _rows_of(rows, kind, "A"), _rows_of(rows, kind, "B")
+    rows_a, rows_b = rows_of(rows, kind, "A"), rows_of(rows, kind, "B")
     chosen, means = choose(rows_a, kind)
     readings_b = reading_values(rows_b, kind)
     deciders = {name: fitted(rows_a, kind, names) for name, names in CANDIDATES.items()}

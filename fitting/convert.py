@@ -13,8 +13,8 @@ the labels a dataset really has are written.
 The converted files are NOT committed (several sources carry non-commercial terms, see
 ``shared/data/README.md``); ``benchmarks/data/.gitignore`` keeps them out. Regenerate them with::
 
-    python benchmarks/convert.py all            # 30 items per dataset (ragbench: 30 in all)
-    python benchmarks/convert.py wice --limit 0 # every row of one dataset
+    python fitting/convert.py all            # 30 items per dataset (ragbench: 30 in all)
+    python fitting/convert.py wice --limit 0 # every row of one dataset
 
 Everything is deterministic: sampling and retrieval order come from ``random.Random`` seeded with
 ``--seed`` (per group: ``f"{seed}/{key}"``), and records are written in source order.

@@ -1,10 +1,10 @@
 """The obvious-cases check: what a judge answers where no person has a doubt, per language and
 per kind of text, through the product's own path (``evaluate``, the judge's shipped cut-offs).
 
-    python benchmarks/obvious.py [-m MODEL] [-t THREADS] [--per-lang 6] [--short-per-lang 12]
-        [--relevance-langs en de ru zh] [--recall-per-lang 3] [--json OUT]
+    python benchmarks/quality/obvious.py [-m MODEL] [-t THREADS] [--per-lang 6]
+        [--short-per-lang 12] [--relevance-langs en de ru zh] [--recall-per-lang 3] [--json OUT]
 
-Data (report halves only: the lists ``fit_sources.py`` reports on, no fit saw them):
+Data (report halves only: the lists ``fitting/fit_sources.py`` reports on, no fit saw them):
 
 - XQuAD paragraphs (``shared/data/xquad-dev``): the answer's paragraph, another article's and
   one of the same article without the answer. Position asks the QUESTION alone (the response
@@ -34,12 +34,11 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the fits' samples: fitting/common.py
 
-from fit_sources import LANGS, SHARED, _read_jsonl, xquad  # noqa: E402
+from fitting.common import LANGS, SHARED, read_jsonl, xquad  # noqa: E402
 
-ROOT = HERE.parent
 CONTRAST = ROOT / "localjudge" / "run" / "obvious.jsonl"
 EXAMPLES = ROOT / "examples" / "labelled.jsonl"
 ROLE = {"high": "answer", "low": "same", "none": "other"}
@@ -76,7 +75,7 @@ _CACHE: dict[str, list[dict[str, Any]]] = {}
 
 def _all(name: str) -> list[dict[str, Any]]:
     if name not in _CACHE:
-        _CACHE[name] = _read_jsonl(SHARED / "xquad-dev" / f"{name}.jsonl.gz")
+        _CACHE[name] = read_jsonl(SHARED / "xquad-dev" / f"{name}.jsonl.gz")
     return _CACHE[name]
 
 
@@ -86,7 +85,7 @@ def _roles(r: dict[str, Any]) -> dict[str, Any]:
 
 def _contrast(with_answer: str | None) -> list[dict[str, Any]]:
     out = []
-    for r in _read_jsonl(CONTRAST):
+    for r in read_jsonl(CONTRAST):
         record = {k: r[k] for k in ("id", "user_input", "retrieved_contexts")}
         if with_answer:
             record[with_answer] = r[with_answer]
@@ -323,7 +322,7 @@ def recall_rows(judge: Any, per_lang: int) -> list[dict[str, Any]]:
 def examples(judge: Any) -> dict[str, str]:
     """Position on the README's examples against the project's labels: every passage, and the
     clear-cut ones (labelled high or none)."""
-    records = _read_jsonl(EXAMPLES)
+    records = read_jsonl(EXAMPLES)
     cases = [{"record": {k: v for k, v in r.items() if k not in ("labels",)}} for r in records]
     run(judge, cases, "position")
     every, clear = [], []

@@ -1,9 +1,9 @@
 """Fit a judge's cut-offs on the development sets and measure them on the halves held back.
 
-    python benchmarks/convert.py llmjudge --limit 0 --per-query 4
-    python benchmarks/convert.py wice --limit 150
-    python benchmarks/convert.py ragbench --limit 6
-    python benchmarks/fit_cutoffs.py benchmarks/data/llmjudge.jsonl benchmarks/data/wice.jsonl \\
+    python fitting/convert.py llmjudge --limit 0 --per-query 4
+    python fitting/convert.py wice --limit 150
+    python fitting/convert.py ragbench --limit 6
+    python fitting/fit_cutoffs.py benchmarks/data/llmjudge.jsonl benchmarks/data/wice.jsonl \\
         --ragbench benchmarks/data/ragbench.jsonl [-m qwen2.5-coder-1.5b] [--lists 50] \\
         [--claims 150] [--cache FILE] [-t 2] [--write]
 
@@ -37,7 +37,7 @@ import argparse
 import datetime
 import hashlib
 import json
-import os
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -54,9 +54,9 @@ from localjudge.run.calibrate import (
 from localjudge.run.calibration_table import calibration_table
 from localjudge.stats.cutoffs_fit import Observation, agreement, hard
 
-REGISTRY = (
-    Path(__file__).resolve().parent.parent / "localjudge" / "judge" / "models" / "registry.json"
-)
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts beside this one
+
+from common import REGISTRY, write_cutoffs
 
 
 def read(path: Path, limit: int) -> list[dict[str, Any]]:
@@ -241,28 +241,6 @@ def shipping(
         else:
             kept[name] = source["heldout"]
     return {"values": values, "sources": sources}, kept
-
-
-def write_cutoffs(registry: Path, sha256: str, entry: dict[str, Any]) -> None:
-    """Store ``entry`` under ``sha256`` in the registry's top-level ``cutoffs`` object, the rest
-    of the file left as it is written (only that object is re-serialised), through a temporary
-    file beside it (a failure never leaves package data half written)."""
-    text = registry.read_text("utf-8")
-    table = json.loads(text).get("cutoffs", {})
-    table[sha256] = entry
-    block = json.dumps(table, indent=2, ensure_ascii=False).replace("\n", "\n  ")
-    key = '"cutoffs": '
-    start = text.find(key)
-    if start < 0:  # none yet: the object opens the file
-        text = text.replace("{", "{\n  " + key + block + ",", 1)
-    else:
-        _, length = json.JSONDecoder().raw_decode(text[start + len(key) :])
-        end = start + len(key) + length
-        text = text[: start + len(key)] + block + text[end:]
-    json.loads(text)  # still one valid registry
-    tmp = registry.with_name(f"{registry.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, "utf-8")
-    tmp.replace(registry)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,14 @@
 """Speed and memory of a judge as a user meets it: cold start to the first verdict, seconds per
 item for each metric, items/s over all three, and peak RSS.
 
-    python benchmarks/judge_speed.py [-m MODEL ...] [--items 64] [-t THREADS] [-ngl N]
+    python benchmarks/speed/judge_speed.py [-m MODEL ...] [--items 64] [-t THREADS] [-ngl N]
 
 Two sets, each scored with recall, position and relevance through ``evaluate`` (no cache), in a
 fresh process per judge and set, one after another (judges never share the cores):
 
 - ``examples``: the 15 bundled examples (examples/rag.jsonl);
 - ``synthetic-N``: ``--items`` distinct synthetic items of three short pieces (the items of
-  ``benchmarks/engine.py``).
+  ``benchmarks/speed/engine.py``).
 
 ``cold start`` is measured from the start of the process (before ``import localjudge``) to the
 first verdict of a one-item position call, so it holds the import, the model load, the token
@@ -61,7 +61,7 @@ print(json.dumps({
 
 
 def bundled() -> list[dict[str, Any]]:
-    lines = (HERE.parent / "examples" / "rag.jsonl").read_text("utf-8").splitlines()
+    lines = (HERE.parents[1] / "examples" / "rag.jsonl").read_text("utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
 

@@ -20,7 +20,7 @@ heap traced by ``tracemalloc`` (current and peak).
 metrics that list alone would grow by gigabytes, so the reply function clears it on every call
 (``--keep-calls`` keeps it, to see the difference).
 
-Usage: python benchmarks/memory.py [--items N] [--metrics position,recall,relevance]
+Usage: python benchmarks/speed/memory.py [--items N] [--metrics position,recall,relevance]
                                    [--keep-calls] [--no-tracemalloc]
 """
 

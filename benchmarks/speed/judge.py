@@ -16,7 +16,7 @@ Prints, per model:
 - tokens/s of generation over those calls.
 
 Run on an otherwise idle machine:
-    python benchmarks/judge.py [--models smollm2-135m gemma3-270m] [--repeats 5] [--items 20]
+    python benchmarks/speed/judge.py [--models smollm2-135m gemma3-270m] [--repeats 5] [--items 20]
                                [-t THREADS]
 """
 

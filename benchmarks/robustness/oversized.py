@@ -1,6 +1,6 @@
 """Oversized input: what ``localjudge eval`` does with it, and its peak memory.
 
-    python benchmarks/oversized.py [--work DIR] [--model smollm2-135m]
+    python benchmarks/robustness/oversized.py [--work DIR] [--model smollm2-135m]
 
 Each case is a data file written under ``--work`` (default: a temporary directory) with one
 small real item beside the oversized one, run as ``localjudge eval FILE --metric recall
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SMALL = json.loads((ROOT / "examples" / "rag.jsonl").read_text("utf-8").splitlines()[0])
 WRAPPER = (
     "import resource, subprocess, sys; rc = subprocess.run(sys.argv[1:]).returncode; "

@@ -1,6 +1,6 @@
 """Are the verdicts about the item? Content shares of bench runs, per judge and data set.
 
-    PYTHONPATH=SRC python benchmarks/verdict_content.py RUN_DIR [RUN_DIR ...]
+    PYTHONPATH=SRC python benchmarks/quality/verdict_content.py RUN_DIR [RUN_DIR ...]
 
 Each RUN_DIR is a ``localjudge bench`` output directory. For every judge in it, over the items it
 scored, the script prints the share of items
@@ -26,6 +26,7 @@ of at least four words that the item's data does not contain. The instructions a
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Iterable, Mapping
@@ -108,8 +109,11 @@ HEADER = (
 
 
 def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="localjudge bench output folders")
+    args = parser.parse_args(argv)
     print(HEADER)
-    for run in map(Path, argv):
+    for run in args.runs:
         bench = json.loads((run / "bench.json").read_text("utf-8"))
         records = read_jsonl(Path(bench["data"]))
         for judge_dir in sorted((run / "judges").iterdir()):

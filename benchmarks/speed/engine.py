@@ -1,6 +1,6 @@
 """The judge engine's speed: eval items/s and tokens/s for --parallel 1..N, in one run.
 
-    python benchmarks/engine.py [-m MODEL] [--items 64] [--parallel 1 2 4 8 16] [-ngl -1]
+    python benchmarks/speed/engine.py [-m MODEL] [--items 64] [--parallel 1 2 4 8 16] [-ngl -1]
 
 A fixed set of ``--items`` synthetic RAG items x 3 metrics (recall, position, relevance) is
 scored end to end with ``evaluate`` (no cache) once per configuration, each in a fresh process
