@@ -42,6 +42,14 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+def load_rows(folder: Path) -> list[dict[str, Any]]:
+    """Every judged rows file (``*.json``) of ``folder``, in name order."""
+    rows: list[dict[str, Any]] = []
+    for path in sorted(folder.glob("*.json")):
+        rows += json.loads(path.read_text("utf-8"))
+    return rows
+
+
 def source_lists(source: str, records: list[dict[str, Any]], group: Any, lang: Any) -> list[dict]:
     out = []
     for r in records:

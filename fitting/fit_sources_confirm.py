@@ -38,7 +38,7 @@ sys.path.insert(0, str(HERE))
 
 import fit_sources as fs  # noqa: E402
 import fit_sources_rule as rule  # noqa: E402
-from common import per_language, xquad, xquad_lists  # noqa: E402
+from common import load_rows, per_language, xquad, xquad_lists  # noqa: E402
 
 PER_LANG = 4
 
@@ -63,13 +63,6 @@ def judge_command(args: argparse.Namespace) -> None:
     print(f"xquad fresh: {len(lists)} lists judged in {time.perf_counter() - started:.0f} s")
 
 
-def _load(folder: Path) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    for path in sorted(folder.glob("*.json")):
-        rows += json.loads(path.read_text("utf-8"))
-    return rows
-
-
 def confirm(rows: list[dict[str, Any]], fresh: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     """The kind's result under the first rule, and whether the confirmation ships its fit."""
     result = rule.decide_kind(rows, kind)
@@ -92,7 +85,7 @@ def confirm(rows: list[dict[str, Any]], fresh: list[dict[str, Any]], kind: str) 
 
 
 def report_command(args: argparse.Namespace) -> None:
-    rows, fresh = _load(args.rows), _load(args.fresh)
+    rows, fresh = load_rows(args.rows), load_rows(args.fresh)
     print(f"fresh lists: {len({r['id'] for r in fresh})}")
     results = {}
     for kind in rule.KINDS:

@@ -29,7 +29,7 @@ Status = Literal["ok", "warn", "fail"]
 PROBE_TIMEOUT_S = 300.0
 #: the prompt tokens the default judge evaluates for the README's main command (``localjudge
 #: eval examples/rag.jsonl``, 15 items x 3 metrics, reasons off, nothing cached), as
-#: ``benchmarks/protocol_speed.py`` counts them; its time is about these over the prompt rate
+#: ``benchmarks/speed/protocol_speed.py`` counts them; its time is about these over the prompt rate
 MAIN_COMMAND_TOKENS = 9_030
 #: what the rate is measured on: a prompt of about 500 tokens, evaluated alone
 _RATE_TEXT = " ".join(f"word{i} is a token of a long prompt about nothing." for i in range(42))

@@ -1,7 +1,7 @@
 """The whole exception hierarchy of localjudge.
 
 Every error carries a ``hint`` (what the user can do about it) and an ``exit_code`` the CLI
-uses (README, "Exit codes"); 1 is kept for a threshold that was not met, so a
+uses (docs/cli.md, "Exit codes"); 1 is kept for a threshold that was not met, so a
 :class:`LocalJudgeError` without a class of its own exits with the internal-error code. The
 runner catches exactly one base class, :class:`ItemError`: failures that belong to one item and
 one metric. Everything else is fatal and stops a run before (or instead of) scoring.

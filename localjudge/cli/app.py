@@ -1,7 +1,7 @@
 """The ``localjudge`` command group: a thin client of the library.
 
 Each command parses its options, calls one library function, prints, and maps errors to exit
-codes (README, "Exit codes"; :mod:`localjudge.cli.exits`). This module holds the root group
+codes (docs/cli.md, "Exit codes"; :mod:`localjudge.cli.exits`). This module holds the root group
 with ``report`` and ``doctor`` and registers the commands kept in modules of their own: ``eval``
 (:mod:`localjudge.cli.eval`), ``bench``, ``models``, ``cache`` and ``diff``.
 """

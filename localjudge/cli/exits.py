@@ -1,4 +1,4 @@
-"""Exit codes and the mapping of errors to them (README, "Exit codes").
+"""Exit codes and the mapping of errors to them (docs/cli.md, "Exit codes").
 
 An error raised below a command becomes one line on stderr (and a hint when the error has one)
 and the exit code its class carries; ``LOCALJUDGE_DEBUG=1`` shows the traceback instead. Ctrl-C
@@ -50,7 +50,7 @@ def _fail(exc: LocalJudgeError) -> NoReturn:
 
 @contextlib.contextmanager
 def exit_codes() -> Iterator[None]:
-    """Map every error to one readable line and its exit code (README, "Exit codes"); Click's
+    """Map every error to one readable line and its exit code (docs/cli.md, "Exit codes"); Click's
     own exceptions pass through to Click (usage errors exit 2). ``LOCALJUDGE_DEBUG`` re-raises."""
     debug = bool(os.environ.get(DEBUG_ENV))
     try:

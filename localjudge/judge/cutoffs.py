@@ -3,7 +3,7 @@
 The metrics read a decision's soft value from the probabilities of its allowed values
 (:mod:`localjudge.metrics.asks`); a cut-off fitted on labelled data turns it into the hard
 verdict. The bundled judges ship cut-offs fitted on the development sets
-(``benchmarks/fit_cutoffs.py``) in their registry entries; ``localjudge calibrate`` fits a
+(``fitting/fit_cutoffs.py``) in their registry entries; ``localjudge calibrate`` fits a
 user's own and stores them in the user registry (:mod:`localjudge.judge.models.cutoffs_store`).
 
 A kind without a cut-off takes the **baseline**, the larger probability: a yes/no decision is

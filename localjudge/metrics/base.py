@@ -71,7 +71,7 @@ class MetricSettings:
 
     scale: float = 1.0
     penalties: RelevancePenalties = field(default_factory=RelevancePenalties)
-    #: off by default: a reason is a generated call per decision (README, "Metrics")
+    #: off by default: a reason is a generated call per decision (docs/metrics.md)
     reasons: bool = False
 
 

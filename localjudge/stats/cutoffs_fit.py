@@ -15,7 +15,7 @@ baseline, the larger probability (:func:`~localjudge.judge.cutoffs.baseline`).
 round, beside the baseline on the same halves, with bootstrap intervals over groups.
 
 :func:`held_out_check` is the one rule that decides whether fitted cut-offs are stored (by
-``localjudge calibrate`` and ``benchmarks/fit_cutoffs.py --write``): every group's decisions
+``localjudge calibrate`` and ``fitting/fit_cutoffs.py --write``): every group's decisions
 are judged by cut-offs fitted on the half it is not in (cross-fitting) and by the cut-offs in
 use now (or the baseline); the paired difference of the two figures gets a bootstrap interval
 over groups, and the fitted cut-offs are stored only when its lower 95% bound is above 0.

@@ -5,7 +5,7 @@ Both the package's ``registry.json`` and the user registry (``models.json``) may
 provenance}, "combinations": {kind: combination}}}`` (:class:`~localjudge.judge.cutoffs.Provenance`,
 :class:`~localjudge.judge.cutoffs.Combination`, optional; an older entry's one ``"source"``
 string serves every kind). The built-in entries are fitted on the development sets
-by ``benchmarks/fit_cutoffs.py``; the user's come from ``localjudge calibrate`` and replace the
+by ``fitting/fit_cutoffs.py``; the user's come from ``localjudge calibrate`` and replace the
 built-in ones kind by kind; ``localjudge calibrate --reset`` removes the user's
 (:func:`reset_cutoffs`), so the built-in ones apply again.
 """

@@ -6,7 +6,7 @@ Gemma's and Qwen's files come in chunks, one installed package per part, which a
 into the cache directory. Every part is checked (its size before anything is read, its sha256
 as it is copied), and so is the joined file; a part that is missing, truncated or changed is a
 :class:`ModelError` naming its package. Users add their own aliases in a JSON registry (see
-``models/README.md``), through :mod:`localjudge.judge.models.edit`.
+``docs/judges.md``), through :mod:`localjudge.judge.models.edit`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Relevance's grade: the fitted combination or the cut-offs shipped before, decided on fresh
 lists no figure of the grade was ever read from.
 
-    python benchmarks/fit_grade_confirm.py /work/runs/sources /work/runs/sources-confirm [--write]
+    python fitting/fit_grade_confirm.py /work/runs/sources /work/runs/sources-confirm [--write]
 
 **Why.** ``fit_sources.py``'s rule chose, on the A halves, judged + question_centred for
 ``relevance.grade``. On the B halves that fit is better than the cut-offs shipped before
@@ -37,8 +37,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import fit_sources_confirm as fsc  # noqa: E402
 import fit_sources_rule as rule  # noqa: E402
+from common import load_rows  # noqa: E402
 
 KIND = "relevance.grade"
 #: one list of the 40 fresh ones
@@ -65,8 +65,8 @@ def decide(rows: list[dict[str, Any]], fresh: list[dict[str, Any]]) -> dict[str,
     result = rule.decide_kind(rows, KIND)
     fit = result["fit"]
     kept = rule.today(KIND)
-    new = rule._rows_of([dict(r, half="B") for r in fresh], KIND, "B")
-    pooled = [*(r for r in rule._rows_of(rows, KIND, "B") if r["source"] == "xquad"), *new]
+    new = rule.rows_of([dict(r, half="B") for r in fresh], KIND, "B")
+    pooled = [*(r for r in rule.rows_of(rows, KIND, "B") if r["source"] == "xquad"), *new]
     out = {
         "fresh": {"fit": shares(new, fit), "kept": shares(new, kept)},
         "pooled": {"fit": shares(pooled, fit), "kept": shares(pooled, kept)},
@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("-m", "--model", default=None)
     parser.add_argument("--write", action="store_true", help="store the fit where it ships")
     args = parser.parse_args(argv)
-    out = decide(fsc._load(args.rows), fsc._load(args.fresh))
+    out = decide(load_rows(args.rows), load_rows(args.fresh))
     for where in ("fresh", "pooled"):
         print(f"\n### {where}: answer medium/high, other none (fit / kept)\n")
         print("| lang | answer medium/high | other none |\n|---|---|---|")
