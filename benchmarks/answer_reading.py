@@ -54,7 +54,7 @@ from localjudge.metrics.instructions import (
     passage_ask,
     passage_opening,
 )
-from localjudge.run.grouping import ask_grouped
+from localjudge.run.evaluate.grouping import ask_grouped
 
 ITEMS = 28
 SUBSET = Path(__file__).resolve().parents[2] / "shared/data/ragbench/msmarco-test.parquet"

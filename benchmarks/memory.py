@@ -191,7 +191,7 @@ def phase_eval(
     path: str, checkpoints: list[int], trace: bool, metric_names: list[str], keep_calls: bool
 ) -> list[dict[str, Any]]:
     from localjudge.metrics import METRICS
-    from localjudge.run.file_run import eval_file
+    from localjudge.run.evaluate.file_run import eval_file
     from localjudge.testing import ScriptedJudge
 
     #: one decision per call: a fixed reply per output schema (its one key)

@@ -50,7 +50,7 @@ from fit_combinations import KINDS, _line, _with_hard, by_query, figure, halves,
 from localjudge import load_judge
 from localjudge.metrics.asks import Decision
 from localjudge.metrics.instructions import passage_ask, passage_opening
-from localjudge.run.grouping import ask_grouped
+from localjudge.run.evaluate.grouping import ask_grouped
 from localjudge.stats.cutoffs_fit import Observation, hard
 
 YES_NO = ("yes", "no")

@@ -49,7 +49,7 @@ from localjudge.metrics.instructions import (
     passage_opening,
     question_span,
 )
-from localjudge.run.grouping import ask_grouped
+from localjudge.run.evaluate.grouping import ask_grouped
 
 LIST_SIZE = 5
 #: the passage instructions, for a numbered list of passages

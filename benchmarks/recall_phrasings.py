@@ -45,7 +45,7 @@ from localjudge.metrics.asks import Ask, Decision
 from localjudge.metrics.base import delimit
 from localjudge.metrics.instructions import RECALL_SYSTEM, ask_request, contexts_opening
 from localjudge.metrics.statements import split_statements
-from localjudge.run.grouping import ask_grouped
+from localjudge.run.evaluate.grouping import ask_grouped
 
 OBJECTIVE = "balanced_accuracy"
 YES_NO = ("yes", "no")

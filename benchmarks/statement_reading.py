@@ -64,7 +64,7 @@ from localjudge.metrics.instructions import (
     contexts_opening,
 )
 from localjudge.metrics.statements import split_statements
-from localjudge.run.grouping import ask_grouped
+from localjudge.run.evaluate.grouping import ask_grouped
 
 OBJECTIVE = "balanced_accuracy"
 CANDIDATES: dict[str, tuple[str, ...]] = {

@@ -53,7 +53,7 @@ from localjudge.metrics.instructions import (
     passage_ask,
     passage_opening,
 )
-from localjudge.run.grouping import ask_grouped
+from localjudge.run.evaluate.grouping import ask_grouped
 
 ITEMS = 28
 OBJECTIVE = "kappa"

@@ -63,7 +63,7 @@ def main() -> None:
 @guarded
 def report_command(out_dir: Path, output: Path | None, data: Path | None) -> None:
     """Render an eval or bench run in OUT_DIR as one self-contained, offline HTML file."""
-    from localjudge.run.report import write_report  # noqa: PLC0415
+    from localjudge.run.report.render import write_report  # noqa: PLC0415
 
     click.echo(str(write_report(out_dir, output, data=data)))
 

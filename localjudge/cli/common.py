@@ -384,6 +384,6 @@ class progress_bar:  # noqa: N801 (used as a context manager, reads like a funct
 
 
 def write_html(out_dir: Path, data: Path | None) -> Path:
-    from localjudge.run.report import write_report  # noqa: PLC0415
+    from localjudge.run.report.render import write_report  # noqa: PLC0415
 
     return write_report(out_dir, data=data)

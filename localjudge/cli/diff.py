@@ -46,7 +46,7 @@ def diff_command(  # noqa: PLR0917 (Click passes every option as an argument)
     metric the mean difference B - A with a paired 95% CI and a Wilcoxon test, and the items
     that changed most, with both reasons."""
     from localjudge.console import render  # noqa: PLC0415 (keep --help fast)
-    from localjudge.run.diff import diff_notes, diff_runs, diff_tables, load_run  # noqa: PLC0415
+    from localjudge.run.report.diff import diff_notes, diff_runs, diff_tables, load_run  # noqa: PLC0415
 
     diff = diff_runs(load_run(run_a), load_run(run_b), force=force, top=top)
     click.echo(f"A: {run_a}\nB: {run_b}")
@@ -60,7 +60,7 @@ def diff_command(  # noqa: PLR0917 (Click passes every option as an argument)
         )
         click.echo(f"json: {json_path}")
     if html_path is not None:
-        from localjudge.run.report import render_diff  # noqa: PLC0415
+        from localjudge.run.report.render import render_diff  # noqa: PLC0415
 
         html_path.parent.mkdir(parents=True, exist_ok=True)
         html_path.write_text(render_diff(diff), "utf-8")

@@ -2,7 +2,7 @@
 
 A metric is pure. It turns an item into :class:`~localjudge.metrics.asks.Ask` s (one judge call
 per decision) and the decided answers into a :class:`MetricResult`; it never holds or calls a
-judge. The runner (:mod:`localjudge.run.evaluation`) makes every judge call.
+judge. The runner (:mod:`localjudge.run.evaluate.evaluation`) makes every judge call.
 """
 
 from __future__ import annotations

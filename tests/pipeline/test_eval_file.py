@@ -18,7 +18,7 @@ from localjudge.judge.cache.store import Cache
 from localjudge.metrics import METRICS, ContextPosition, ContextRecall, ContextRelevance
 from localjudge.metrics.instructions import baseline_ask
 from localjudge.metrics.statements import split_statements
-from localjudge.run.file_run import detect_metrics, eval_file
+from localjudge.run.evaluate.file_run import detect_metrics, eval_file
 from localjudge.run.results import FORMAT_VERSION
 from localjudge.testing import ScriptedJudge
 from localjudge.versions import versions

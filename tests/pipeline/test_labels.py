@@ -17,7 +17,7 @@ from localjudge.errors import UsageError
 from localjudge.judge.cutoffs import Cutoffs
 from localjudge.judge.protocol import Generation, SoftDecision
 from localjudge.metrics import METRICS, ContextPosition, ContextRecall
-from localjudge.run.file_run import eval_file
+from localjudge.run.evaluate.file_run import eval_file
 from localjudge.stats.ppi import ppi_mean
 from localjudge.testing import ScriptedJudge
 
@@ -199,7 +199,7 @@ def test_cli_prints_both_means(tmp_path, files):
 
 
 def test_report_shows_the_corrected_mean_beside_the_raw_one(tmp_path, files):
-    from localjudge.run.report import render_report  # noqa: PLC0415
+    from localjudge.run.report.render import render_report  # noqa: PLC0415
 
     data, labels = files
     out = tmp_path / "out"

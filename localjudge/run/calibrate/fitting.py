@@ -24,10 +24,10 @@ else (a value is refused, never coerced): ``recall`` a number in [0, 1], of whic
 or 0/1; ``levels`` the level names ``"high"``, ``"medium"``, ``"low"``, ``"none"`` or TREC's
 grades 3, 2, 1, 0; a list has one entry per context piece.
 
-The groups the held-out split keeps together (:func:`~localjudge.run.calibration_labels.group_of`):
+The groups the held-out split keeps together (:func:`~localjudge.run.calibrate.check.group_of`):
 an item's ``source.qid``, else its top-level ``group``, else its question (``user_input``: the
 items asking one question are one group), else its id. A kind whose labelled items form fewer
-than :data:`~localjudge.run.calibration_labels.MIN_GROUPS` groups (two on each side of the
+than :data:`~localjudge.run.calibrate.check.MIN_GROUPS` groups (two on each side of the
 split) is not fitted; a file where no kind asked has enough is refused before judging.
 """
 
@@ -41,8 +41,7 @@ from localjudge.errors import UsageError
 from localjudge.judge.cutoffs import NO_CUTOFFS, Cutoffs, Provenance
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, MetricSettings
-from localjudge.run.calibrate_combine import CombinedFit, combine
-from localjudge.run.calibration_labels import (
+from localjudge.run.calibrate.check import (
     GRADES,
     LABELS_HINT,
     MIN_DECISIONS,
@@ -56,8 +55,9 @@ from localjudge.run.calibration_labels import (
     per_piece,
     position_kind,
 )
-from localjudge.run.compare import applicable
-from localjudge.run.evaluation import evaluate
+from localjudge.run.calibrate.combine import CombinedFit, combine
+from localjudge.run.evaluate.evaluation import evaluate
+from localjudge.run.labels import applicable
 from localjudge.run.results import ItemResult
 from localjudge.stats.cutoffs_fit import (
     MIN_GROUPS_PER_SIDE,
@@ -117,7 +117,7 @@ class Calibration:
     #: how the items judged were grouped for the held-out split (``grouped by ...``)
     grouped: str = ""
     #: per kind whose verdicts carry two readings or more, their fitted combination and its
-    #: rule (:mod:`localjudge.run.calibrate_combine`)
+    #: rule (:mod:`localjudge.run.calibrate.combine`)
     combined: Mapping[str, CombinedFit] = field(default_factory=dict)
     #: the cut-offs in use when the fit was made (what the rule compared with)
     now: Cutoffs = NO_CUTOFFS
@@ -280,7 +280,7 @@ def calibrate(
     The labels are checked first (:func:`check_labels`): a label refused, or nothing to fit on,
     raises :class:`~localjudge.errors.UsageError` before the judge is asked anything. Only the
     kinds of decision that can be fitted are judged, on the items they are fitted on."""
-    from localjudge.run.evaluation import resolve_cutoffs  # noqa: PLC0415
+    from localjudge.run.evaluate.evaluation import resolve_cutoffs  # noqa: PLC0415
 
     check = check_labels(records, metrics)
     only = check.only

@@ -14,8 +14,8 @@ from typing import Any
 from localjudge.judge.cutoffs import Cutoffs, kinds_of
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, Metric
-from localjudge.run.compare import label_problem
-from localjudge.run.evaluation import CHUNK_SIZE, evaluate, read
+from localjudge.run.evaluate.evaluation import CHUNK_SIZE, evaluate, read
+from localjudge.run.labels import label_problem
 from localjudge.run.results import LABELLED, ResultRow, ResultsWriter
 from localjudge.stats.ppi import fit_calibration, ppi_mean
 

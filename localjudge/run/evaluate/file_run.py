@@ -6,7 +6,7 @@ from a data file, with the survey of the data before it and the labelled items o
 so an interrupted run, started again with the same command, re-judges nothing it had finished.
 With ``labels``, the labelled items are scored first (``labelled.jsonl``) and the summary gains
 the prediction-powered means (:mod:`localjudge.stats.ppi`). The loop itself is
-:func:`localjudge.run.evaluation.evaluate`'s.
+:func:`localjudge.run.evaluate.evaluation.evaluate`'s.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from localjudge.judge.cutoffs import Cutoffs
 from localjudge.judge.isolation import InterruptLatch
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, Metric
-from localjudge.run.evaluation import (
+from localjudge.run.evaluate.evaluation import (
     CHUNK_SIZE,
     OnJudging,
     evaluate,
@@ -34,7 +34,7 @@ from localjudge.run.evaluation import (
     read,
     resolve_cutoffs,
 )
-from localjudge.run.labelled_pass import (
+from localjudge.run.evaluate.labelled_pass import (
     LabelledScores,
     calibrations,
     corrected,

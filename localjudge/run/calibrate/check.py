@@ -68,7 +68,7 @@ LABELS_HINT = f"accepted labels: {SPELLINGS} (README, 'Cut-offs: calibrate')"
 
 
 class LabelledKind(Protocol):
-    """A kind of decision as the check sees it (:class:`localjudge.run.calibrate.Kind`)."""
+    """A kind of decision as the check sees it (:class:`localjudge.run.calibrate.fitting.Kind`)."""
 
     @property
     def name(self) -> str: ...
@@ -282,7 +282,7 @@ def check_kinds(
     path: str | None = None,
 ) -> LabelCheck:
     """Check the labels ``kinds`` read in ``records`` and what each kind can be fitted on
-    (:func:`localjudge.run.calibrate.check_labels`, for the kinds of decision ``kinds``)."""
+    (:func:`localjudge.run.calibrate.fitting.check_labels`, for the kinds of decision ``kinds``)."""
     names = list(dict.fromkeys(k.metric for k in kinds))
     prefix = f"{path}: " if path else ""
     labelled = [n for n, r in enumerate(records) if "labels" in r]

@@ -3,7 +3,7 @@
 :func:`bench_file` validates the labels, runs each judge on the data as an ordinary eval run
 (each in a fresh process, one after another, so judges never share the cores and each gets its
 own cold start and peak memory), reads the runs back through :mod:`localjudge.run.results` and
-compares them (:mod:`localjudge.run.compare`) with :mod:`localjudge.stats.agreement`'s
+compares them (:mod:`localjudge.run.bench.compare`) with :mod:`localjudge.stats.agreement`'s
 statistics. Judges are compared on the items every judge scored; the items a judge failed are
 counted and listed, never silently dropped.
 """
@@ -33,9 +33,10 @@ from localjudge.errors import (
 from localjudge.judge.isolation import Reporter, death_line, supervise
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, MetricSettings
-from localjudge.run.compare import applicable, compare, item_rows, judges_agreement, label_problem
-from localjudge.run.file_run import eval_file
-from localjudge.run.memory import PeakMemory
+from localjudge.run.bench.compare import compare, item_rows, judges_agreement
+from localjudge.run.bench.memory import PeakMemory
+from localjudge.run.evaluate.file_run import eval_file
+from localjudge.run.labels import applicable, label_problem
 from localjudge.run.results import (
     BENCH,
     RESULTS,
@@ -373,7 +374,7 @@ def _judge_job(
     job: _Job, factory: JudgeFactory, reporter: Reporter | None = None
 ) -> dict[str, Any]:
     """Load the judge, run the eval, report load time, wall time and peak memory (see
-    :mod:`localjudge.run.memory` for what is measured). ``reporter``: the supervised child's
+    :mod:`localjudge.run.bench.memory` for what is measured). ``reporter``: the supervised child's
     record of the items in flight, for the crash line."""
     with PeakMemory() as memory, _bar(job) as on_bar:
 

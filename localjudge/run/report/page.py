@@ -1,8 +1,8 @@
 """The page machinery shared by every HTML report: the Jinja environment over ``templates/``
 (autoescaped, strict), the inlined assets, the Content-Security-Policy that keeps a page
 offline, the escaped JSON payload for the page's script, and the number and text formatting
-the views use. The views themselves are :mod:`localjudge.run.report` (eval runs) and
-:mod:`localjudge.run.report_views` (bench runs, diffs).
+the views use. The views themselves are :mod:`localjudge.run.report.render` (eval runs) and
+:mod:`localjudge.run.report.views` (bench runs, diffs).
 """
 
 from __future__ import annotations
@@ -87,14 +87,14 @@ def finite(value: Any) -> Any:
 
 def asset(name: str) -> Markup:
     """A static file from ``templates/``, inlined as is (it is ours, not data)."""
-    text = (resources.files("localjudge.run") / "templates" / name).read_text("utf-8")
+    text = (resources.files("localjudge.run.report") / "templates" / name).read_text("utf-8")
     return Markup(text)  # noqa: S704 (our own asset, not data)
 
 
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("localjudge.run", "templates"),
+        loader=jinja2.PackageLoader("localjudge.run.report", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

@@ -1,12 +1,12 @@
 """What ``localjudge calibrate`` prints: the held-out checks of
-:func:`~localjudge.run.calibrate.calibrate` as Markdown tables."""
+:func:`~localjudge.run.calibrate.fitting.calibrate` as Markdown tables."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from localjudge.run.calibrate import Calibration
+from localjudge.run.calibrate.fitting import Calibration
 
 __all__ = ["IN_SAMPLE", "calibration_table"]
 
