@@ -36,7 +36,14 @@ from localjudge.metrics import METRICS, MetricSettings
 from localjudge.run.bench.compare import compare, item_rows, judges_agreement
 from localjudge.run.bench.memory import PeakMemory
 from localjudge.run.evaluate.file_run import eval_file
-from localjudge.run.labels import applicable, label_problem
+from localjudge.run.labels import (
+    applicable,
+    canonical,
+    item_where,
+    label_problem,
+    n_pieces,
+    refuse_labels,
+)
 from localjudge.run.results import (
     BENCH,
     RESULTS,
@@ -202,13 +209,11 @@ def bench_file(
         n_records += 1
         if rec.data is None or "labels" not in rec.data:
             continue
-        contexts = rec.data.get("retrieved_contexts", rec.data.get("context"))
-        n_pieces = len(contexts) if isinstance(contexts, list) else None
-        problem = label_problem(rec.data["labels"], n_pieces)
+        problem = label_problem(rec.data["labels"], n_pieces(rec.data))
         if problem is not None:  # checked before any judge runs: no wasted benchmark
-            where = f"line {rec.line}" if rec.line is not None else f"record #{rec.index}"
-            raise DataError(f"{data}: {where}: {problem}", hint="fix the labels (README, 'bench')")
-        labelled[rec.index] = dict(rec.data["labels"])
+            where = item_where(rec.data, rec.index, rec.line)
+            refuse_labels([f"{where}: {problem}"], data, error=DataError)
+        labelled[rec.index] = canonical(rec.data["labels"])
     if not labelled:
         raise UsageError(
             f"{data} has no records with a 'labels' object", hint="see README, 'bench'"

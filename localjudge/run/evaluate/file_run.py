@@ -39,7 +39,7 @@ from localjudge.run.evaluate.labelled_pass import (
     calibrations,
     corrected,
     in_sample,
-    judge_labelled,
+    score_labelled,
 )
 from localjudge.run.results import RESULTS, ItemResult, ResultRow, ResultsWriter, Summary
 from localjudge.run.rundir import finished_run, output_lock, refuse_replacing, run_differences
@@ -53,7 +53,6 @@ __all__ = [
     "eval_file",
     "failed_thresholds",
     "in_sample",
-    "judge_labelled",
     "survey",
 ]
 
@@ -325,7 +324,7 @@ def _labelled_pass(run: _Run) -> dict[str, LabelledScores]:
     (none without labels)."""
     if run.labels is None:
         return {}
-    return judge_labelled(
+    return score_labelled(
         run.labels,
         run.out_dir,
         judge=run.judge,
