@@ -49,7 +49,6 @@ __all__ = [
     "DataSurvey",
     "LabelledScores",
     "RunOutcome",
-    "detect_metrics",
     "eval_file",
     "failed_thresholds",
     "in_sample",
@@ -99,13 +98,6 @@ def survey(
                 present.add(ours)
     metrics = [name for name, cls in METRICS.items() if set(cls.required) <= present]
     return DataSurvey(n_records=n, metrics=metrics)
-
-
-def detect_metrics(
-    data: Path, *, fmt: str | None = None, mapping: Mapping[str, str], limit: int | None
-) -> list[str]:
-    """Every metric whose required fields some record of the data has."""
-    return survey(data, fmt=fmt, mapping=mapping, limit=limit).metrics
 
 
 def eval_file(
