@@ -25,10 +25,10 @@ from localjudge.judge.protocol import Generation
 from localjudge.metrics.asks import Ask, Decision, decide, readings
 from localjudge.metrics.base import delimit
 from localjudge.metrics.instructions import ask_request
+from localjudge.stats.agreement import cohen_kappa
 from localjudge.stats.cutoffs_fit import (
     Observation,
     _balanced_accuracy,
-    _kappa,
     agreement,
     fit,
     hard,
@@ -90,7 +90,7 @@ def score(obs: list[Observation], judged: list[int], objective: str) -> float:
     if objective == "balanced_accuracy":
         value = _balanced_accuracy(human, judge)
         return value if value is not None else 0.5
-    value = _kappa(human, judge, 2, quadratic=False)
+    value = cohen_kappa(human, judge, 2, quadratic=False)
     return value if value is not None else 0.0
 
 

@@ -59,6 +59,7 @@ from localjudge.metrics import asks as ask_mod
 from localjudge.metrics.position import ContextPosition
 from localjudge.metrics.relevance import ContextRelevance
 from localjudge.run.evaluate.grouping import ask_grouped
+from localjudge.stats.agreement import kappa
 from localjudge.stats.bootstrap import interval
 from localjudge.stats.cutoffs_fit import Observation, agreement, fit, hard, held_out_check
 
@@ -260,12 +261,10 @@ def paired(
 
 
 def _stat(graded: bool) -> Any:
-    from sklearn.metrics import cohen_kappa_score
-
     def stat(h: list[int], j: list[int]) -> float | None:
         if len(set(h)) < 2 and len(set(j)) < 2:
             return None
-        return float(cohen_kappa_score(h, j, weights="quadratic" if graded else None))
+        return kappa(h, j, sorted({*h, *j}), "quadratic" if graded else None)
 
     return stat
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from localjudge.judge.cutoffs import Combination
+from localjudge.stats.agreement import kappa as cohen_kappa
 from localjudge.stats.combination_fit import Reads, combined_soft, fit_combination
 from localjudge.stats.cutoffs_fit import Observation, fit, hard
 
@@ -143,12 +144,9 @@ def fitted(rows: list[dict[str, Any]], kind: str, names: tuple[str, ...]) -> Dec
 
 
 def kappa(human: Sequence[int], judge: Sequence[int], graded: bool) -> float | None:
-    from sklearn.metrics import cohen_kappa_score
-
     if len(set(human)) < 2 and len(set(judge)) < 2:
         return None
-    value = float(cohen_kappa_score(human, judge, weights="quadratic" if graded else None))
-    return None if np.isnan(value) else value
+    return cohen_kappa(human, judge, sorted({*human, *judge}), "quadratic" if graded else None)
 
 
 def source_figure(rows: list[dict[str, Any]], judged: list[int], graded: bool) -> float | None:
