@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from localjudge.canonical import file_sha256
+from localjudge.console import number
 from localjudge.data.dataset import read_records
 from localjudge.errors import (
     CacheError,
@@ -87,18 +88,18 @@ def bench_table(report: Mapping[str, Any], *, terminal: bool = False) -> str:
                     metric,
                     str(m["n_common"]),
                     str(m["n_failed"]),
-                    _num(v and v["accuracy"]["value"]),
-                    _num(v and v["kappa"]["value"]),
-                    _num(s.get("spearman", {}).get("value")),
-                    _num(s.get("mae", {}).get("value")),
-                    _num(s.get("roc_auc", {}).get("value")),
-                    _num(soft.get("spearman", {}).get("value")),
-                    _num(soft.get("roc_auc", {}).get("value")),
-                    _num((m.get("top_pattern") or {}).get("share"), 2),
-                    _num(m["seconds_per_item"], 2),
-                    _num(m["tokens_per_s"], 1),
-                    _num(judge["load_seconds"], 2),
-                    _num(judge["peak_rss_mb"], 0),
+                    number(v and v["accuracy"]["value"]),
+                    number(v and v["kappa"]["value"]),
+                    number(s.get("spearman", {}).get("value")),
+                    number(s.get("mae", {}).get("value")),
+                    number(s.get("roc_auc", {}).get("value")),
+                    number(soft.get("spearman", {}).get("value")),
+                    number(soft.get("roc_auc", {}).get("value")),
+                    number((m.get("top_pattern") or {}).get("share"), 2),
+                    number(m["seconds_per_item"], 2),
+                    number(m["tokens_per_s"], 1),
+                    number(judge["load_seconds"], 2),
+                    number(judge["peak_rss_mb"], 0),
                 ]
             )
     numbers = ("n", "fail", "acc", "kappa", "rho", "mae", "auc", "~rho", "~auc", "top",
@@ -117,10 +118,10 @@ def bench_table(report: Mapping[str, Any], *, terminal: bool = False) -> str:
                         label,
                         metric,
                         str(m["n_items"]),
-                        _num(v and v["kappa"]["value"]),
-                        _num((m["spearman"] or {}).get("value")),
-                        _num((m["mae"] or {}).get("value")),
-                        _num((m.get("alpha") or {}).get("value")),
+                        number(v and v["kappa"]["value"]),
+                        number((m["spearman"] or {}).get("value")),
+                        number((m["mae"] or {}).get("value")),
+                        number((m.get("alpha") or {}).get("value")),
                     ]
                 )
         tables.append(
@@ -134,10 +135,6 @@ def bench_table(report: Mapping[str, Any], *, terminal: bool = False) -> str:
             )
         )
     return render(tables, terminal=terminal)
-
-
-def _num(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
 
 
 # --------------------------------------------------------------------------- running judges

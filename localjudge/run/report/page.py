@@ -17,6 +17,7 @@ import jinja2
 from markupsafe import Markup
 
 from localjudge.canonical import compact_json
+from localjudge.console import number
 from localjudge.metrics.base import shown
 
 #: nothing may be fetched: inline styles and scripts only, images only as data: URLs
@@ -48,16 +49,9 @@ def label_text(value: Any) -> str:
 # --------------------------------------------------------------------------- rendering
 
 
-def is_number(value: Any) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(float(value))
-    )
-
-
 def num(value: Any, digits: int = 3) -> str:
-    return f"{float(value):.{digits}f}" if is_number(value) else "–"
+    """A figure on a page (:func:`~localjudge.console.number`, a dash where there is none)."""
+    return number(value, digits, missing="–")
 
 
 def pair_text(a: Any, b: Any) -> str:

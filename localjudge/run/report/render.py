@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from localjudge.canonical import file_sha256
+from localjudge.console import is_number
 from localjudge.data.dataset import LIST_FIELDS, read_records
 from localjudge.data.items import make_item
 from localjudge.errors import DataError, InvalidItemError
@@ -31,7 +32,6 @@ from localjudge.run.report.page import (
     CSP_ATTRIBUTE,
     as_text,
     asset,
-    is_number,
     render,
     script_json,
     text_pairs,

@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from localjudge.console import is_number
 from localjudge.run.report.page import (
     CSP_ATTRIBUTE,
     as_text,
-    is_number,
     label_text,
     num,
     pair_text,
