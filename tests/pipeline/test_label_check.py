@@ -107,8 +107,9 @@ def refusal(call: Any, error: type[LocalJudgeError]) -> str:
 def test_a_refused_spelling_is_refused_alike_by_all_three(
     tmp_path: Path, labels: dict[str, Any], problem: str
 ) -> None:
-    records = labelled(NAMED, 2)
-    records[1] = {**records[1], "labels": {**NAMED, **labels}}
+    records = labelled(NAMED, 3)
+    for n in (1, 2):
+        records[n] = {**records[n], "labels": {**NAMED, **labels}}
     path = write(tmp_path / "labels.jsonl", records)
     data = write(tmp_path / "data.jsonl", rule_records(1))
     judge = ScriptedJudge(rule_reply)
@@ -119,7 +120,10 @@ def test_a_refused_spelling_is_refused_alike_by_all_three(
         ),
         DataError,
     )
-    by_calibrate = refusal(lambda: check_labels(records, lines=[1, 2], path=str(path)), UsageError)
+    by_calibrate = refusal(
+        lambda: check_labels(records, lines=[1, 2, 3], path=str(path)), UsageError
+    )
     assert by_bench == by_eval == by_calibrate
     assert by_bench.startswith('item "r1" (line 2): ' + problem)
+    assert " (and 1 more) (accepted labels: " in by_bench  # the second one, on line 3
     assert judge.calls == []

@@ -200,6 +200,7 @@ def bench_file(
     """
     labelled: dict[int, dict[str, Any]] = {}
     n_records = 0
+    problems: list[str] = []
     for n, rec in enumerate(read_records(data)):
         if limit is not None and n >= limit:
             break
@@ -207,10 +208,12 @@ def bench_file(
         if rec.data is None or "labels" not in rec.data:
             continue
         problem = label_problem(rec.data["labels"], n_pieces(rec.data))
-        if problem is not None:  # checked before any judge runs: no wasted benchmark
-            where = item_where(rec.data, rec.index, rec.line)
-            refuse_labels([f"{where}: {problem}"], data, error=DataError)
-        labelled[rec.index] = canonical(rec.data["labels"])
+        if problem is not None:
+            problems.append(f"{item_where(rec.data, rec.index, rec.line)}: {problem}")
+        else:
+            labelled[rec.index] = canonical(rec.data["labels"])
+    # checked before any judge runs: no wasted benchmark
+    refuse_labels(problems, data, error=DataError)
     if not labelled:
         raise UsageError(
             f"{data} has no records with a 'labels' object", hint="see README, 'bench'"
