@@ -169,15 +169,14 @@ def passage_asks(question: str, passages: list[str], answer: str | None = None) 
 
 
 def kappa(human: Sequence[int], judge: Sequence[int], graded: bool) -> float | None:
-    """Cohen's kappa (quadratic weights when ``graded``); None where both sides are constant
-    or it is undefined."""
-    import numpy as np
-    from sklearn.metrics import cohen_kappa_score
+    """Cohen's kappa (quadratic weights when ``graded``) through the package's one kappa
+    (:func:`localjudge.stats.agreement.kappa`); None where both sides are constant or it is
+    undefined."""
+    from localjudge.stats.agreement import kappa as package_kappa
 
     if len(set(human)) < 2 and len(set(judge)) < 2:
         return None
-    value = float(cohen_kappa_score(human, judge, weights="quadratic" if graded else None))
-    return None if np.isnan(value) else value
+    return package_kappa(human, judge, sorted({*human, *judge}), "quadratic" if graded else None)
 
 
 # --------------------------------------------------------------------------- registry

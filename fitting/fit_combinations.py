@@ -55,7 +55,7 @@ from localjudge import load_judge
 from localjudge.judge.cutoffs import Cutoffs, Provenance
 from localjudge.judge.models.cutoffs_store import judge_cutoffs
 from localjudge.metrics import asks as ask_mod
-from localjudge.run.grouping import ask_grouped
+from localjudge.run.evaluate.grouping import ask_grouped
 from localjudge.stats.bootstrap import interval
 from localjudge.stats.cutoffs_fit import Observation, agreement, fit, hard, held_out_check
 

@@ -45,13 +45,13 @@ from typing import Any
 
 from localjudge import load_judge
 from localjudge.judge.cutoffs import Provenance
-from localjudge.run.calibrate import (
+from localjudge.run.calibrate.fitting import (
     Calibration,
     fit_cutoffs,
     judge_labelled,
     observations,
 )
-from localjudge.run.calibration_table import calibration_table
+from localjudge.run.calibrate.table import calibration_table
 from localjudge.stats.cutoffs_fit import Observation, agreement, hard
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts beside this one

@@ -81,7 +81,7 @@ def judge_rows(lists: list[dict[str, Any]], judge: Any) -> list[dict[str, Any]]:
     """One row per passage of each list: labels and the raw figures of every reading."""
     from localjudge.judge.cutoffs import Cutoffs
     from localjudge.metrics.asks import decide_all
-    from localjudge.run.grouping import ask_grouped
+    from localjudge.run.evaluate.grouping import ask_grouped
 
     all_asks = [passage_asks(x["question"], x["passages"], x["answer"]) for x in lists]
     outcomes = ask_grouped(judge, [[a.request for a in asks] for asks in all_asks])

@@ -32,8 +32,8 @@ from localjudge.metrics import (
     MetricResult,
     MetricSettings,
 )
-from localjudge.run.evaluation import evaluate, score
-from localjudge.run.file_run import eval_file
+from localjudge.run.evaluate.evaluation import evaluate, score
+from localjudge.run.evaluate.file_run import eval_file
 from localjudge.run.results import ItemResult
 from localjudge.run.settings import JudgeSettings, build_metrics, open_judge
 from localjudge.scoring import RelevancePenalties

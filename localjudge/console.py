@@ -11,13 +11,14 @@ imported only when a table is drawn.
 from __future__ import annotations
 
 import io
+import math
 import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BAR_FORMAT", "Column", "TextTable", "no_color", "render"]
+__all__ = ["BAR_FORMAT", "Column", "TextTable", "is_number", "no_color", "number", "render"]
 
 #: tqdm's default layout with the count as a whole number (a bar advances by 1/metrics per
 #: finished metric, so its count is fractional mid-item)
@@ -44,6 +45,24 @@ class TextTable:
     rows: Sequence[Sequence[str]]
     title: str | None = None
     styles: Sequence[Sequence[str]] = field(default_factory=list)
+
+
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is a finite real number (a boolean is not one)."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(float(value))
+    )
+
+
+def number(value: Any, digits: int = 3, *, sign: bool = False, missing: str = "-") -> str:
+    """A figure as text, the package's one number formatter (console tables, calibrate's
+    Markdown, the HTML reports, JUnit): ``digits`` decimals, a ``+`` before a positive one with
+    ``sign``, and ``missing`` for None or anything that is not a finite number."""
+    if not is_number(value):
+        return missing
+    return f"{float(value):{'+' if sign else ''}.{digits}f}"
 
 
 def no_color() -> bool:

@@ -257,7 +257,7 @@ def probe_child(model: str | None, reporter: Any) -> dict[str, Any]:
     the check shows (a library error as ``error`` and ``hint``)."""
     from localjudge.judge.llama import load_judge  # noqa: PLC0415
     from localjudge.metrics import ContextPosition  # noqa: PLC0415
-    from localjudge.run.evaluation import score  # noqa: PLC0415
+    from localjudge.run.evaluate.evaluation import score  # noqa: PLC0415
 
     try:
         start = time.perf_counter()

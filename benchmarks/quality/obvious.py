@@ -12,7 +12,7 @@ Data (report halves only: the lists ``fitting/fit_sources.py`` reports on, no fi
 - XQuAD short lists: the same with single sentences (position).
 - XQuAD recall: the answer's sentence against its paragraph (1.0) and against the two
   paragraphs without it (0.0).
-- ``localjudge/run/obvious.jsonl``: short contrast items written for this check (calibrate
+- ``localjudge/run/calibrate/obvious.jsonl``: short contrast items written for this check (calibrate
   checks a fit on them too) (an answer and a
   passage about something else, in the same language and form): short facts in ten
   languages, config and code, chat, web pages, tables and lists.

@@ -6,7 +6,7 @@ Generates a JSONL file of N items (default 100,000) in a temporary directory: va
 phase in a fresh process (so that the peak RSS of one phase does not hide the next):
 
 - ``read``: stream the file through ``localjudge.data.dataset.read_records``;
-- ``eval``: ``localjudge.run.file_run.eval_file`` (the streaming ``evaluate`` plus the
+- ``eval``: ``localjudge.run.evaluate.file_run.eval_file`` (the streaming ``evaluate`` plus the
   ``results.jsonl`` writer) with a :class:`~localjudge.testing.ScriptedJudge` (no model) answering
   every call (one decision per call, then a reason per decision) from its schema's one key;
 - ``summary``: the same run's end: the summary statistics (bootstrap CI) eval_file computes after
@@ -191,7 +191,7 @@ def phase_eval(
     path: str, checkpoints: list[int], trace: bool, metric_names: list[str], keep_calls: bool
 ) -> list[dict[str, Any]]:
     from localjudge.metrics import METRICS
-    from localjudge.run.file_run import eval_file
+    from localjudge.run.evaluate.file_run import eval_file
     from localjudge.testing import ScriptedJudge
 
     #: one decision per call: a fixed reply per output schema (its one key)

@@ -21,7 +21,7 @@ import ray
 
 from localjudge.cluster import RAY_CHUNK_SIZE, open_ray_judge
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
-from localjudge.run.file_run import eval_file
+from localjudge.run.evaluate.file_run import eval_file
 from localjudge.run.settings import JudgeSettings
 
 ROOT = Path(__file__).resolve().parents[2]

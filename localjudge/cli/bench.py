@@ -75,7 +75,7 @@ def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
     """Benchmark judges against the human labels in DATA (labelled JSONL: docs/data-format.md)."""
     from localjudge.judge.isolation import terminate_as_interrupt  # noqa: PLC0415
     from localjudge.metrics import MetricSettings  # noqa: PLC0415
-    from localjudge.run.bench import bench_file, bench_table  # noqa: PLC0415
+    from localjudge.run.bench.runner import bench_file, bench_table  # noqa: PLC0415
 
     progress = not quiet and drawn.on_terminal()
     ray = ray_config(judge_options, ctx.find_root().obj)

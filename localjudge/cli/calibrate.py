@@ -102,8 +102,8 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
         store_cutoffs,
         user_registry_path,
     )
-    from localjudge.run.calibrate import calibrate, check_labels  # noqa: PLC0415
-    from localjudge.run.calibration_table import IN_SAMPLE, calibration_table  # noqa: PLC0415
+    from localjudge.run.calibrate.fitting import calibrate, check_labels  # noqa: PLC0415
+    from localjudge.run.calibrate.table import IN_SAMPLE, calibration_table  # noqa: PLC0415
     from localjudge.run.settings import open_judge  # noqa: PLC0415
 
     store_anyway = either(store_anyway, old_force)
@@ -150,7 +150,7 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
 def _obvious(judge: Any, now: Any, chosen: Any, *, store_anyway: bool) -> Any:
     """``chosen`` less the kinds whose fit loses an obvious item that ``now`` gets right (all
     of them with ``store_anyway``), each kind's check printed."""
-    from localjudge.run.obvious import lost, obvious_check  # noqa: PLC0415
+    from localjudge.run.calibrate.obvious import lost, obvious_check  # noqa: PLC0415
 
     kinds = set(chosen.kinds)
     fitted = obvious_check(judge, now.merged(chosen), kinds)

@@ -1,5 +1,5 @@
-"""``localjudge diff RUN_A RUN_B``: the command around :mod:`localjudge.run.diff` (registered in
-:mod:`localjudge.cli`, which maps its errors to exit codes).
+"""``localjudge diff RUN_A RUN_B``: the command around :mod:`localjudge.run.report.diff`
+(registered in :mod:`localjudge.cli`, which maps its errors to exit codes).
 
 The files it writes take a path each, named ``--json-out`` and ``--html-out`` (``--json`` and
 ``--html`` are flags elsewhere); ``--json PATH``, ``--html PATH`` and ``--force`` (now
@@ -70,7 +70,7 @@ def diff_command(  # noqa: PLR0917 (Click passes every option as an argument)
     metric the mean difference B - A with a paired 95% CI and a Wilcoxon test, and the items
     that changed most, with both reasons."""
     from localjudge.console import render  # noqa: PLC0415 (keep --help fast)
-    from localjudge.run.diff import diff_notes, diff_runs, diff_tables, load_run  # noqa: PLC0415
+    from localjudge.run.report.diff import diff_notes, diff_runs, diff_tables, load_run  # noqa: PLC0415
 
     json_path, html_path = either(json_path, old_json), either(html_path, old_html)
     force = either(by_id, old_force)
@@ -86,7 +86,7 @@ def diff_command(  # noqa: PLR0917 (Click passes every option as an argument)
         )
         click.echo(f"json: {json_path}")
     if html_path is not None:
-        from localjudge.run.report import render_diff  # noqa: PLC0415
+        from localjudge.run.report.render import render_diff  # noqa: PLC0415
 
         html_path.parent.mkdir(parents=True, exist_ok=True)
         html_path.write_text(render_diff(diff), "utf-8")

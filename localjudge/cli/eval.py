@@ -3,7 +3,7 @@
 The command runs the judge in a supervised child process (:mod:`localjudge.judge.isolation`;
 ``LOCALJUDGE_IN_PROCESS=1`` or a judge factory in Click's context object runs it here), draws
 progress on a terminal, prints the summary table and exits with the run's code
-(:mod:`localjudge.cli.exits`). The run itself is :func:`localjudge.run.file_run.eval_file`.
+(:mod:`localjudge.cli.exits`). The run itself is :func:`localjudge.run.evaluate.file_run.eval_file`.
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
 def junit_after_crash(path: Path, code: int) -> None:
     """The judge process died by a signal before it could write its JUnit file: write one that
     says so, so that CI never reads an older run's report as this one's."""
-    from localjudge.run.junit import junit_xml, write_junit  # noqa: PLC0415
+    from localjudge.run.report.junit import junit_xml, write_junit  # noqa: PLC0415
 
     why = f"the judge process died with exit {code} (signal {code - 128}); see the error line"
     with contextlib.suppress(OSError):  # the crash line already said what matters
@@ -163,7 +163,7 @@ def _eval_child(params: dict[str, Any], reporter: Any) -> None:
 def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, reporter: Any) -> None:
     from localjudge.data.dataset import parse_mapping  # noqa: PLC0415 (keep --help fast)
     from localjudge.metrics import MetricSettings  # noqa: PLC0415
-    from localjudge.run.file_run import eval_file, survey  # noqa: PLC0415
+    from localjudge.run.evaluate.file_run import eval_file, survey  # noqa: PLC0415
     from localjudge.run.rundir import output_lock  # noqa: PLC0415
     from localjudge.run.settings import build_metrics  # noqa: PLC0415
     from localjudge.run.summary import summary_table  # noqa: PLC0415
@@ -284,7 +284,7 @@ def _warn(outcome: Any) -> None:
 def _junit_report(
     path: Path, judge: Any, metrics: list[str], thresholds: dict[str, float], run: dict[str, Any]
 ) -> Any:
-    from localjudge.run.junit import JUnitReport  # noqa: PLC0415
+    from localjudge.run.report.junit import JUnitReport  # noqa: PLC0415
     from localjudge.versions import versions  # noqa: PLC0415
 
     identity = judge.identity

@@ -9,7 +9,7 @@ from pathlib import Path
 def write_html(out_dir: Path, data: Path | None, output: Path | None = None) -> Path:
     """Write the report of the run in ``out_dir`` to ``output`` (default:
     ``out_dir/report.html``; a folder that exists: ``report.html`` in it) and return its path."""
-    from localjudge.run.report import REPORT_FILE, write_report  # noqa: PLC0415
+    from localjudge.run.report.render import REPORT_FILE, write_report  # noqa: PLC0415
 
     if output is not None and output.is_dir():
         output = output / REPORT_FILE

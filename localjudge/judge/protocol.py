@@ -3,8 +3,8 @@
 The llama.cpp backend (:mod:`localjudge.judge.llama.judge`), the caching wrapper
 (:mod:`localjudge.judge.cache.caching`) and the scripted fake (:mod:`localjudge.testing`) all
 implement :class:`Judge`, with its optional many-requests call :meth:`Judge.generate_many`; the
-runner (:mod:`localjudge.run.evaluation`) knows nothing else about models, and the metrics know
-nothing about judges at all.
+runner (:mod:`localjudge.run.evaluate.evaluation`) knows nothing else about models, and the
+metrics know nothing about judges at all.
 
 At the top of :mod:`localjudge.judge`: any layer may use it.
 """

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -66,21 +66,6 @@ def text(max_chars: int, *, ascii_only: bool = False, min_chars: int = 1) -> Any
 def bounded_list(item: Any, *, min_items: int, max_items: int) -> Any:
     """A bounded list type for schema fields."""
     return Annotated[list[item], Field(min_length=min_items, max_length=max_items)]
-
-
-def one_per_piece(name: str, n: int, **fields: Any) -> Any:
-    """A tuple type of exactly ``n`` objects, the i-th with ``"index": i`` first, then ``fields``
-    (pydantic ``create_model`` field definitions): one verdict per piece, in order."""
-    models = tuple(
-        create_model(f"{name}{i}", __base__=StrictModel, index=(_literal(i), ...), **fields)
-        for i in range(n)
-    )
-    return tuple[models]  # type: ignore[valid-type]
-
-
-def _literal(value: int) -> Any:
-    """``Literal[value]`` for a value known only at run time (no static type form exists)."""
-    return Literal[value]
 
 
 class UnboundedSchemaError(ValueError):

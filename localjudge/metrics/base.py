@@ -2,7 +2,7 @@
 
 A metric is pure. It turns an item into :class:`~localjudge.metrics.asks.Ask` s (one judge call
 per decision) and the decided answers into a :class:`MetricResult`; it never holds or calls a
-judge. The runner (:mod:`localjudge.run.evaluation`) makes every judge call.
+judge. The runner (:mod:`localjudge.run.evaluate.evaluation`) makes every judge call.
 """
 
 from __future__ import annotations
@@ -80,7 +80,8 @@ class MetricSettings:
 
 @dataclass(frozen=True)
 class LabelKind:
-    """A kind of human label a metric can be compared on (bench's labelled format)."""
+    """A kind of human label a metric can be compared on (bench's labelled format; how each is
+    spelled and checked: :mod:`localjudge.run.labels`)."""
 
     name: str
     #: per piece (a list, one value per context piece) or per item
@@ -89,23 +90,6 @@ class LabelKind:
     values: tuple[Any, ...] = ()
     #: Cohen's kappa weighting for per-piece values (``"quadratic"`` for ordinal ones)
     weights: str | None = None
-
-    def problem(self, key: str, value: Any, n_pieces: int | None) -> str | None:
-        """What is wrong with ``labels[key] = value`` (None when it is usable)."""
-        if not self.per_piece:
-            number = isinstance(value, (int, float)) and not isinstance(value, bool)
-            ok = number and 0 <= value <= 1
-            return None if ok else f"labels.{key} must be a number in [0, 1], got {value!r}"
-        if not isinstance(value, list) or not value:
-            return f"labels.{key} must be a non-empty list"
-        if n_pieces is not None and len(value) != n_pieces:
-            return f"labels.{key} has {len(value)} entries for {n_pieces} context pieces"
-        if self.values == (False, True):
-            ok = all(isinstance(v, bool) for v in value)
-            return None if ok else f"labels.{key} must be a list of true/false"
-        bad = [v for v in value if v not in self.values]
-        listed = ", ".join(str(v) for v in reversed(self.values))
-        return f"labels.{key} has {bad[0]!r}; expected one of {listed}" if bad else None
 
 
 #: a share in [0, 1] for the whole item (recall)

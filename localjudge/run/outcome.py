@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from localjudge.console import number
 from localjudge.judge.protocol import JudgeIdentity
 from localjudge.run.results import (
     PARTIAL,
@@ -169,9 +170,9 @@ def check_thresholds(rows: Iterable[Mapping[str, Any]], thresholds: Mapping[str,
         if mean is not None and mean >= threshold:
             continue
         head = (
-            f"{metric}: mean {mean:.3f} < {threshold:.3f} ({len(scored)} scored"
+            f"{metric}: mean {number(mean)} < {number(threshold)} ({len(scored)} scored"
             if mean is not None
-            else f"{metric}: nothing scored (threshold {threshold:.3f}"
+            else f"{metric}: nothing scored (threshold {number(threshold)}"
         ) + (f", {len(failed)} failed)" if failed else ")")
         worst = sorted(scored, key=lambda r: (r["score"], r["index"]))[:WORST_SHOWN]
         lines = [head, *(_item_line(r) for r in [*failed[:WORST_SHOWN], *worst])]
@@ -184,4 +185,4 @@ def _item_line(row: Mapping[str, Any]) -> str:
     where = f"  #{row['index']} id {row['id']!r}"
     if row["error"] is not None:
         return f"{where}: error: {row['error']['message']}"
-    return f"{where}: {row['score']:.3f}  {row['reason'] or ''}".rstrip()
+    return f"{where}: {number(row['score'])}  {row['reason'] or ''}".rstrip()

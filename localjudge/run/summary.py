@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from localjudge.canonical import read_json, write_json
+from localjudge.console import number
 from localjudge.judge.protocol import Judge
 from localjudge.run.results import (
     SUMMARY,
@@ -92,9 +93,9 @@ def summary_table(summary: Mapping[str, Any], *, terminal: bool = False) -> str:
                 name,
                 str(m["n_scored"]),
                 str(m["n_failed"]),
-                _fmt(m["mean"]),
-                _fmt(m["median"]),
-                f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "-",
+                number(m["mean"]),
+                number(m["median"]),
+                f"{number(ci[0])}-{number(ci[1])}" if ci else "-",
             ]
         )
     numbers = ("scored", "failed", "mean", "median", "ci95")
@@ -110,11 +111,11 @@ def summary_table(summary: Mapping[str, Any], *, terminal: bool = False) -> str:
                 [
                     name,
                     kind,
-                    f"{est['estimate']:.3f}",
-                    f"{lo:.3f}-{hi:.3f}",
-                    f"{data[0]:.3f}-{data[1]:.3f}" if data else "-",
+                    number(est["estimate"]),
+                    f"{number(lo)}-{number(hi)}",
+                    f"{number(data[0])}-{number(data[1])}" if data else "-",
                     str(est["n_labelled"]),
-                    f"{est['judge_bias']:+.3f}",
+                    number(est["judge_bias"], sign=True),
                 ]
             )
     if corrected:
@@ -127,7 +128,3 @@ def summary_table(summary: Mapping[str, Any], *, terminal: bool = False) -> str:
             )
         )
     return render(tables, terminal=terminal)
-
-
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"

@@ -1,10 +1,11 @@
 """Agreement between a judge and human labels: per-verdict and per-item statistics with CIs.
 
-Pure functions of the labelled records and the ``results.jsonl`` rows a judge produced. Per-verdict
-agreement uses scikit-learn (accuracy, Cohen's kappa, weighted for ordinal labels, confusion
-matrices); per-item score agreement SciPy (Spearman, Kendall) and scikit-learn (ROC AUC).
-Confidence intervals come from the one seeded bootstrap (:mod:`localjudge.stats.bootstrap`) over
-items: the verdicts of one item are resampled together.
+Pure functions of the labelled records and the ``results.jsonl`` rows a judge produced.
+Per-verdict agreement uses scikit-learn (accuracy, confusion matrices) and the package's one
+Cohen's kappa (:func:`cohen_kappa`, weighted for ordinal labels; the cut-off fits use it too);
+per-item score agreement SciPy (Spearman, Kendall) and scikit-learn (ROC AUC). Confidence
+intervals come from the one seeded bootstrap (:mod:`localjudge.stats.bootstrap`) over items: the
+verdicts of one item are resampled together.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ RESAMPLES = 1000
 __all__ = [
     "Pair",
     "accuracy",
+    "cohen_kappa",
     "confusion",
     "kappa",
     "kendall",
@@ -75,17 +77,41 @@ def accuracy(human: Sequence[Any], judge: Sequence[Any]) -> float | None:
     return _quiet(lambda: accuracy_score(human, judge)) if human else None
 
 
+def cohen_kappa(
+    human: Sequence[int] | np.ndarray,
+    judge: Sequence[int] | np.ndarray,
+    k: int,
+    *,
+    quadratic: bool = False,
+) -> float | None:
+    """Cohen's kappa of two raters' class indices (0 to ``k - 1``), quadratically weighted for
+    ordinal classes; None with no pair, or when chance agreement is all there can be (the
+    package's one kappa: bench, calibrate and the cut-off fits all read it)."""
+    human, judge = np.asarray(human, dtype=int), np.asarray(judge, dtype=int)
+    if len(human) == 0:
+        return None
+    observed = np.zeros((k, k))
+    np.add.at(observed, (human, judge), 1)
+    observed /= observed.sum()
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
+    i, j = np.indices((k, k))
+    weights = ((i - j) ** 2 if quadratic else (i != j)).astype(float)
+    denominator = float(np.sum(weights * expected))
+    if denominator == 0.0:
+        return None
+    return 1.0 - float(np.sum(weights * observed)) / denominator
+
+
 def kappa(
     human: Sequence[Any], judge: Sequence[Any], labels: Sequence[Any], weights: str | None = None
 ) -> float | None:
-    """Cohen's kappa; ``weights="quadratic"`` for ordinal labels (given lowest first)."""
-    from sklearn.metrics import cohen_kappa_score  # noqa: PLC0415
-
-    if not human:
-        return None
+    """Cohen's kappa (:func:`cohen_kappa`) of two raters' ``labels``; ``weights="quadratic"``
+    for ordinal labels (given lowest first)."""
+    if weights not in (None, "quadratic"):
+        raise ValueError(f"unknown kappa weights {weights!r}")
     rank = {label: i for i, label in enumerate(labels)}
     h, j = [rank[v] for v in human], [rank[v] for v in judge]
-    return _quiet(lambda: cohen_kappa_score(h, j, labels=list(range(len(labels))), weights=weights))
+    return cohen_kappa(h, j, len(labels), quadratic=weights == "quadratic")
 
 
 def confusion(human: Sequence[Any], judge: Sequence[Any], labels: Sequence[Any]) -> dict[str, Any]:

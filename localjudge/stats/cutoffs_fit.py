@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from localjudge.judge.cutoffs import baseline
+from localjudge.stats.agreement import cohen_kappa
 from localjudge.stats.bootstrap import interval
 
 __all__ = [
@@ -77,21 +78,6 @@ def hard(
 # --------------------------------------------------------------------------- statistics
 
 
-def _kappa(human: np.ndarray, judge: np.ndarray, k: int, quadratic: bool) -> float | None:
-    if len(human) == 0:
-        return None
-    observed = np.zeros((k, k))
-    np.add.at(observed, (human, judge), 1)
-    observed /= observed.sum()
-    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
-    i, j = np.indices((k, k))
-    weights = ((i - j) ** 2 if quadratic else (i != j)).astype(float)
-    denominator = float(np.sum(weights * expected))
-    if denominator == 0.0:
-        return None
-    return 1.0 - float(np.sum(weights * observed)) / denominator
-
-
 def _relevant(human: np.ndarray, judge: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Grades as relevant (2 or 3) or not."""
     return (human >= 2).astype(int), (judge >= 2).astype(int)
@@ -130,11 +116,13 @@ def _statistics(graded: bool) -> dict[str, Statistic]:
 
     if graded:
         return {
-            "qwk": lambda o, j: _kappa(*arrays(o, j), 4, quadratic=True),
-            "kappa_relevant": lambda o, j: _kappa(*_relevant(*arrays(o, j)), 2, quadratic=False),
+            "qwk": lambda o, j: cohen_kappa(*arrays(o, j), 4, quadratic=True),
+            "kappa_relevant": lambda o, j: cohen_kappa(
+                *_relevant(*arrays(o, j)), 2, quadratic=False
+            ),
         }
     return {
-        "kappa": lambda o, j: _kappa(*arrays(o, j), 2, quadratic=False),
+        "kappa": lambda o, j: cohen_kappa(*arrays(o, j), 2, quadratic=False),
         "balanced_accuracy": lambda o, j: _balanced_accuracy(*arrays(o, j)),
     }
 
@@ -220,7 +208,7 @@ def _fit_binary(
         if objective == "balanced_accuracy":
             value = _balanced_accuracy(human, judged)
         else:
-            value = _kappa(human, judged, 2, quadratic=False)
+            value = cohen_kappa(human, judged, 2, quadratic=False)
         if value is not None and value > best_value + 1e-12:
             best, best_value = float(c), value
     return best
@@ -234,7 +222,7 @@ def _fit_graded(soft: np.ndarray, human: np.ndarray, candidates: np.ndarray) -> 
         judged = np.sum(soft[:, None] >= cuts[None, :], axis=1)
         if np.any(np.bincount(judged, minlength=4) / len(judged) > limit + 1e-12):
             return -np.inf
-        value = _kappa(human, judged, 4, quadratic=True)
+        value = cohen_kappa(human, judged, 4, quadratic=True)
         return -np.inf if value is None else value
 
     # start where the judge's shares match the people's

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from localjudge.run.report import write_report
+from localjudge.run.report.render import write_report
 
 REQUIRED = os.environ.get("LOCALJUDGE_REQUIRE_BROWSER", "") not in ("", "0")
 

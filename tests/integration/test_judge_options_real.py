@@ -13,7 +13,7 @@ from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 from localjudge import ContextPosition, load_judge
 from localjudge.data.items import make_item
 from localjudge.judge.cache.rows import cache_key
-from localjudge.run.evaluation import score
+from localjudge.run.evaluate.evaluation import score
 
 pytestmark = pytest.mark.model
 

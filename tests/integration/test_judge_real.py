@@ -42,7 +42,7 @@ from localjudge.judge.schemas import worst_case_tokens
 from localjudge.metrics import Metric, MetricResult
 from localjudge.metrics.asks import decide, reason_request
 from localjudge.metrics.statements import split_statements
-from localjudge.run.evaluation import score
+from localjudge.run.evaluate.evaluation import score
 
 pytestmark = pytest.mark.model
 

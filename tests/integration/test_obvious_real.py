@@ -18,7 +18,7 @@ import pytest
 
 from localjudge import ContextPosition, evaluate, load_judge
 from localjudge.judge.models import judge_cutoffs
-from localjudge.run.obvious import obvious_check
+from localjudge.run.calibrate.obvious import obvious_check
 
 pytestmark = pytest.mark.model
 

@@ -12,7 +12,7 @@ import ray
 from localjudge.cluster import RAY_CHUNK_SIZE, open_ray_judge
 from localjudge.judge.engine.prefix_store import PREFIX_DIR
 from localjudge.metrics import ContextPosition, ContextRecall
-from localjudge.run.file_run import eval_file
+from localjudge.run.evaluate.file_run import eval_file
 from localjudge.run.settings import JudgeSettings, open_judge
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "rag.jsonl"

@@ -18,7 +18,7 @@ from store_layouts import hf_file, lmstudio_file, ollama_model, place
 from localjudge import ModelError, load_judge
 from localjudge.judge.models.registry import builtin_registry, resolve_model
 from localjudge.metrics import ContextPosition
-from localjudge.run.evaluation import score
+from localjudge.run.evaluate.evaluation import score
 
 pytestmark = pytest.mark.model
 

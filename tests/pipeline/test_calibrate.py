@@ -21,15 +21,15 @@ from localjudge.judge.models.cutoffs_store import judge_cutoffs, store_cutoffs, 
 from localjudge.judge.protocol import Generation, SoftDecision
 from localjudge.judge.schemas import parse_output
 from localjudge.metrics import ContextPosition
-from localjudge.run.calibrate import (
+from localjudge.run.calibrate.check import Group, group_of
+from localjudge.run.calibrate.fitting import (
     calibrate,
     check_labels,
     fit_cutoffs,
     judge_labelled,
 )
-from localjudge.run.calibration_labels import Group, group_of
-from localjudge.run.calibration_table import calibration_table
-from localjudge.run.evaluation import evaluate
+from localjudge.run.calibrate.table import calibration_table
+from localjudge.run.evaluate.evaluation import evaluate
 from localjudge.testing import ScriptedJudge, prompt_data
 
 
@@ -617,7 +617,7 @@ class ObviousBlind(Hesitant):
     fitted on the labels (at or below 0.3) calls the other relevant too."""
 
     def generate(self, prompt: Any, schema: Any) -> Generation[Any]:
-        from localjudge.run.obvious import obvious_items  # noqa: PLC0415
+        from localjudge.run.calibrate.obvious import obvious_items  # noqa: PLC0415
 
         out = super().generate(prompt, schema)
         passage = prompt_data(list(prompt)).get("PASSAGE")

@@ -25,7 +25,7 @@ from localjudge.judge.protocol import JudgeRequest
 from localjudge.metrics import ContextPosition, ContextRecall, Metric
 from localjudge.metrics.instructions import NO_PASSAGE, PASSAGE_SYSTEM, RECALL_SYSTEM
 from localjudge.metrics.statements import split_statements
-from localjudge.run.file_run import eval_file
+from localjudge.run.evaluate.file_run import eval_file
 from localjudge.testing import ScriptedJudge, prompt_data
 
 RECORDS = rule_records(3)

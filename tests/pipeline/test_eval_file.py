@@ -1,4 +1,5 @@
-"""eval_file(): results.jsonl rows, summary.json, caching, resuming, thresholds, detect_metrics."""
+"""eval_file(): results.jsonl rows, summary.json, caching, resuming, thresholds, the data's
+survey."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from localjudge.judge.cache.store import Cache
 from localjudge.metrics import METRICS, ContextPosition, ContextRecall, ContextRelevance
 from localjudge.metrics.instructions import baseline_ask
 from localjudge.metrics.statements import split_statements
-from localjudge.run.file_run import detect_metrics, eval_file
+from localjudge.run.evaluate.file_run import eval_file, survey
 from localjudge.run.results import FORMAT_VERSION
 from localjudge.testing import ScriptedJudge
 from localjudge.versions import versions
@@ -577,7 +578,7 @@ def test_a_ctrl_c_that_a_library_swallowed_still_stops_the_run(tmp_path, data, k
     assert after is before  # put back
 
 
-# ---------------------------------------------------------------- detect_metrics
+# ---------------------------------------------------------------- the survey's metrics
 
 
 @pytest.mark.parametrize(
@@ -638,9 +639,9 @@ def test_a_ctrl_c_that_a_library_swallowed_still_stops_the_run(tmp_path, data, k
         ([{"question": "q", "docs": ["c"]}], {}, None, []),
     ],
 )
-def test_detect_metrics(tmp_path, records, mapping, limit, expected):
+def test_survey_finds_the_metrics(tmp_path, records, mapping, limit, expected):
     path = tmp_path / "d.jsonl"
     path.write_text("not json\n" + "".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     # the malformed first line takes a place in the limit but gives no field
     effective_limit = None if limit is None else limit + 1
-    assert detect_metrics(path, mapping=mapping, limit=effective_limit) == expected
+    assert survey(path, mapping=mapping, limit=effective_limit).metrics == expected

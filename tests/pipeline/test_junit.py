@@ -205,7 +205,7 @@ def test_a_fatal_error_mid_run_writes_why(data: Path, tmp_path: Path) -> None:
 
 
 def test_an_undefined_score_is_a_skipped_case(tmp_path: Path) -> None:
-    from localjudge.run.junit import junit_xml, write_junit  # noqa: PLC0415
+    from localjudge.run.report.junit import junit_xml, write_junit  # noqa: PLC0415
 
     rows = [
         {"id": "a", "metric": "recall", "score": None, "seconds": None, "error": None},

@@ -1,5 +1,5 @@
 """eval --labels / eval_file(labels=...): the judged labelled items, the prediction-powered
-estimate in the summary, calibrated scores, bad labels costing only their own item, and the
+estimate in the summary, calibrated scores, a bad label refused before judging, and the
 cut-offs given judging the data and the labelled items alike."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from click.testing import CliRunner
 from pipeline_rules import expected_recall, rule_reply
 
 from localjudge.cli import main
-from localjudge.errors import UsageError
+from localjudge.errors import DataError, UsageError
 from localjudge.judge.cutoffs import Cutoffs
 from localjudge.judge.protocol import Generation, SoftDecision
 from localjudge.metrics import METRICS, ContextPosition, ContextRecall
-from localjudge.run.file_run import eval_file
+from localjudge.run.evaluate.file_run import eval_file
 from localjudge.stats.ppi import ppi_mean
 from localjudge.testing import ScriptedJudge
 
@@ -152,16 +152,20 @@ def test_cli_isotonic_and_its_old_spelling_calibrate(tmp_path, files):
     assert calibrated(lines(tmp_path / "out" / "results.jsonl")) == rows
 
 
-def test_a_bad_label_costs_only_its_item(tmp_path, files):
+def test_a_bad_label_is_refused_before_anything_is_judged(tmp_path, files):
+    # as bench and calibrate refuse it (localjudge.run.labels): a typo never silently shrinks
+    # the labelled items the estimate rests on
     data, _ = files
     broken = [dict(LABELLED[0], labels="not an object"), *LABELLED[1:]]
     labels = write(tmp_path / "broken.jsonl", broken)
     out = tmp_path / "out"
-    outcome = eval_file(
-        data, out, judge=ScriptedJudge(rule_reply), metrics=[ContextRecall()], labels=labels
-    )
-    assert outcome.summary["metrics"]["recall"]["ppi"]["n_labelled"] == len(LABELLED) - 1
-    assert outcome.summary["metrics"]["recall"]["n_scored"] == len(DATA)
+    judge = ScriptedJudge(rule_reply)
+    with pytest.raises(
+        DataError, match=r'item "i100" \(line 1\): labels must be an object, got str'
+    ):
+        eval_file(data, out, judge=judge, metrics=[ContextRecall()], labels=labels)
+    assert judge.calls == []
+    assert not (out / "results.jsonl").exists()
 
 
 def test_a_metric_without_labels_gets_no_estimate(tmp_path, files):
@@ -199,7 +203,7 @@ def test_cli_prints_both_means(tmp_path, files):
 
 
 def test_report_shows_the_corrected_mean_beside_the_raw_one(tmp_path, files):
-    from localjudge.run.report import render_report  # noqa: PLC0415
+    from localjudge.run.report.render import render_report  # noqa: PLC0415
 
     data, labels = files
     out = tmp_path / "out"

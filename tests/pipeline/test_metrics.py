@@ -37,7 +37,7 @@ from localjudge.metrics.instructions import (
 )
 from localjudge.metrics.relevance import missing_schema
 from localjudge.metrics.statements import MAX_STATEMENTS, split_statements
-from localjudge.run.evaluation import score
+from localjudge.run.evaluate.evaluation import score
 from localjudge.scoring import RelevancePenalties
 from localjudge.testing import ScriptedJudge, prompt_data
 

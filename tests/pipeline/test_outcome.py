@@ -12,7 +12,7 @@ import pytest
 from pipeline_rules import rule_reply
 
 from localjudge import ContextPosition, ContextRecall, evaluate
-from localjudge.run.file_run import eval_file
+from localjudge.run.evaluate.file_run import eval_file
 from localjudge.run.outcome import ThresholdError
 from localjudge.testing import ScriptedJudge, assert_scores
 

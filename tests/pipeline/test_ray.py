@@ -28,8 +28,8 @@ from localjudge.errors import ModelError
 from localjudge.judge.cache.caching import CachingJudge
 from localjudge.judge.cache.store import Cache, open_cache
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
-from localjudge.run.bench import bench_file
-from localjudge.run.file_run import eval_file
+from localjudge.run.bench.runner import bench_file
+from localjudge.run.evaluate.file_run import eval_file
 from localjudge.run.settings import JudgeSettings
 from localjudge.testing import ScriptedJudge
 

@@ -16,8 +16,8 @@ from localjudge.judge.cache.store import Cache
 from localjudge.judge.cutoffs import Combination, Cutoffs
 from localjudge.metrics import ContextPosition, ContextRelevance
 from localjudge.metrics.instructions import NO_PASSAGE
-from localjudge.run.evaluation import evaluate
-from localjudge.run.file_run import eval_file
+from localjudge.run.evaluate.evaluation import evaluate
+from localjudge.run.evaluate.file_run import eval_file
 from localjudge.testing import ScriptedJudge, prompt_data
 
 RECORD = {

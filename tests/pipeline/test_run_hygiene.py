@@ -14,7 +14,7 @@ from pipeline_rules import rule_reply
 
 from localjudge.cli import main
 from localjudge.errors import UsageError
-from localjudge.run.file_run import eval_file
+from localjudge.run.evaluate.file_run import eval_file
 from localjudge.run.rundir import run_differences
 from localjudge.run.settings import build_metrics
 from localjudge.stats import agreement

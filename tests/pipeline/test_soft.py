@@ -16,8 +16,8 @@ from localjudge.judge.cache.caching import CachingJudge
 from localjudge.judge.cache.store import Cache
 from localjudge.judge.protocol import Generation, SoftDecision, generate_many
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
-from localjudge.run.evaluation import evaluate, score
-from localjudge.run.file_run import eval_file
+from localjudge.run.evaluate.evaluation import evaluate, score
+from localjudge.run.evaluate.file_run import eval_file
 from localjudge.testing import ScriptedJudge
 
 RECORD = {

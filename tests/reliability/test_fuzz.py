@@ -34,7 +34,7 @@ from localjudge.judge.cache.caching import CachingJudge
 from localjudge.judge.cache.store import Cache
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.metrics.statements import split_statements
-from localjudge.run.file_run import eval_file
+from localjudge.run.evaluate.file_run import eval_file
 from localjudge.scoring import position_score, recall_score, relevance_score
 from localjudge.testing import ScriptedJudge, prompt_data
 

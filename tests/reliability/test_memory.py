@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from localjudge.metrics import ContextPosition
-from localjudge.run.file_run import eval_file
+from localjudge.run.evaluate.file_run import eval_file
 from localjudge.stats.bootstrap import mean_interval as bootstrap_ci
 from localjudge.testing import ScriptedJudge, prompt_data
 

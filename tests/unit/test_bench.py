@@ -1,5 +1,5 @@
 """localjudge.stats.agreement's statistics against hand-computed small cases, and
-localjudge.run.bench's joins and bench_file (with scripted judges).
+localjudge.run.bench.runner's joins and bench_file (with scripted judges).
 
 Every expected number below is worked out by hand in the comments (never by calling the library
 or its dependencies), so a wrong formula, a transposed matrix or a mis-ordered label list shows.
@@ -21,8 +21,8 @@ from localjudge.judge.models.registry import DEFAULT_ALIAS
 from localjudge.metrics import METRICS
 from localjudge.metrics.instructions import NO_PASSAGE
 from localjudge.metrics.relevance import LEVELS
-from localjudge.run.bench import bench_file, bench_table
-from localjudge.run.compare import compare, item_rows, judges_agreement, pair_up
+from localjudge.run.bench.compare import compare, item_rows, judges_agreement, pair_up
+from localjudge.run.bench.runner import bench_file, bench_table
 from localjudge.run.results import read_results
 from localjudge.run.settings import JudgeSettings
 from localjudge.stats import agreement

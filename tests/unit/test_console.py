@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from localjudge.console import Column, TextTable, render
+from localjudge.console import Column, TextTable, number, render
 
 COLOUR = re.compile(r"\x1b\[[0-9;]*(3[0-7]|9[0-7]|38;[0-9;]+)m")
 TABLE = TextTable(
@@ -46,3 +46,25 @@ def test_no_color_is_respected_on_a_terminal(monkeypatch: pytest.MonkeyPatch) ->
 def test_tables_are_separated_by_a_blank_line() -> None:
     text = render([TABLE, TextTable([Column("x")], [["y"]], title="second")])
     assert "\n\nsecond\nx\n-\ny" in text
+
+
+@pytest.mark.parametrize(
+    ("value", "kwargs", "text"),
+    [
+        (0.5, {}, "0.500"),
+        (2, {}, "2.000"),
+        (0.12345, {"digits": 2}, "0.12"),
+        (1536.4, {"digits": 0}, "1536"),
+        (0.25, {"sign": True}, "+0.250"),
+        (-0.25, {"sign": True}, "-0.250"),
+        (0.0, {"sign": True}, "+0.000"),
+        (None, {}, "-"),
+        (None, {"missing": "–"}, "–"),
+        (float("nan"), {}, "-"),
+        (float("inf"), {}, "-"),
+        (True, {}, "-"),
+        ("0.5", {}, "-"),
+    ],
+)
+def test_the_one_number_formatter(value: object, kwargs: dict[str, object], text: str) -> None:
+    assert number(value, **kwargs) == text  # type: ignore[arg-type]

@@ -1,5 +1,5 @@
-"""localjudge.run.diff: pairing two runs, the paired statistics, flipped verdicts, the refusal of
-different data, and the console and HTML views."""
+"""localjudge.run.report.diff: pairing two runs, the paired statistics, flipped verdicts, the
+refusal of different data, and the console and HTML views."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from localjudge.console import render
 from localjudge.errors import UsageError
-from localjudge.run.diff import Run, diff_runs, diff_tables, verdict_changes, wilcoxon
-from localjudge.run.report import render_diff
+from localjudge.run.report.diff import Run, diff_runs, diff_tables, verdict_changes, wilcoxon
+from localjudge.run.report.render import render_diff
 from localjudge.stats.bootstrap import interval
 
 

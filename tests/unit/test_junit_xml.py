@@ -1,5 +1,5 @@
-"""localjudge.run.junit: any ids, reasons and messages give a file a real JUnit parser reads with
-the right counts; the write is whole or nothing."""
+"""localjudge.run.report.junit: any ids, reasons and messages give a file a real JUnit parser
+reads with the right counts; the write is whole or nothing."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-from localjudge.run.junit import RUN_SUITE, junit_xml, write_junit
+from localjudge.run.report.junit import RUN_SUITE, junit_xml, write_junit
 
 # any text, control characters and lone surrogates included (a JSON file can hold them)
 TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=12) | st.sampled_from(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from localjudge.data.items import make_item
-from localjudge.run.obvious import obvious_items
+from localjudge.run.calibrate.obvious import obvious_items
 
 
 def test_every_item_pairs_an_answer_with_another_subject() -> None:

@@ -1,4 +1,4 @@
-"""localjudge.run.memory: the peak resident memory of a block, through psutil on every OS."""
+"""localjudge.run.bench.memory: the peak resident memory of a block, through psutil on every OS."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 import psutil
 import pytest
 
-from localjudge.run.memory import MB, PeakMemory
+from localjudge.run.bench.memory import MB, PeakMemory
 
 
 def test_a_short_lived_allocation_is_in_the_peak():

@@ -17,10 +17,10 @@ import pytest
 from localjudge.canonical import file_sha256
 from localjudge.errors import DataError
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
-from localjudge.run import compare
-from localjudge.run.file_run import eval_file
-from localjudge.run.report import histogram, render_report, verdict_table, write_report
-from localjudge.run.report_page import CSP, script_json
+from localjudge.run.bench import compare
+from localjudge.run.evaluate.file_run import eval_file
+from localjudge.run.report.page import CSP, script_json
+from localjudge.run.report.render import histogram, render_report, verdict_table, write_report
 from localjudge.run.results import BENCH
 from localjudge.stats import agreement
 from localjudge.testing import ScriptedJudge, prompt_data

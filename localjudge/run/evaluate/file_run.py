@@ -6,7 +6,7 @@ from a data file, with the survey of the data before it and the labelled items o
 so an interrupted run, started again with the same command, re-judges nothing it had finished.
 With ``labels``, the labelled items are scored first (``labelled.jsonl``) and the summary gains
 the prediction-powered means (:mod:`localjudge.stats.ppi`). The loop itself is
-:func:`localjudge.run.evaluation.evaluate`'s.
+:func:`localjudge.run.evaluate.evaluation.evaluate`'s.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from localjudge.judge.cutoffs import Cutoffs
 from localjudge.judge.isolation import InterruptLatch
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, Metric
-from localjudge.run.evaluation import (
+from localjudge.run.evaluate.evaluation import (
     CHUNK_SIZE,
     OnJudging,
     evaluate,
@@ -34,12 +34,12 @@ from localjudge.run.evaluation import (
     read,
     resolve_cutoffs,
 )
-from localjudge.run.labelled_pass import (
+from localjudge.run.evaluate.labelled_pass import (
     LabelledScores,
     calibrations,
     corrected,
     in_sample,
-    judge_labelled,
+    score_labelled,
 )
 from localjudge.run.results import RESULTS, ItemResult, ResultRow, ResultsWriter, Summary
 from localjudge.run.rundir import finished_run, output_lock, refuse_replacing, run_differences
@@ -49,11 +49,9 @@ __all__ = [
     "DataSurvey",
     "LabelledScores",
     "RunOutcome",
-    "detect_metrics",
     "eval_file",
     "failed_thresholds",
     "in_sample",
-    "judge_labelled",
     "survey",
 ]
 
@@ -100,13 +98,6 @@ def survey(
                 present.add(ours)
     metrics = [name for name, cls in METRICS.items() if set(cls.required) <= present]
     return DataSurvey(n_records=n, metrics=metrics)
-
-
-def detect_metrics(
-    data: Path, *, fmt: str | None = None, mapping: Mapping[str, str], limit: int | None
-) -> list[str]:
-    """Every metric whose required fields some record of the data has."""
-    return survey(data, fmt=fmt, mapping=mapping, limit=limit).metrics
 
 
 def eval_file(
@@ -325,7 +316,7 @@ def _labelled_pass(run: _Run) -> dict[str, LabelledScores]:
     (none without labels)."""
     if run.labels is None:
         return {}
-    return judge_labelled(
+    return score_labelled(
         run.labels,
         run.out_dir,
         judge=run.judge,

@@ -1,10 +1,11 @@
-"""Bench's comparisons: a record's labels checked, a judge's result rows paired with the human
-labels and scored for agreement (:func:`compare`), judges compared with each other
-(:func:`judges_agreement`), and the per-item rows that show the disagreements (:func:`item_rows`).
+"""Bench's comparisons: a judge's result rows paired with the human labels (checked by
+:mod:`localjudge.run.labels`) and scored for agreement (:func:`compare`), judges compared with
+each other (:func:`judges_agreement`), and the per-item rows that show the disagreements
+(:func:`item_rows`).
 
 Pure functions of the labelled records and the ``results.jsonl`` rows (the statistics are
-:mod:`localjudge.stats.agreement`'s); :mod:`localjudge.run.bench` runs the judges and writes
-the files, and :mod:`localjudge.run.file_run` checks the labels of PPI's labelled items here.
+:mod:`localjudge.stats.agreement`'s); :mod:`localjudge.run.bench.runner` runs the judges and
+writes the files.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from localjudge.metrics import METRICS
+from localjudge.run.labels import applicable
 from localjudge.run.results import BenchItemRow
 from localjudge.stats.agreement import (
     Pair,
@@ -25,34 +27,7 @@ from localjudge.stats.agreement import (
     with_ci,
 )
 
-__all__ = [
-    "applicable",
-    "compare",
-    "item_rows",
-    "judges_agreement",
-    "label_problem",
-    "metric_report",
-    "pair_up",
-]
-
-
-# --------------------------------------------------------------------------- labels
-
-
-def label_problem(labels: Any, n_pieces: int | None) -> str | None:
-    """What is wrong with one record's ``labels`` (None when they are usable)."""
-    if not isinstance(labels, Mapping):
-        return "'labels' must be an object"
-    for cls in METRICS.values():
-        for key, kind in cls.labels.items():
-            if key in labels and (problem := kind.problem(key, labels[key], n_pieces)):
-                return problem
-    return None
-
-
-def applicable(metric: str, labels: Mapping[str, Any]) -> bool:
-    """Whether ``labels`` give something ``metric`` can be compared on."""
-    return any(key in labels for key in METRICS[metric].labels)
+__all__ = ["compare", "item_rows", "judges_agreement", "metric_report", "pair_up"]
 
 
 # --------------------------------------------------------------------------- comparison

@@ -8,8 +8,8 @@ hand-made inline SVG. The data the page's script needs sits in a JSON ``<script>
 Content-Security-Policy forbids every fetch, so a report opened from disk stays offline.
 
 Everything except reading the files is a pure function of the parsed data. This module holds
-the entry points and the eval view; bench and diff views are :mod:`localjudge.run.report_views`,
-the page machinery (templates, assets, policy, formatting) :mod:`localjudge.run.report_page`.
+the entry points and the eval view; bench and diff views are :mod:`localjudge.run.report.views`,
+the page machinery (templates, assets, policy, formatting) :mod:`localjudge.run.report.page`.
 """
 
 from __future__ import annotations
@@ -22,21 +22,21 @@ from pathlib import Path
 from typing import Any
 
 from localjudge.canonical import file_sha256
+from localjudge.console import is_number
 from localjudge.data.dataset import LIST_FIELDS, read_records
 from localjudge.data.items import make_item
 from localjudge.errors import DataError, InvalidItemError
 from localjudge.metrics import METRICS
 from localjudge.metrics.base import VerdictRow, shown
-from localjudge.run.report_page import (
+from localjudge.run.report.page import (
     CSP_ATTRIBUTE,
     as_text,
     asset,
-    is_number,
     render,
     script_json,
     text_pairs,
 )
-from localjudge.run.report_views import bench_view, diff_view
+from localjudge.run.report.views import bench_view, diff_view
 from localjudge.run.results import (
     BENCH,
     BENCH_ITEMS,
@@ -386,5 +386,6 @@ def eval_view(
 
 
 def render_diff(diff: Mapping[str, Any]) -> str:
-    """The HTML page of a :func:`localjudge.run.diff.diff_runs` document (offline, one file)."""
+    """The HTML page of a :func:`~localjudge.run.report.diff.diff_runs` document (offline, one
+    file)."""
     return render("diff.html.j2", diff_view(diff))

@@ -1,8 +1,8 @@
 """The page machinery shared by every HTML report: the Jinja environment over ``templates/``
 (autoescaped, strict), the inlined assets, the Content-Security-Policy that keeps a page
 offline, the escaped JSON payload for the page's script, and the number and text formatting
-the views use. The views themselves are :mod:`localjudge.run.report` (eval runs) and
-:mod:`localjudge.run.report_views` (bench runs, diffs).
+the views use. The views themselves are :mod:`localjudge.run.report.render` (eval runs) and
+:mod:`localjudge.run.report.views` (bench runs, diffs).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import jinja2
 from markupsafe import Markup
 
 from localjudge.canonical import compact_json
+from localjudge.console import number
 from localjudge.metrics.base import shown
 
 #: nothing may be fetched: inline styles and scripts only, images only as data: URLs
@@ -48,16 +49,9 @@ def label_text(value: Any) -> str:
 # --------------------------------------------------------------------------- rendering
 
 
-def is_number(value: Any) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(float(value))
-    )
-
-
 def num(value: Any, digits: int = 3) -> str:
-    return f"{float(value):.{digits}f}" if is_number(value) else "–"
+    """A figure on a page (:func:`~localjudge.console.number`, a dash where there is none)."""
+    return number(value, digits, missing="–")
 
 
 def pair_text(a: Any, b: Any) -> str:
@@ -87,14 +81,14 @@ def finite(value: Any) -> Any:
 
 def asset(name: str) -> Markup:
     """A static file from ``templates/``, inlined as is (it is ours, not data)."""
-    text = (resources.files("localjudge.run") / "templates" / name).read_text("utf-8")
+    text = (resources.files("localjudge.run.report") / "templates" / name).read_text("utf-8")
     return Markup(text)  # noqa: S704 (our own asset, not data)
 
 
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("localjudge.run", "templates"),
+        loader=jinja2.PackageLoader("localjudge.run.report", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

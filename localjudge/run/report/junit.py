@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from localjudge.console import number
+
 __all__ = ["RUN_SUITE", "JUnitReport", "junit_xml", "write_junit"]
 
 #: the suite that says a run stopped before its end
@@ -36,10 +38,6 @@ def _text(value: Any) -> str:
     if not isinstance(value, str):
         value = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
     return _NOT_XML.sub("\ufffd", value)
-
-
-def _seconds(value: float) -> str:
-    return f"{value:.3f}"
 
 
 def _reasons(row: Mapping[str, Any]) -> str:
@@ -61,7 +59,7 @@ def _case(row: Mapping[str, Any], threshold: float | None) -> tuple[ET.Element, 
         "testcase",
         name=_text(str(row["id"])),
         classname=f"localjudge.{_text(metric)}",
-        time=_seconds(float(row.get("seconds") or 0.0)),
+        time=number(float(row.get("seconds") or 0.0)),
     )
     error, score = row.get("error"), row.get("score")
     if error is not None:
@@ -105,7 +103,7 @@ def _suite(
         failures=str(outcomes.count("failure")),
         errors=str(outcomes.count("error")),
         skipped=str(outcomes.count("skipped")),
-        time=_seconds(total),
+        time=number(total),
     )
     _properties(suite, properties)
     suite.extend(case for case, _ in cases)
@@ -139,12 +137,12 @@ def junit_xml(
         own = {**shared, **({"fail_under": thresholds[metric]} if metric in thresholds else {})}
         root.append(_suite(f"localjudge.{_text(metric)}", cases, own))
     if stopped is not None:
-        case = ET.Element("testcase", name="run", classname=RUN_SUITE, time=_seconds(0.0))
+        case = ET.Element("testcase", name="run", classname=RUN_SUITE, time=number(0.0))
         ET.SubElement(case, "error", message=_text(stopped), type="stopped")
         root.append(_suite(RUN_SUITE, [(case, "error")], shared))
     for key in ("tests", "failures", "errors", "skipped"):
         root.set(key, str(sum(int(s.get(key, "0")) for s in root)))
-    root.set("time", _seconds(sum(float(s.get("time", "0")) for s in root)))
+    root.set("time", number(sum(float(s.get("time", "0")) for s in root)))
     return root
 
 

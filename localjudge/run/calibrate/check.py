@@ -1,20 +1,15 @@
-"""The labels ``calibrate`` fits on, checked before anything is judged: the spellings it
-accepts, what is wrong with one that it refuses, the groups its held-out split keeps together,
-and what each kind of decision can be fitted on (:func:`check_kinds`).
+"""The labels ``calibrate`` fits on, checked before anything is judged: whether each is
+accepted (:mod:`localjudge.run.labels`, the one label check), the groups its held-out split
+keeps together, and what each kind of decision can be fitted on (:func:`check_kinds`).
 
-Pure functions of a record's fields. Accepted, and nothing else (a value is refused, never
-coerced): ``recall`` a number in [0, 1] (only 0 and 1 are fitted on); ``relevant`` and ``used``
-lists of booleans or 0/1, one per context piece; ``levels`` lists of level names (``"high"``,
-``"medium"``, ``"low"``, ``"none"``) or TREC's grades (3, 2, 1, 0), one per context piece.
-
-An item's group (:func:`group_of`) is its ``source.qid``, else its top-level ``group``, else its
-question (``user_input``): items that ask the same question are one group, so a question never
-sits on both sides of the split. Only an item with none of them is a group of its own (its id).
+Pure functions of a record's fields. An item's group (:func:`group_of`) is its ``source.qid``,
+else its top-level ``group``, else its question (``user_input``): items that ask the same
+question are one group, so a question never sits on both sides of the split. Only an item with
+none of them is a group of its own (its id).
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,17 +17,21 @@ from typing import Any, Protocol
 
 from localjudge.data.items import make_item
 from localjudge.errors import InvalidItemError, UsageError
-from localjudge.metrics import METRICS
 from localjudge.metrics.position import decision_for
-from localjudge.scoring import RELEVANCE_LEVELS
+from localjudge.run.labels import (
+    LABELS_HINT,
+    human_value,
+    item_where,
+    label_problem,
+    n_pieces,
+    refuse_labels,
+    spec,
+)
 
 __all__ = [
-    "GRADES",
     "GROUP_WAYS",
-    "LABELS_HINT",
     "MIN_DECISIONS",
     "MIN_GROUPS",
-    "SPELLINGS",
     "TOO_FEW_GROUPS",
     "Group",
     "Grouping",
@@ -41,34 +40,16 @@ __all__ = [
     "check_kinds",
     "group_of",
     "grouping",
-    "human_value",
-    "item_where",
-    "kind_problem",
-    "n_pieces",
     "per_piece",
     "position_kind",
-    "value_problem",
 ]
-
-#: grade of each relevance level (TREC's 0-3)
-GRADES = {level: 3 - i for i, level in enumerate(RELEVANCE_LEVELS)}
-#: the accepted spellings, for messages and help texts
-SPELLINGS = (
-    "recall: a number in [0, 1] (only 0 and 1 are fitted on); relevant, used: true/false or "
-    "1/0 per context piece; levels: high/medium/low/none or 3/2/1/0 per context piece"
-)
-_FLAGS = "true, false, 1 or 0"
-_LEVELS = ", ".join(RELEVANCE_LEVELS) + " or 3, 2, 1, 0"
-
 
 #: fewer labelled decisions than this (or one class only) are not fitted
 MIN_DECISIONS = 20
-#: a refused label's hint
-LABELS_HINT = f"accepted labels: {SPELLINGS} (README, 'Cut-offs: calibrate')"
 
 
 class LabelledKind(Protocol):
-    """A kind of decision as the check sees it (:class:`localjudge.run.calibrate.Kind`)."""
+    """A kind of decision as the check sees it (:class:`localjudge.run.calibrate.fitting.Kind`)."""
 
     @property
     def name(self) -> str: ...
@@ -80,39 +61,6 @@ class LabelledKind(Protocol):
     def graded(self) -> bool: ...
 
 
-def human_value(value: Any, *, graded: bool) -> int | None:
-    """A per-piece label as the fit reads it: a grade 0-3 (``graded``) or 0/1; None for a
-    spelling that is not accepted."""
-    if isinstance(value, bool):
-        return None if graded else int(value)
-    if isinstance(value, str):
-        return GRADES.get(value) if graded else None
-    if isinstance(value, int) and 0 <= value <= (3 if graded else 1):
-        return value
-    return None
-
-
-def value_problem(
-    label: str, value: Any, *, per_piece: bool, graded: bool, pieces: int | None
-) -> str | None:
-    """What is wrong with ``labels[label] = value`` (None when it is accepted); ``pieces``: the
-    item's number of context pieces (None: unknown, the length is not checked)."""
-    field = f"labels.{label}"
-    if not per_piece:
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if number and 0 <= value <= 1:
-            return None
-        return f"{field} must be a number in [0, 1], got {_shown(value)}"
-    if not isinstance(value, list) or not value:
-        return f"{field} must be a non-empty list, got {_shown(value)}"
-    if pieces is not None and len(value) != pieces:
-        return f"{field} has {len(value)} entries for {pieces} retrieved_contexts"
-    for i, v in enumerate(value):
-        if human_value(v, graded=graded) is None:
-            return f"{field}[{i}] is {_shown(v)}; expected {_LEVELS if graded else _FLAGS}"
-    return None
-
-
 def position_kind(record: Mapping[str, Any], index: int) -> str | None:
     """The kind of decision position asks of ``record``'s passages: with an EXPECTED ANSWER
     (a reference or a response) ``position.relevant_answer``, else ``position.relevant``
@@ -121,28 +69,6 @@ def position_kind(record: Mapping[str, Any], index: int) -> str | None:
         return decision_for(make_item(record, index=index)).kind
     except InvalidItemError:
         return None
-
-
-def n_pieces(record: Mapping[str, Any]) -> int | None:
-    """The record's number of context pieces (None when it has no list of them)."""
-    contexts = record.get("retrieved_contexts", record.get("context"))
-    return len(contexts) if isinstance(contexts, list) else None
-
-
-def item_where(record: Mapping[str, Any], index: int, line: int | None = None) -> str:
-    """The item a message is about: its id (``#index`` without one) and its line in the file
-    (its index among the records without one)."""
-    item_id = record.get("id")
-    name = _shown(item_id) if item_id is not None else f"#{index}"
-    return f"item {name} ({f'line {line}' if line is not None else f'record #{index}'})"
-
-
-def _shown(value: Any) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 # --------------------------------------------------------------------------- groups
@@ -247,31 +173,7 @@ class LabelCheck:
 
 def per_piece(kind: LabelledKind) -> bool:
     """Whether ``kind``'s label is a list, one per context piece (else one value per item)."""
-    spec = METRICS[kind.metric].labels.get(kind.label)
-    return spec is None or spec.per_piece
-
-
-def kind_problem(kind: LabelledKind, record: Mapping[str, Any]) -> str | None:
-    """What is wrong with the label ``kind`` reads in ``record`` (None when it is accepted)."""
-    return value_problem(
-        kind.label,
-        record["labels"][kind.label],
-        per_piece=per_piece(kind),
-        graded=kind.graded,
-        pieces=n_pieces(record),
-    )
-
-
-def _problems(
-    record: Mapping[str, Any], index: int, line: int | None, kinds: Sequence[LabelledKind]
-) -> list[str]:
-    """What is wrong with the labels ``kinds`` read in one record, each naming the item."""
-    where = item_where(record, index, line)
-    labels = record["labels"]
-    if not isinstance(labels, Mapping):
-        return [f"{where}: labels must be an object, got {type(labels).__name__}"]
-    found = [f"{where}: {p}" for k in kinds if k.label in labels and (p := kind_problem(k, record))]
-    return list(dict.fromkeys(found))  # two kinds may read one label
+    return spec(kind.label).per_piece
 
 
 def check_kinds(
@@ -282,18 +184,18 @@ def check_kinds(
     path: str | None = None,
 ) -> LabelCheck:
     """Check the labels ``kinds`` read in ``records`` and what each kind can be fitted on
-    (:func:`localjudge.run.calibrate.check_labels`, for the kinds of decision ``kinds``)."""
+    (:func:`localjudge.run.calibrate.fitting.check_labels`, for the kinds of decision ``kinds``)."""
     names = list(dict.fromkeys(k.metric for k in kinds))
     prefix = f"{path}: " if path else ""
     labelled = [n for n, r in enumerate(records) if "labels" in r]
-    problems = [
-        problem
-        for n in labelled
-        for problem in _problems(records[n], n, lines[n] if lines is not None else None, kinds)
-    ]
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise UsageError(f"{prefix}{problems[0]}{more}", hint=LABELS_HINT)
+    refuse_labels(
+        (
+            f"{item_where(records[n], n, lines[n] if lines is not None else None)}: {problem}"
+            for n in labelled
+            if (problem := label_problem(records[n]["labels"], n_pieces(records[n])))
+        ),
+        path,
+    )
     if not labelled:
         raise UsageError(f"{prefix}no record has a 'labels' object", hint=LABELS_HINT)
     usable: dict[str, list[int]] = {k.name: [] for k in kinds}

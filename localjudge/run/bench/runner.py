@@ -3,7 +3,7 @@
 :func:`bench_file` validates the labels, runs each judge on the data as an ordinary eval run
 (each in a fresh process, one after another, so judges never share the cores and each gets its
 own cold start and peak memory), reads the runs back through :mod:`localjudge.run.results` and
-compares them (:mod:`localjudge.run.compare`) with :mod:`localjudge.stats.agreement`'s
+compares them (:mod:`localjudge.run.bench.compare`) with :mod:`localjudge.stats.agreement`'s
 statistics. Judges are compared on the items every judge scored; the items a judge failed are
 counted and listed, never silently dropped.
 """
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from localjudge.canonical import file_sha256
+from localjudge.console import number
 from localjudge.data.dataset import read_records
 from localjudge.errors import (
     CacheError,
@@ -33,9 +34,17 @@ from localjudge.errors import (
 from localjudge.judge.isolation import Reporter, death_line, supervise
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, MetricSettings
-from localjudge.run.compare import applicable, compare, item_rows, judges_agreement, label_problem
-from localjudge.run.file_run import eval_file
-from localjudge.run.memory import PeakMemory
+from localjudge.run.bench.compare import compare, item_rows, judges_agreement
+from localjudge.run.bench.memory import PeakMemory
+from localjudge.run.evaluate.file_run import eval_file
+from localjudge.run.labels import (
+    applicable,
+    canonical,
+    item_where,
+    label_problem,
+    n_pieces,
+    refuse_labels,
+)
 from localjudge.run.results import (
     BENCH,
     RESULTS,
@@ -79,18 +88,18 @@ def bench_table(report: Mapping[str, Any], *, terminal: bool = False) -> str:
                     metric,
                     str(m["n_common"]),
                     str(m["n_failed"]),
-                    _num(v and v["accuracy"]["value"]),
-                    _num(v and v["kappa"]["value"]),
-                    _num(s.get("spearman", {}).get("value")),
-                    _num(s.get("mae", {}).get("value")),
-                    _num(s.get("roc_auc", {}).get("value")),
-                    _num(soft.get("spearman", {}).get("value")),
-                    _num(soft.get("roc_auc", {}).get("value")),
-                    _num((m.get("top_pattern") or {}).get("share"), 2),
-                    _num(m["seconds_per_item"], 2),
-                    _num(m["tokens_per_s"], 1),
-                    _num(judge["load_seconds"], 2),
-                    _num(judge["peak_rss_mb"], 0),
+                    number(v and v["accuracy"]["value"]),
+                    number(v and v["kappa"]["value"]),
+                    number(s.get("spearman", {}).get("value")),
+                    number(s.get("mae", {}).get("value")),
+                    number(s.get("roc_auc", {}).get("value")),
+                    number(soft.get("spearman", {}).get("value")),
+                    number(soft.get("roc_auc", {}).get("value")),
+                    number((m.get("top_pattern") or {}).get("share"), 2),
+                    number(m["seconds_per_item"], 2),
+                    number(m["tokens_per_s"], 1),
+                    number(judge["load_seconds"], 2),
+                    number(judge["peak_rss_mb"], 0),
                 ]
             )
     numbers = ("n", "fail", "acc", "kappa", "rho", "mae", "auc", "~rho", "~auc", "top",
@@ -109,10 +118,10 @@ def bench_table(report: Mapping[str, Any], *, terminal: bool = False) -> str:
                         label,
                         metric,
                         str(m["n_items"]),
-                        _num(v and v["kappa"]["value"]),
-                        _num((m["spearman"] or {}).get("value")),
-                        _num((m["mae"] or {}).get("value")),
-                        _num((m.get("alpha") or {}).get("value")),
+                        number(v and v["kappa"]["value"]),
+                        number((m["spearman"] or {}).get("value")),
+                        number((m["mae"] or {}).get("value")),
+                        number((m.get("alpha") or {}).get("value")),
                     ]
                 )
         tables.append(
@@ -126,10 +135,6 @@ def bench_table(report: Mapping[str, Any], *, terminal: bool = False) -> str:
             )
         )
     return render(tables, terminal=terminal)
-
-
-def _num(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
 
 
 # --------------------------------------------------------------------------- running judges
@@ -195,19 +200,20 @@ def bench_file(
     """
     labelled: dict[int, dict[str, Any]] = {}
     n_records = 0
+    problems: list[str] = []
     for n, rec in enumerate(read_records(data)):
         if limit is not None and n >= limit:
             break
         n_records += 1
         if rec.data is None or "labels" not in rec.data:
             continue
-        contexts = rec.data.get("retrieved_contexts", rec.data.get("context"))
-        n_pieces = len(contexts) if isinstance(contexts, list) else None
-        problem = label_problem(rec.data["labels"], n_pieces)
-        if problem is not None:  # checked before any judge runs: no wasted benchmark
-            where = f"line {rec.line}" if rec.line is not None else f"record #{rec.index}"
-            raise DataError(f"{data}: {where}: {problem}", hint="fix the labels (README, 'bench')")
-        labelled[rec.index] = dict(rec.data["labels"])
+        problem = label_problem(rec.data["labels"], n_pieces(rec.data))
+        if problem is not None:
+            problems.append(f"{item_where(rec.data, rec.index, rec.line)}: {problem}")
+        else:
+            labelled[rec.index] = canonical(rec.data["labels"])
+    # checked before any judge runs: no wasted benchmark
+    refuse_labels(problems, data, error=DataError)
     if not labelled:
         raise UsageError(
             f"{data} has no records with a 'labels' object", hint="see README, 'bench'"
@@ -373,7 +379,7 @@ def _judge_job(
     job: _Job, factory: JudgeFactory, reporter: Reporter | None = None
 ) -> dict[str, Any]:
     """Load the judge, run the eval, report load time, wall time and peak memory (see
-    :mod:`localjudge.run.memory` for what is measured). ``reporter``: the supervised child's
+    :mod:`localjudge.run.bench.memory` for what is measured). ``reporter``: the supervised child's
     record of the items in flight, for the crash line."""
     with PeakMemory() as memory, _bar(job) as on_bar:
 

@@ -18,16 +18,14 @@ Labels (bench's labelled format) and the decisions they check: ``recall`` agains
 ``recall.supported`` (every statement of the item takes it); ``relevant`` against
 ``position.relevant`` (or, for an item with a reference or a response, which position asks
 with the EXPECTED ANSWER, ``position.relevant_answer``); ``levels`` against
-``relevance.grade``; ``used`` against ``relevance.used``. Accepted spellings, and nothing
-else (a value is refused, never coerced): ``recall`` a number in [0, 1], of which only 0 and
-1 are fitted on (a share between is left out, and counted); ``relevant`` and ``used`` booleans
-or 0/1; ``levels`` the level names ``"high"``, ``"medium"``, ``"low"``, ``"none"`` or TREC's
-grades 3, 2, 1, 0; a list has one entry per context piece.
+``relevance.grade``; ``used`` against ``relevance.used``. The labels are checked, and their
+spellings accepted, by :mod:`localjudge.run.labels` as ``bench`` and ``eval --labels`` check
+them; of ``recall``, only 0 and 1 are fitted on (a share between is left out, and counted).
 
-The groups the held-out split keeps together (:func:`~localjudge.run.calibration_labels.group_of`):
+The groups the held-out split keeps together (:func:`~localjudge.run.calibrate.check.group_of`):
 an item's ``source.qid``, else its top-level ``group``, else its question (``user_input``: the
 items asking one question are one group), else its id. A kind whose labelled items form fewer
-than :data:`~localjudge.run.calibration_labels.MIN_GROUPS` groups (two on each side of the
+than :data:`~localjudge.run.calibrate.check.MIN_GROUPS` groups (two on each side of the
 split) is not fitted; a file where no kind asked has enough is refused before judging.
 """
 
@@ -41,23 +39,26 @@ from localjudge.errors import UsageError
 from localjudge.judge.cutoffs import NO_CUTOFFS, Cutoffs, Provenance
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, MetricSettings
-from localjudge.run.calibrate_combine import CombinedFit, combine
-from localjudge.run.calibration_labels import (
-    GRADES,
-    LABELS_HINT,
+from localjudge.run.calibrate.check import (
     MIN_DECISIONS,
     TOO_FEW_GROUPS,
     LabelCheck,
     check_kinds,
     grouping,
-    human_value,
-    item_where,
-    kind_problem,
     per_piece,
     position_kind,
 )
-from localjudge.run.compare import applicable
-from localjudge.run.evaluation import evaluate
+from localjudge.run.calibrate.combine import CombinedFit, combine
+from localjudge.run.evaluate.evaluation import evaluate
+from localjudge.run.labels import (
+    GRADES,
+    LABELS_HINT,
+    applicable,
+    human_value,
+    item_where,
+    label_problem,
+    n_pieces,
+)
 from localjudge.run.results import ItemResult
 from localjudge.stats.cutoffs_fit import (
     MIN_GROUPS_PER_SIDE,
@@ -117,7 +118,7 @@ class Calibration:
     #: how the items judged were grouped for the held-out split (``grouped by ...``)
     grouped: str = ""
     #: per kind whose verdicts carry two readings or more, their fitted combination and its
-    #: rule (:mod:`localjudge.run.calibrate_combine`)
+    #: rule (:mod:`localjudge.run.calibrate.combine`)
     combined: Mapping[str, CombinedFit] = field(default_factory=dict)
     #: the cut-offs in use when the fit was made (what the rule compared with)
     now: Cutoffs = NO_CUTOFFS
@@ -192,7 +193,7 @@ def labelled(
             if asked is not None and kind.name != asked:
                 continue  # position asks one of its two kinds of an item
             if kind.metric == res.metric and kind.label in labels:
-                if problem := kind_problem(kind, record):
+                if problem := label_problem(labels, n_pieces(record)):
                     where = item_where(record, res.index)
                     raise UsageError(f"{where}: {problem}", hint=LABELS_HINT)
                 found[kind.name] += _pairs(kind, labels[kind.label], verdicts, group)
@@ -280,7 +281,7 @@ def calibrate(
     The labels are checked first (:func:`check_labels`): a label refused, or nothing to fit on,
     raises :class:`~localjudge.errors.UsageError` before the judge is asked anything. Only the
     kinds of decision that can be fitted are judged, on the items they are fitted on."""
-    from localjudge.run.evaluation import resolve_cutoffs  # noqa: PLC0415
+    from localjudge.run.evaluate.evaluation import resolve_cutoffs  # noqa: PLC0415
 
     check = check_labels(records, metrics)
     only = check.only

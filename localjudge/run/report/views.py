@@ -1,8 +1,8 @@
-"""The views of bench runs and diffs: the parsed ``bench.json`` + ``bench_items.jsonl`` (agreement
-tables, confusion matrices, the largest disagreements) or a :func:`localjudge.run.diff.diff_runs`
-document, turned into the context of their templates. Pure functions of the parsed data; the
-page machinery is :mod:`localjudge.run.report_page`, the entry points
-:mod:`localjudge.run.report`.
+"""The views of bench runs and diffs: the parsed ``bench.json`` + ``bench_items.jsonl``
+(agreement tables, confusion matrices, the largest disagreements) or a
+:func:`localjudge.run.report.diff.diff_runs` document, turned into the context of their
+templates. Pure functions of the parsed data; the page machinery is
+:mod:`localjudge.run.report.page`, the entry points :mod:`localjudge.run.report.render`.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from localjudge.run.report_page import (
+from localjudge.console import is_number
+from localjudge.run.report.page import (
     CSP_ATTRIBUTE,
     as_text,
-    is_number,
     label_text,
     num,
     pair_text,

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from localjudge.console import Column, TextTable
+from localjudge.console import Column, TextTable, number
 from localjudge.errors import UsageError
 from localjudge.run.results import RESULTS, SUMMARY, read_results
 from localjudge.run.rundir import detect_run
@@ -301,12 +301,6 @@ def diff_runs(
 # --------------------------------------------------------------------------- console
 
 
-def _num(value: Any, digits: int = 3, sign: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{float(value):+.{digits}f}" if sign else f"{float(value):.{digits}f}"
-
-
 def _p(value: Any) -> str:
     if value is None:
         return "-"
@@ -332,10 +326,10 @@ def diff_tables(diff: Mapping[str, Any]) -> list[TextTable]:
             [
                 name,
                 str(m["n_paired"]),
-                _num(m["mean_a"]),
-                _num(m["mean_b"]),
-                _num(m["mean_diff"], sign=True),
-                f"{ci[0]:+.3f}..{ci[1]:+.3f}" if ci else "-",
+                number(m["mean_a"]),
+                number(m["mean_b"]),
+                number(m["mean_diff"], sign=True),
+                f"{number(ci[0], sign=True)}..{number(ci[1], sign=True)}" if ci else "-",
                 _p(w.get("p_value")),
                 str(m["n_improved"]),
                 str(m["n_worsened"]),
@@ -370,9 +364,9 @@ def diff_tables(diff: Mapping[str, Any]) -> list[TextTable]:
         rows = [
             [
                 _clip(it["id"], 24),
-                _num(it["score_a"]),
-                _num(it["score_b"]),
-                _num(it["delta"], sign=True),
+                number(it["score_a"]),
+                number(it["score_b"]),
+                number(it["delta"], sign=True),
                 _flips(it["flipped"]),
                 _clip(it["error_a"] or it["reason_a"]),
                 _clip(it["error_b"] or it["reason_b"]),

@@ -11,15 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from localjudge.errors import DataError
 from localjudge.judge.cutoffs import Cutoffs, kinds_of
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, Metric
-from localjudge.run.compare import label_problem
-from localjudge.run.evaluation import CHUNK_SIZE, evaluate, read
+from localjudge.run.evaluate.evaluation import CHUNK_SIZE, evaluate, read
+from localjudge.run.labels import canonical, item_where, label_problem, n_pieces, refuse_labels
 from localjudge.run.results import LABELLED, ResultRow, ResultsWriter
 from localjudge.stats.ppi import fit_calibration, ppi_mean
 
-__all__ = ["LabelledScores", "calibrations", "corrected", "in_sample", "judge_labelled"]
+__all__ = ["LabelledScores", "calibrations", "corrected", "in_sample", "score_labelled"]
 
 
 @dataclass
@@ -54,7 +55,7 @@ class LabelledScores:
         return calibrated
 
 
-def judge_labelled(
+def score_labelled(
     labels: Path,
     out_dir: Path,
     *,
@@ -69,19 +70,29 @@ def judge_labelled(
 ) -> dict[str, LabelledScores]:
     """Score the labelled file (bench's format: records with ``labels``) like the data, write
     its rows to ``out_dir/labelled.jsonl``, and pair each judge score with the metric's formula
-    applied to the human labels. Items without usable labels for a metric are left out of it."""
+    applied to the human labels. Items without labels for a metric are left out of it; a label
+    refused (:mod:`localjudge.run.labels`) raises :class:`~localjudge.errors.DataError` before
+    anything is judged."""
     records = list(read(labels, fmt=None, mapping=mapping))
+    field = mapping.get("retrieved_contexts", "retrieved_contexts")
+    checked = {rec.index: rec.data for rec in records if rec.data and "labels" in rec.data}
+    refuse_labels(
+        (
+            f"{item_where(data, rec.index, rec.line)}: {problem}"
+            for rec in records
+            if (data := checked.get(rec.index)) is not None
+            and (problem := label_problem(data["labels"], n_pieces(data, field)))
+        ),
+        labels,
+        error=DataError,
+    )
     human: dict[tuple[int, str], float] = {}
-    for rec in records:
-        data = rec.data or {}
-        contexts = data.get(mapping.get("retrieved_contexts", "retrieved_contexts"))
-        n_pieces = len(contexts) if isinstance(contexts, list) else None
-        if label_problem(data.get("labels"), n_pieces) is not None:
-            continue
+    for index, data in checked.items():
+        read_labels = canonical(data["labels"])
         for m in metrics:
-            value = METRICS[m.name].human_score(data["labels"])
+            value = METRICS[m.name].human_score(read_labels)
             if value is not None:
-                human[(rec.index, m.name)] = float(value)
+                human[(index, m.name)] = float(value)
     scores = {m.name: LabelledScores() for m in metrics}
     with ResultsWriter(
         out_dir / LABELLED.name, judge.identity, settings_by_metric, raw_output=raw_output

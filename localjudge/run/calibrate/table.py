@@ -1,12 +1,13 @@
 """What ``localjudge calibrate`` prints: the held-out checks of
-:func:`~localjudge.run.calibrate.calibrate` as Markdown tables."""
+:func:`~localjudge.run.calibrate.fitting.calibrate` as Markdown tables."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from localjudge.run.calibrate import Calibration
+from localjudge.console import number
+from localjudge.run.calibrate.fitting import Calibration
 
 __all__ = ["IN_SAMPLE", "calibration_table"]
 
@@ -29,7 +30,7 @@ def calibration_table(calibration: Calibration, *, force: bool = False) -> str:
     ]
     for name, check in calibration.checks.items():
         for n, fold in enumerate(check["folds"], 1):
-            cuts = ", ".join(f"{c:.3f}" for c in fold["cutoffs"])
+            cuts = _cuts(list(fold["cutoffs"]))
             for figure, value in fold["fitted"].items():
                 if not isinstance(value, dict):
                     continue
@@ -37,7 +38,7 @@ def calibration_table(calibration: Calibration, *, force: bool = False) -> str:
                 lines.append(f"| {name} | {n} | {cuts} | {figure} | {before} | {_figure(value)} |")
         for figure, after in check["mean"]["fitted"].items():
             before = check["mean"]["argmax"].get(figure)
-            lines.append(f"| {name} | mean | | {figure} | {_num(before)} | {_num(after)} |")
+            lines.append(f"| {name} | mean | | {figure} | {number(before)} | {number(after)} |")
     lines += [
         "",
         "Storing rule: every group judged by cut-offs fitted on the other half, against the "
@@ -93,21 +94,17 @@ def calibration_table(calibration: Calibration, *, force: bool = False) -> str:
 
 
 def _cuts(value: Any) -> str:
-    return ", ".join(f"{v:.3f}" for v in value) if isinstance(value, list) else f"{value:.3f}"
+    return ", ".join(number(v) for v in value) if isinstance(value, list) else number(value)
 
 
 def _ci(value: float | None, ci: Sequence[float] | None, *, sign: bool = False) -> str:
     if value is None:
         return "-"
-    fmt = "{:+.3f}" if sign else "{:.3f}"
-    return fmt.format(value) + (f" [{fmt.format(ci[0])}, {fmt.format(ci[1])}]" if ci else "")
-
-
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
+    tail = f" [{number(ci[0], sign=sign)}, {number(ci[1], sign=sign)}]" if ci else ""
+    return number(value, sign=sign) + tail
 
 
 def _figure(figure: Mapping[str, Any]) -> str:
     ci = figure.get("ci95")
-    tail = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
-    return _num(figure.get("value")) + tail
+    tail = f" [{number(ci[0])}, {number(ci[1])}]" if ci else ""
+    return number(figure.get("value")) + tail

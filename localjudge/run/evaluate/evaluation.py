@@ -1,5 +1,5 @@
 """Running an evaluation: records x metrics -> results, in memory (:func:`evaluate`, :func:`score`;
-file to file is :mod:`localjudge.run.file_run`).
+file to file is :mod:`localjudge.run.evaluate.file_run`).
 
 The runner owns the loop and every judge call. Items are processed in chunks; inside a chunk
 each metric builds its asks for each item (pure: one call per decision), the judge answers them
@@ -37,11 +37,11 @@ from localjudge.judge.protocol import (
 )
 from localjudge.metrics import METRICS, Metric, MetricResult
 from localjudge.metrics.asks import Answer, Ask, decide_all, reason_request, sum_stats
-from localjudge.run.grouping import ask_grouped
+from localjudge.run.evaluate.grouping import ask_grouped
+from localjudge.run.evaluate.truncation import trim_contexts
 from localjudge.run.outcome import Evaluation
 from localjudge.run.results import ItemResult
 from localjudge.run.settings import resolve_cutoffs
-from localjudge.run.truncation import trim_contexts
 
 __all__ = [
     "CHUNK_SIZE",

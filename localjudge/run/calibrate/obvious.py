@@ -31,7 +31,7 @@ from localjudge.metrics import MetricSettings
 from localjudge.metrics.position import ContextPosition
 from localjudge.metrics.recall import ContextRecall
 from localjudge.metrics.relevance import ContextRelevance
-from localjudge.run.evaluation import evaluate
+from localjudge.run.evaluate.evaluation import evaluate
 
 __all__ = ["Decided", "ObviousCheck", "lost", "obvious_check", "obvious_items"]
 
@@ -39,7 +39,7 @@ __all__ = ["Decided", "ObviousCheck", "lost", "obvious_check", "obvious_items"]
 @lru_cache(maxsize=1)
 def obvious_items() -> tuple[Mapping[str, Any], ...]:
     """The bundled obvious items (see the module's docstring)."""
-    text = resources.files("localjudge.run").joinpath("obvious.jsonl").read_text("utf-8")
+    text = resources.files("localjudge.run.calibrate").joinpath("obvious.jsonl").read_text("utf-8")
     return tuple(json.loads(line) for line in text.splitlines() if line.strip())
 
 
