@@ -60,10 +60,10 @@ def test_position_gets_every_clear_cut_passage_of_the_readme_examples_right(
 
 
 def test_the_shipped_fits_get_the_bundled_obvious_items_right(default_judge: Any) -> None:
-    """The check calibrate puts a user's fit to, on the position fits that ship with the
-    default (relevance's grade cut-offs, unchanged, still grade two short facts about
-    something else ``medium``: fitting/README.md, "Several sources at once")."""
-    kinds = {"position.relevant", "position.relevant_answer"}
+    """The check calibrate puts a user's fit to, on the fits that ship with the default: both
+    position kinds, and relevance's grade (the answer passage medium or high, the other low or
+    none; fitting/README.md, "Several sources at once", and docs/figures.md)."""
+    kinds = {"position.relevant", "position.relevant_answer", "relevance.grade"}
     found = obvious_check(default_judge, judge_cutoffs(default_judge.identity), kinds)
     for kind in sorted(kinds):
         assert len(found.of(kind)) == 52, kind

@@ -28,7 +28,7 @@ from localjudge.errors import ModelError
 from localjudge.judge.cache.store import default_cache_dir
 from localjudge.judge.models.stores import StoreModel, is_store_spec, resolve_store
 
-#: the judge used without -m: chosen by agreement on the development data (benchmarks/README.md)
+#: the judge used without -m: chosen by agreement on the development data (fitting/README.md)
 DEFAULT_ALIAS = "qwen2.5-coder-1.5b"
 #: what ``localjudge models add --alias`` accepts: no spaces, no path separators
 ALIAS_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
