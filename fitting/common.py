@@ -50,6 +50,16 @@ def load_rows(folder: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def rows_digest(*folders: Path) -> str:
+    """The sha256 of every judged rows file of ``folders`` (what a fit's figures were measured
+    on), in folder and name order."""
+    digest = hashlib.sha256()
+    for folder in folders:
+        for path in sorted(folder.glob("*.json")):
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def source_lists(source: str, records: list[dict[str, Any]], group: Any, lang: Any) -> list[dict]:
     out = []
     for r in records:

@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import fit_sources_rule as rule  # noqa: E402
-from common import load_rows  # noqa: E402
+from common import load_rows, rows_digest  # noqa: E402
 
 KIND = "relevance.grade"
 #: one list of the 40 fresh ones
@@ -97,18 +97,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             )
     print(f"\nthe fit ships: {out['ships']}")
     if args.write and out["ships"]:
-        import hashlib
-
         import fit_sources as fs
 
         result = out["result"]
         result["ships"] = True
         result["why"]["fresh lists: no worse than the cut-offs shipped before"] = True
-        digest = hashlib.sha256()
-        for folder in (args.rows, args.fresh):
-            for path in sorted(folder.glob("*.json")):
-                digest.update(path.read_bytes())
-        fs.write({KIND: result}, args.model, digest.hexdigest())
+        fs.write({KIND: result}, args.model, rows_digest(args.rows, args.fresh))
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ neutral cut-off, as the rule says.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import time
@@ -38,7 +37,7 @@ sys.path.insert(0, str(HERE))
 
 import fit_sources as fs  # noqa: E402
 import fit_sources_rule as rule  # noqa: E402
-from common import load_rows, per_language, xquad, xquad_lists  # noqa: E402
+from common import load_rows, per_language, rows_digest, xquad, xquad_lists  # noqa: E402
 
 PER_LANG = 4
 
@@ -105,12 +104,11 @@ def report_command(args: argparse.Namespace) -> None:
             if out.get("confirmed") is not None:
                 out["result"]["why"]["confirmed on fresh lists"] = out["ships"]
                 out["result"]["obvious"][out["result"]["chosen"]] = out["confirmed"]
-        # the judged rows, both folders: what the figures were measured on
-        digest = hashlib.sha256()
-        for folder in (args.rows, args.fresh):
-            for path in sorted(folder.glob("*.json")):
-                digest.update(path.read_bytes())
-        fs.write({k: o["result"] for k, o in results.items()}, args.model, digest.hexdigest())
+        fs.write(
+            {k: o["result"] for k, o in results.items()},
+            args.model,
+            rows_digest(args.rows, args.fresh),
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -49,3 +49,16 @@ def test_read_jsonl_reads_plain_and_gzipped_files(tmp_path: Path) -> None:
         f.write(text)
     assert common.read_jsonl(tmp_path / "a.jsonl") == rows
     assert common.read_jsonl(tmp_path / "a.jsonl.gz") == rows
+
+
+def test_rows_and_their_digest_follow_folder_and_name_order(tmp_path: Path) -> None:
+    import hashlib  # noqa: PLC0415
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    (a / "y.json").write_text('[{"n": 2}]'), (a / "x.json").write_text('[{"n": 1}]')
+    (b / "z.json").write_text('[{"n": 3}]'), (b / "notes.txt").write_text("not rows")
+    assert [r["n"] for r in common.load_rows(a)] == [1, 2]
+    expected = hashlib.sha256(b'[{"n": 1}][{"n": 2}][{"n": 3}]').hexdigest()
+    assert common.rows_digest(a, b) == expected
+    assert common.rows_digest(b, a) != expected
