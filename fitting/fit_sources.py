@@ -142,17 +142,23 @@ def judge_command(args: argparse.Namespace) -> None:
         print(f"{name}: {len(lists)} lists, {len(rows)} passages judged in {took:.0f} s")
 
 
+def resolve_sha256(model: str | None) -> str:
+    """The sha256 a judge's registry entry is keyed by."""
+    from localjudge.canonical import file_sha256
+    from localjudge.judge.models.registry import resolve_model
+
+    resolved = resolve_model(model)
+    return resolved.expected_sha256 or file_sha256(resolved.path)
+
+
 def write(results: dict[str, Any], model: str | None = None, digest: str = "") -> None:
     """Store, for the default judge, each kind's fit where the rule ships it, and remove what
     shipped before where it does not (the kind then takes the neutral cut-off)."""
     import fit_sources_rule as rule
 
-    from localjudge.canonical import file_sha256
     from localjudge.judge.cutoffs import Provenance
-    from localjudge.judge.models.registry import resolve_model
 
-    resolved = resolve_model(model)
-    sha256 = resolved.expected_sha256 or file_sha256(resolved.path)
+    sha256 = resolve_sha256(model)
     shipped = entry_tables(sha256)
     values, sources, combinations = shipped["values"], shipped["sources"], shipped["combinations"]
     not_combined, not_shipped = shipped["not_combined"], shipped["not_shipped"]

@@ -272,8 +272,11 @@ def _above(rows: list[dict[str, Any]], soft: list[float]) -> float | None:
 # --------------------------------------------------------------------------- the rule
 
 
-def rows_of(rows: list[dict[str, Any]], kind: str, half: str) -> list[dict[str, Any]]:
-    sources = KINDS[kind][1]
+def rows_of(
+    rows: list[dict[str, Any]], kind: str, half: str, sources: tuple[str, ...] | None = None
+) -> list[dict[str, Any]]:
+    """The rows of ``kind``'s sources (``sources`` in place of :data:`KINDS`'s) in ``half``."""
+    sources = sources or KINDS[kind][1]
     need = "answer_judged" if kind == "position.relevant_answer" else "judged"
     graded = KINDS[kind][0]
     return [
@@ -313,10 +316,12 @@ def choose(rows_a: list[dict[str, Any]], kind: str) -> tuple[str, dict[str, floa
     return min(tied, key=lambda n: len(CANDIDATES[n])), means
 
 
-def decide_kind(rows: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+def decide_kind(
+    rows: list[dict[str, Any]], kind: str, sources: tuple[str, ...] | None = None
+) -> dict[str, Any]:
     """Choose on A, report on B, and say whether the chosen fit ships."""
     graded = KINDS[kind][0]
-    rows_a, rows_b = rows_of(rows, kind, "A"), rows_of(rows, kind, "B")
+    rows_a, rows_b = rows_of(rows, kind, "A", sources), rows_of(rows, kind, "B", sources)
     chosen, means = choose(rows_a, kind)
     readings_b = reading_values(rows_b, kind)
     deciders = {name: fitted(rows_a, kind, names) for name, names in CANDIDATES.items()}
