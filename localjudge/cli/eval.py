@@ -132,11 +132,12 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
     OUT/results.jsonl and OUT/summary.json."""
     factory = judge_factory(ctx)
     params["ray"] = ray = ray_config(params, ctx.find_root().obj)
+    from localjudge.judge.isolation import IN_PROCESS_ENV, run_in_child  # noqa: PLC0415
+
     in_process = factory is not None or (ray is not None and ray.worker is not None)
-    if in_process or os.environ.get("LOCALJUDGE_IN_PROCESS") == "1":
+    if in_process or os.environ.get(IN_PROCESS_ENV) == "1":
         _eval_run(params, factory, None)
         return
-    from localjudge.judge.isolation import run_in_child  # noqa: PLC0415
 
     partial = Path(params["out_dir"]) / "results.jsonl.partial"
     code = run_in_child(_eval_child, params, resume_hint=f"{partial} and the judge-call cache")
