@@ -34,6 +34,7 @@ ON_A = 0.95
 #: LLMJudge's QWK on B a new grade fit may not fall below (the issue's floor)
 QWK_FLOOR = 0.347
 RECALL_OBVIOUS = 0.95
+SCRIPT = "fit_pooled.py"
 
 
 def conditions(
@@ -258,10 +259,10 @@ def write(results: dict[str, Any], model: str | None, digest: str) -> None:
 
     passing = {k: r for k, r in results.items() if k.startswith("position") and r["ships"]}
     if passing:
-        fs.write(passing, model, digest)
+        fs.write(passing, model, digest, SCRIPT)
     for kind in (k for k, r in results.items() if k.startswith("position") and not r["ships"]):
         if results[kind]["kept"] is None or not results[kind]["kept"]["passes"]:
-            fs.write({kind: results[kind]}, model, digest)  # the neutral cut-off
+            fs.write({kind: results[kind]}, model, digest, SCRIPT)  # the neutral cut-off
     _write_other(results, model, digest)
 
 
@@ -277,7 +278,7 @@ def _write_other(results: dict[str, Any], model: str | None, digest: str) -> Non
     for kind in (k for k in (GRADE, RECALL) if k in results):
         r = results[kind]
         evidence = {
-            "rule": "fitting/fit_pooled.py",
+            "rule": f"fitting/{SCRIPT}",
             "why": r["why"],
             "per_source_B": {s: f["value"] for s, f in r["per_source"].items()},
             "obvious_B": {t: f["value"] for t, f in r["obvious"].items()},
@@ -294,8 +295,6 @@ def _write_other(results: dict[str, Any], model: str | None, digest: str) -> Non
         tables["values"][kind] = list(d.cuts) if d.graded else d.cuts[0]
         if d.combination is not None:
             tables["combinations"][kind] = d.combination.as_json()
-        tables["sources"][kind] = Provenance(
-            "built-in", "fit_pooled.py", digest, date, evidence
-        ).as_json()
+        tables["sources"][kind] = Provenance("built-in", SCRIPT, digest, date, evidence).as_json()
     write_cutoffs(REGISTRY, sha256, tables)
     print(f"registry.json: {sha256[:12]}: {sorted(tables['values'])}")

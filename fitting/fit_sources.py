@@ -151,7 +151,12 @@ def resolve_sha256(model: str | None) -> str:
     return resolved.expected_sha256 or file_sha256(resolved.path)
 
 
-def write(results: dict[str, Any], model: str | None = None, digest: str = "") -> None:
+def write(
+    results: dict[str, Any],
+    model: str | None = None,
+    digest: str = "",
+    script: str = "fit_sources.py",
+) -> None:
     """Store, for the default judge, each kind's fit where the rule ships it, and remove what
     shipped before where it does not (the kind then takes the neutral cut-off)."""
     import fit_sources_rule as rule
@@ -172,7 +177,7 @@ def write(results: dict[str, Any], model: str | None = None, digest: str = "") -
         evidence = {
             "figure": "qwk" if rule.KINDS[kind][0] else "kappa",
             "readings": list(rule.CANDIDATES[chosen]),
-            "rule": "fitting/fit_sources.py: obvious targets met, no source worse than the "
+            "rule": f"fitting/{script}: obvious targets met, no source worse than the "
             "neutral cut-off (paired lower bound >= -0.02), pooled gain (lower bound > 0)",
             "why": result["why"],
             "per_source_B": {s: f["value"] for s, f in result["B"][chosen].items()},
@@ -193,7 +198,7 @@ def write(results: dict[str, Any], model: str | None = None, digest: str = "") -
         # the fit's soft value is its combination's (one of ``judged`` alone too), and the
         # cut-offs were fitted on that
         combinations[kind] = fit_.combination.as_json()
-        sources[kind] = Provenance("built-in", "fit_sources.py", digest, date, evidence).as_json()
+        sources[kind] = Provenance("built-in", script, digest, date, evidence).as_json()
     write_cutoffs(REGISTRY, sha256, shipped)
     print(
         f"registry.json: {sha256[:12]}: cut-offs {sorted(values)}, combined {sorted(combinations)}"
