@@ -282,6 +282,9 @@ def _write_other(results: dict[str, Any], model: str | None, digest: str) -> Non
             "why": r["why"],
             "per_source_B": {s: f["value"] for s, f in r["per_source"].items()},
             "obvious_B": {t: f["value"] for t, f in r["obvious"].items()},
+            "against": "the neutral cut-off, paired, pooled over sources",
+            "difference": r["paired"]["pooled"]["value"],
+            "difference_ci95": r["paired"]["pooled"]["ci95"],
             "difference_per_source": r["paired"],
             "data": "fitted on the A halves of " + ", ".join(SOURCES[kind]) + "; measured on B",
         }
