@@ -244,11 +244,64 @@ def print_result(kind: str, r: dict[str, Any]) -> None:
     print(f"passes: {r['passes']} ({r['why']})")
 
 
+def shipped(results: dict[str, Any], model: str | None) -> dict[str, rule.Decider]:
+    """The decision each kind ships after the rule: its new fit, the registry's, or neutral."""
+    out = {}
+    for kind, r in results.items():
+        graded = kind == GRADE
+        if r.get("ships", r.get("passes")):
+            out[kind] = r["fit"]
+        elif kind == RECALL:
+            out[kind] = rule.Decider(False, None, (0.5,), soft=lambda x: x["soft"])
+        elif (r.get("kept") or {}).get("passes") or kind == GRADE:
+            out[kind] = registry_decider(kind, model) or rule.neutral(graded)
+        else:
+            out[kind] = rule.neutral(graded)
+    return out
+
+
+def print_languages(rows: list[dict[str, Any]], deciders: dict[str, rule.Decider]) -> None:
+    """Per language, on the XQuAD report lists, what the shipped decisions answer."""
+    cells: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    xq = [r for r in rows if r["source"] == "xquad" and r["half"] == "B" and "judged" in r]
+    kind = "position.relevant"
+    pos = deciders[kind].hard(rule.reading_values(xq, kind))
+    grade = deciders[GRADE].hard(rule.reading_values(xq, GRADE))
+    for r, p, g in zip(xq, pos, grade, strict=True):
+        for lang in (r["lang"], "all"):
+            c = cells[lang]
+            c[f"position: {r['role']} " + ("relevant" if r["role"] == "answer" else "not")].append(
+                p == int(r["role"] == "answer")
+            )
+            if r["role"] == "answer":
+                c["grade: answer medium/high"].append(g >= 2)
+            elif r["role"] == "other":
+                c["grade: other none"].append(g == 0)
+    rec = [r for r in _recall_rows(rows, "B") if r["source"] == "xquadrecall"]
+    hard = deciders[RECALL].hard([{"soft": r["soft"]} for r in rec]) if rec else []
+    names = sorted({t for c in cells.values() for t in c})
+    print("\n### what ships, per language (XQuAD report lists)\n")
+    print("| lang | " + " | ".join(names) + " | recall BA |")
+    print("|---|" + "---|" * (len(names) + 1))
+    for lang in sorted(cells, key=lambda x: (x == "all", x)):
+        c = cells[lang]
+        row = [f"{np.mean(c[t]):.2f} ({sum(c[t])}/{len(c[t])})" if c[t] else "-" for t in names]
+        ba = _items_balanced(
+            rec if lang == "all" else [r for r in rec if r["lang"] == lang],
+            hard
+            if lang == "all"
+            else [h for r, h in zip(rec, hard, strict=True) if r["lang"] == lang],
+        )
+        print(f"| {lang} | " + " | ".join(row) + f" | {'-' if ba is None else f'{ba:.2f}'} |")
+
+
 def report_command(args: argparse.Namespace) -> None:
     rows = [r for folder in args.rows for r in load_rows(folder)]
     results = decide_all(rows, args.model)
     for kind, result in results.items():
         print_result(kind, result)
+    if RECALL in results:
+        print_languages(rows, shipped(results, args.model))
     if args.write:
         write(results, args.model, rows_digest(*args.rows))
 
