@@ -219,6 +219,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     r.add_argument("rows", type=Path, nargs="+", help="rows folders (fresh lists as B)")
     r.add_argument("-m", "--model", default=None)
     r.add_argument("--write", action="store_true")
+    r.add_argument(
+        "--keep",
+        nargs="*",
+        default=(),
+        help="kinds whose shipped fit stays though the rule refuses it (recorded as such)",
+    )
     args = parser.parse_args(argv)
     if args.command == "judge":
         judge_command(args)

@@ -7,6 +7,7 @@ import argparse
 import datetime
 import sys
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -303,20 +304,58 @@ def report_command(args: argparse.Namespace) -> None:
     if RECALL in results:
         print_languages(rows, shipped(results, args.model))
     if args.write:
-        write(results, args.model, rows_digest(*args.rows))
+        write(results, args.model, rows_digest(*args.rows), args.keep)
 
 
-def write(results: dict[str, Any], model: str | None, digest: str) -> None:
-    """Store what the rule ships; a kind whose new fit fails keeps what the rule keeps."""
+def write(
+    results: dict[str, Any], model: str | None, digest: str, keep: Sequence[str] = ()
+) -> None:
+    """Store what the rule ships; a kind whose new fit fails keeps what the rule keeps.
+
+    ``keep``: kinds whose shipped decision stays though the rule would replace it (by hand,
+    ``--keep``); their registry entry records the rule's verdict beside the evidence it
+    shipped on (:func:`_record_kept`)."""
     import fit_sources as fs
 
     passing = {k: r for k, r in results.items() if k.startswith("position") and r["ships"]}
     if passing:
         fs.write(passing, model, digest, SCRIPT)
     for kind in (k for k, r in results.items() if k.startswith("position") and not r["ships"]):
-        if results[kind]["kept"] is None or not results[kind]["kept"]["passes"]:
+        if kind in keep:
+            _record_kept(kind, results[kind], model, digest)
+        elif results[kind]["kept"] is None or not results[kind]["kept"]["passes"]:
             fs.write({kind: results[kind]}, model, digest, SCRIPT)  # the neutral cut-off
     _write_other(results, model, digest)
+
+
+def _record_kept(kind: str, r: dict[str, Any], model: str | None, digest: str) -> None:
+    """The kind's shipped fit stays; its ``sources`` entry gains this rule's verdict on it."""
+    from common import REGISTRY, entry_tables, write_cutoffs
+    from fit_sources import resolve_sha256
+
+    sha256 = resolve_sha256(model)
+    tables = entry_tables(sha256)
+    kept = r["kept"]
+    tables["sources"][kind]["heldout"]["fit_pooled"] = {
+        "rule": f"fitting/{SCRIPT}",
+        "passes": kept["passes"],
+        "why": kept["why"],
+        "kept_by_hand": "the rule falls back to the neutral cut-off, which fails the obvious "
+        "targets this fit meets (issue 'Verdicts that pass the obvious'); the paired lower "
+        "bound below -0.02 is on: "
+        + ", ".join(
+            f"{s} (point {v['value']:+.3f}, {v['ci95'][0]:+.3f} to {v['ci95'][1]:+.3f})"
+            for s, v in kept["paired"].items()
+            if s != "pooled" and v["ci95"] is not None and v["ci95"][0] < rule.NO_WORSE
+        ),
+        "per_source_B": {s: f["value"] for s, f in kept["per_source"].items()},
+        "difference_per_source": kept["paired"],
+        "obvious_B": {t: f["value"] for t, f in kept["obvious"].items()},
+        "new_fit_why": r["why"],
+        "rows_sha256": digest,
+    }
+    write_cutoffs(REGISTRY, sha256, tables)
+    print(f"registry.json: {sha256[:12]}: {kind} kept by hand; the rule's verdict recorded")
 
 
 def _write_other(results: dict[str, Any], model: str | None, digest: str) -> None:
