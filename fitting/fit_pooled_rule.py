@@ -245,8 +245,11 @@ def print_result(kind: str, r: dict[str, Any]) -> None:
     print(f"passes: {r['passes']} ({r['why']})")
 
 
-def shipped(results: dict[str, Any], model: str | None) -> dict[str, rule.Decider]:
-    """The decision each kind ships after the rule: its new fit, the registry's, or neutral."""
+def shipped(
+    results: dict[str, Any], model: str | None, keep: Sequence[str] = ()
+) -> dict[str, rule.Decider]:
+    """The decision each kind ships after the rule (and ``--keep``): its new fit, the
+    registry's, or neutral."""
     out = {}
     for kind, r in results.items():
         graded = kind == GRADE
@@ -254,7 +257,7 @@ def shipped(results: dict[str, Any], model: str | None) -> dict[str, rule.Decide
             out[kind] = r["fit"]
         elif kind == RECALL:
             out[kind] = rule.Decider(False, None, (0.5,), soft=lambda x: x["soft"])
-        elif (r.get("kept") or {}).get("passes") or kind == GRADE:
+        elif (r.get("kept") or {}).get("passes") or kind == GRADE or kind in keep:
             out[kind] = registry_decider(kind, model) or rule.neutral(graded)
         else:
             out[kind] = rule.neutral(graded)
@@ -302,7 +305,7 @@ def report_command(args: argparse.Namespace) -> None:
     for kind, result in results.items():
         print_result(kind, result)
     if RECALL in results:
-        print_languages(rows, shipped(results, args.model))
+        print_languages(rows, shipped(results, args.model, args.keep))
     if args.write:
         write(results, args.model, rows_digest(*args.rows), args.keep)
 
