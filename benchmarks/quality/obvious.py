@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))  # the fits' samples: fitting/common.py
 
 from fitting.common import LANGS, SHARED, read_jsonl, xquad  # noqa: E402
 
-CONTRAST = ROOT / "localjudge" / "run" / "obvious.jsonl"
+CONTRAST = ROOT / "localjudge" / "run" / "calibrate" / "obvious.jsonl"
 EXAMPLES = ROOT / "examples" / "labelled.jsonl"
 ROLE = {"high": "answer", "low": "same", "none": "other"}
 LEVELS = ("high", "medium", "low", "none")
