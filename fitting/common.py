@@ -147,6 +147,25 @@ def samples(dev: Path) -> dict[str, list[dict[str, Any]]]:
     }
 
 
+def judge_each(out: Path, jobs: dict[str, Any], only: Sequence[str] | None = None) -> None:
+    """Run each job (a function returning judged rows) into ``out/<name>.json``, skipping those
+    ``only`` leaves out and those already written (a stopped run resumes)."""
+    import time
+
+    out.mkdir(parents=True, exist_ok=True)
+    for name, job in jobs.items():
+        if only and name not in only:
+            continue
+        target = out / f"{name}.json"
+        if target.exists():
+            print(f"{name}: {target} exists, kept")
+            continue
+        started = time.perf_counter()
+        rows = job()
+        target.write_text(json.dumps(rows), "utf-8")
+        print(f"{name}: {len(rows)} rows judged in {time.perf_counter() - started:.0f} s")
+
+
 # --------------------------------------------------------------------------- the product's calls
 
 

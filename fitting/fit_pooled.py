@@ -69,9 +69,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -83,6 +81,7 @@ import fit_sources as fs  # noqa: E402
 from common import (  # noqa: E402
     SHARED,
     half_of,
+    judge_each,
     per_language,
     read_jsonl,
     xquad,
@@ -187,23 +186,12 @@ def judge_command(args: argparse.Namespace) -> None:
     from localjudge import load_judge
 
     judge = load_judge(args.model, n_threads=args.threads, cache=True)
-    args.out.mkdir(parents=True, exist_ok=True)
     jobs = {
         "xquadfresh": lambda: fs.judge_rows(xquad_fresh(), judge),
         "ragbench": lambda: fs.judge_rows(ragbench(args.dev), judge),
         "recall": lambda: recall_rows(recall_items(args.dev), judge),
     }
-    for name, job in jobs.items():
-        if args.only and name not in args.only:
-            continue
-        target = args.out / f"{name}.json"
-        if target.exists():
-            print(f"{name}: {target} exists, kept")
-            continue
-        started = time.perf_counter()
-        rows = job()
-        target.write_text(json.dumps(rows), "utf-8")
-        print(f"{name}: {len(rows)} rows judged in {time.perf_counter() - started:.0f} s")
+    judge_each(args.out, jobs, args.only)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

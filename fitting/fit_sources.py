@@ -62,9 +62,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
-import time
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -72,7 +70,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts beside this one
 
-from common import REGISTRY, ROLES, entry_tables, passage_asks, samples, write_cutoffs
+from common import (
+    REGISTRY,
+    ROLES,
+    entry_tables,
+    judge_each,
+    passage_asks,
+    samples,
+    write_cutoffs,
+)
 
 # --------------------------------------------------------------------------- judging
 
@@ -127,19 +133,11 @@ def judge_command(args: argparse.Namespace) -> None:
     from localjudge import load_judge
 
     judge = load_judge(args.model, n_threads=args.threads, cache=args.cache or True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    for name, lists in samples(args.dev).items():
-        if args.only and name not in args.only:
-            continue
-        target = args.out / f"{name}.json"
-        if target.exists():
-            print(f"{name}: {target} exists, kept")
-            continue
-        started = time.perf_counter()
-        rows = judge_rows(lists, judge)
-        target.write_text(json.dumps(rows), "utf-8")
-        took = time.perf_counter() - started
-        print(f"{name}: {len(lists)} lists, {len(rows)} passages judged in {took:.0f} s")
+    jobs = {
+        name: (lambda lists=lists: judge_rows(lists, judge))
+        for name, lists in samples(args.dev).items()
+    }
+    judge_each(args.out, jobs, args.only)
 
 
 def resolve_sha256(model: str | None) -> str:

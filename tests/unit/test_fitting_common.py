@@ -62,3 +62,19 @@ def test_rows_and_their_digest_follow_folder_and_name_order(tmp_path: Path) -> N
     expected = hashlib.sha256(b'[{"n": 1}][{"n": 2}][{"n": 3}]').hexdigest()
     assert common.rows_digest(a, b) == expected
     assert common.rows_digest(b, a) != expected
+
+
+def test_judge_each_writes_each_job_once_and_skips_what_only_leaves_out(tmp_path: Path) -> None:
+    calls: list[str] = []
+
+    def job(name: str) -> list[dict[str, str]]:
+        calls.append(name)
+        return [{"job": name}]
+
+    jobs = {n: (lambda n=n: job(n)) for n in ("a", "b", "c")}
+    common.judge_each(tmp_path / "rows", jobs, ["a", "b"])
+    assert calls == ["a", "b"]
+    assert json.loads((tmp_path / "rows" / "a.json").read_text("utf-8")) == [{"job": "a"}]
+    assert not (tmp_path / "rows" / "c.json").exists()
+    common.judge_each(tmp_path / "rows", jobs)  # a stopped run resumes: only c is judged
+    assert calls == ["a", "b", "c"]
