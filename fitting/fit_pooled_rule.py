@@ -384,9 +384,9 @@ def _write_other(results: dict[str, Any], model: str | None, digest: str) -> Non
             "data": "fitted on the A halves of " + ", ".join(SOURCES[kind]) + "; measured on B",
         }
         if not r["passes"]:
-            if kind == RECALL:
+            if kind == RECALL or kind not in tables["values"]:
                 tables["not_shipped"][kind] = evidence
-            continue  # the grade shipped before stays
+            continue  # a grade shipped before stays
         for name in ("values", "combinations", "sources", "not_shipped", "not_combined"):
             tables[name].pop(kind, None)
         d = r["fit"]

@@ -87,9 +87,13 @@ def test_eval_by_store_name_and_a_changed_store_file_refused(
     assert proc.returncode == 0, proc.stderr
     run = json.loads((out / "summary.json").read_text("utf-8"))["run"]
     assert run["judge"]["sha256"] == SMOLLM2.sha256
-    # SmolLM2 ships no fitted cut-offs (its registry entry is empty): the run says so
-    assert f"localjudge: note: judge {SPECS['hf']} has no fitted cut-offs" in proc.stderr
-    assert run["settings"]["neutral_cutoffs"] is True
+    # the judge is known by its file, not its name: a store's copy of SmolLM2 takes the fit
+    # the bundled one ships (position with a reference), and no neutral cut-off note is given
+    assert "no fitted cut-offs" not in proc.stderr
+    assert "neutral_cutoffs" not in run["settings"]
+    position = run["settings"]["metrics"]["position"]
+    assert set(position["cutoffs"]) == {"position.relevant_answer"}
+    assert position["cutoffs_source"]["position.relevant_answer"].startswith("built-in:")
 
     registry = Path(os.environ["LOCALJUDGE_MODELS"])  # the isolated one: absent until written
     entry = {"alias": "mine", "store": SPECS["ollama"], "sha256": "0" * 64}
