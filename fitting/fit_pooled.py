@@ -84,6 +84,7 @@ from common import (  # noqa: E402
     judge_each,
     per_language,
     read_jsonl,
+    source_lists,
     xquad,
     xquad_lists,
 )
@@ -99,8 +100,6 @@ def _sha(text: str) -> str:
 
 def ragbench(dev: Path) -> list[dict[str, Any]]:
     """RAGBench lists (:func:`common.source_lists` form), per subset 6 of A and 10 of B."""
-    from common import source_lists
-
     records = read_jsonl(dev / "ragbench.jsonl")
     lists = source_lists("ragbench", records, lambda r: r["id"], lambda r: "en")
     for x in lists:

@@ -19,7 +19,7 @@ from localjudge.stats.cutoffs_fit import Observation, fit
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts beside this one
 
 import fit_sources_rule as rule
-from common import kappa, load_rows, rows_digest
+from common import load_rows, rows_digest
 
 #: each kind's sources in this run
 SOURCES: dict[str, tuple[str, ...]] = {
@@ -56,14 +56,7 @@ def conditions(
 
 
 def _verdict(per: dict[str, Any], found: dict[str, Any], p: dict[str, Any]) -> dict[str, Any]:
-    met = all(f["met"] for f in found.values())
-    no_worse = all(
-        v["ci95"] is not None and v["ci95"][0] >= rule.NO_WORSE
-        for s, v in p.items()
-        if s != "pooled"
-    )
-    gain = p["pooled"]["ci95"] is not None and p["pooled"]["ci95"][0] > 0
-    why = {"obvious met": met, "no source worse": no_worse, "pooled gain": gain}
+    why = rule.conditions_met(found, p)
     return {
         "per_source": per,
         "obvious": found,
@@ -159,19 +152,22 @@ def _items_balanced(rows: list[dict[str, Any]], hard: list[int]) -> float | None
     return float(np.mean(rates))
 
 
+def recall_decider(cut: float) -> rule.Decider:
+    """Recall's decision: the call's P(supported) against ``cut`` (neutral: 0.5)."""
+    return rule.Decider(False, None, (cut,), soft=lambda r: r["soft"])
+
+
 def decide_recall(rows: list[dict[str, Any]]) -> dict[str, Any]:
     rows_a, rows_b = _recall_rows(rows, "A"), _recall_rows(rows, "B")
     weighted = rule.weighted(rows_a)
     cut = fit([Observation(r["group"], r["soft"], r["label"]) for r in weighted], graded=False)[0]
-    d = rule.Decider(False, None, (cut,), soft=lambda r: r["soft"])
-    neutral = rule.Decider(False, None, (0.5,), soft=lambda r: r["soft"])
+    d, neutral = recall_decider(cut), recall_decider(0.5)
     readings = [{"soft": r["soft"]} for r in rows_b]
     hard, base = d.hard(readings), neutral.hard(readings)
     per = {}
     for s, idx in rule.by_source(rows_b).items():
         picked = [rows_b[n] for n in idx]
         per[s] = rule.interval_of(picked, [hard[n] for n in idx], False, f"recall/{s}")
-        per[s]["neutral"] = kappa([r["label"] for r in picked], [base[n] for n in idx], False)
     ba, ba_neutral = _items_balanced(rows_b, hard), _items_balanced(rows_b, base)
     found = {
         "xquad recall balanced accuracy": {
@@ -221,27 +217,23 @@ def decide_all(rows: list[dict[str, Any]], model: str | None) -> dict[str, Any]:
     return results
 
 
-def _fmt(f: dict[str, Any]) -> str:
-    return rule._fmt(f)
-
-
 def print_result(kind: str, r: dict[str, Any]) -> None:
     if kind.startswith("position"):
         rule.print_kind(kind, r)
         if r["kept"] is not None:
             k = r["kept"]
             print(f"the registry's fit on the same rows: passes {k['passes']} ({k['why']})")
-            print("  " + "; ".join(f"{s} {_fmt(f)}" for s, f in k["per_source"].items()))
+            print("  " + "; ".join(f"{s} {rule.fmt(f)}" for s, f in k["per_source"].items()))
             print("  missed: " + ", ".join(t for t, f in k["obvious"].items() if not f["met"]))
         return
     print(f"\n## {kind}")
     for key in ("info", "cut", "neutral_balanced"):
         if key in r:
             print(f"{key}: {r[key]}")
-    print("on B: " + "; ".join(f"{s} {_fmt(f)}" for s, f in r["per_source"].items()))
+    print("on B: " + "; ".join(f"{s} {rule.fmt(f)}" for s, f in r["per_source"].items()))
     for t, f in r["obvious"].items():
         print(f"  {t} (>= {f['target']}): {f['value']:.3f}" + ("" if f["met"] else " ✗"))
-    print("minus neutral: " + "; ".join(f"{s} {_fmt(v)}" for s, v in r["paired"].items()))
+    print("minus neutral: " + "; ".join(f"{s} {rule.fmt(v)}" for s, v in r["paired"].items()))
     print(f"passes: {r['passes']} ({r['why']})")
 
 
@@ -256,7 +248,7 @@ def shipped(
         if r.get("ships", r.get("passes")):
             out[kind] = r["fit"]
         elif kind == RECALL:
-            out[kind] = rule.Decider(False, None, (0.5,), soft=lambda x: x["soft"])
+            out[kind] = recall_decider(0.5)
         elif (r.get("kept") or {}).get("passes") or kind == GRADE or kind in keep:
             out[kind] = registry_decider(kind, model) or rule.neutral(graded)
         else:

@@ -343,16 +343,26 @@ def decide_kind(
         out["B"][name] = per
         out["obvious"][name] = obvious(rows_b, hard_b[name], soft, kind)
     out["paired"] = paired(rows_b, hard_b[chosen], hard_b["neutral"], graded, f"paired/{kind}")
-    met = all(v["met"] for v in out["obvious"][chosen].values())
-    p = out["paired"]
-    no_worse = all(
-        v["ci95"] is not None and v["ci95"][0] >= NO_WORSE for s, v in p.items() if s != "pooled"
-    )
-    gain = p["pooled"]["ci95"] is not None and p["pooled"]["ci95"][0] > 0
-    out["ships"] = met and no_worse and gain
-    out["why"] = {"obvious met": met, "no source worse": no_worse, "pooled gain": gain}
+    out["why"] = conditions_met(out["obvious"][chosen], out["paired"])
+    out["ships"] = all(out["why"].values())
     out["fit"] = deciders[chosen]
     return out
+
+
+def conditions_met(found: dict[str, Any], paired_: dict[str, Any]) -> dict[str, bool]:
+    """The rule's three conditions: every obvious target ``found`` met, no source's paired
+    difference with a lower bound under :data:`NO_WORSE`, the pooled one's above 0."""
+    no_worse = all(
+        v["ci95"] is not None and v["ci95"][0] >= NO_WORSE
+        for s, v in paired_.items()
+        if s != "pooled"
+    )
+    pooled = paired_["pooled"]["ci95"]
+    return {
+        "obvious met": all(f["met"] for f in found.values()),
+        "no source worse": no_worse,
+        "pooled gain": pooled is not None and pooled[0] > 0,
+    }
 
 
 def _shares(values: list[int], graded: bool) -> list[float]:
@@ -363,7 +373,7 @@ def _shares(values: list[int], graded: bool) -> list[float]:
 # --------------------------------------------------------------------------- report
 
 
-def _fmt(found: dict[str, Any]) -> str:
+def fmt(found: dict[str, Any]) -> str:
     v, ci = found["value"], found["ci95"]
     if v is None:
         return "-"
@@ -380,7 +390,7 @@ def print_kind(kind: str, result: dict[str, Any]) -> None:
     print("\n| on B | " + " | ".join(next(iter(result["B"].values()))) + " |")
     print("|---|" + "---|" * len(next(iter(result["B"].values()))))
     for name, per in result["B"].items():
-        print(f"| {name} | " + " | ".join(_fmt(f) for f in per.values()) + " |")
+        print(f"| {name} | " + " | ".join(fmt(f) for f in per.values()) + " |")
     print("\nshares (judge / people) on B:")
     for name, per in result["B"].items():
         print(
@@ -409,7 +419,7 @@ def print_kind(kind: str, result: dict[str, Any]) -> None:
         )
     print(
         "\nchosen minus neutral on B: "
-        + "; ".join(f"{s} {_fmt(v)}" for s, v in result["paired"].items())
+        + "; ".join(f"{s} {fmt(v)}" for s, v in result["paired"].items())
     )
     print(f"ships: {result['ships']} ({result['why']})")
 

@@ -29,6 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from fitting import fit_sources_rule as rule  # noqa: E402
 from fitting.common import LANGS, load_rows  # noqa: E402
 
 READINGS = ("judged", "question", "question_centred", "grade")
@@ -44,19 +45,10 @@ def side(row: dict[str, Any]) -> str | None:
 
 
 def values(rows: list[dict[str, Any]]) -> list[dict[str, float]]:
-    """Each row's readings (``question_centred`` against its own list's mean)."""
-    by_list: dict[str, list[float]] = defaultdict(list)
-    for r in rows:
-        by_list[r["id"]].append(r["q"])
-    return [
-        {
-            "judged": r["judged"],
-            "question": r["q"] - r["base"],
-            "question_centred": r["q"] - float(np.mean(by_list[r["id"]])),
-            "grade": r["grade_soft"],
-        }
-        for r in rows
-    ]
+    """Each row's readings, as the fits compute them (:func:`fit_sources_rule.reading_values`),
+    and the grade call's expected grade."""
+    readings = rule.reading_values(rows, "position.relevant")
+    return [dict(v, grade=r["grade_soft"]) for r, v in zip(rows, readings, strict=True)]
 
 
 def cell(xs: list[float]) -> str:
