@@ -9,6 +9,7 @@ import gzip
 import hashlib
 import json
 import os
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -150,8 +151,6 @@ def samples(dev: Path) -> dict[str, list[dict[str, Any]]]:
 def judge_each(out: Path, jobs: dict[str, Any], only: Sequence[str] | None = None) -> None:
     """Run each job (a function returning judged rows) into ``out/<name>.json``, skipping those
     ``only`` leaves out and those already written (a stopped run resumes)."""
-    import time
-
     out.mkdir(parents=True, exist_ok=True)
     for name, job in jobs.items():
         if only and name not in only:
