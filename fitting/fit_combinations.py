@@ -20,7 +20,7 @@ product on the same passages, hard values by its shipped cut-offs (``--today``).
 
 **Choice, on A only** (rule fixed before A was judged): per kind, the candidates ``judged``,
 ``question`` and both, each a fitted combination (logistic / proportional odds) followed by
-cut-offs fitted on the same part (:func:`localjudge.stats.cutoffs_fit.fit`); scored by the mean
+cut-offs fitted on the same part (:func:`localjudge.decisions.fit.fit`); scored by the mean
 over 20 random halvings of A's queries (fit on one, measure on the other) of kappa (position) or
 QWK (grades). The best wins; a candidate with fewer readings wins ties within 0.02.
 
@@ -52,19 +52,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from localjudge import load_judge
-from localjudge.judge.cutoffs import Cutoffs, Provenance
-from localjudge.judge.models.cutoffs_store import judge_cutoffs
+from localjudge.decisions import Cutoffs, Provenance, held_out_check, judge_cutoffs
+from localjudge.decisions.fit import Observation, agreement, fit, hard
 from localjudge.metrics import asks as ask_mod
 from localjudge.run.evaluate.grouping import ask_grouped
 from localjudge.stats.bootstrap import interval
-from localjudge.stats.cutoffs_fit import Observation, agreement, fit, hard, held_out_check
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts beside this one
 
 from common import REGISTRY, entry_tables, half_of, kappa, passage_asks, write_cutoffs
 
 if TYPE_CHECKING:  # an older checkout (today's product, --today) has no combinations
-    from localjudge.judge.cutoffs import Combination
+    from localjudge.decisions import Combination
 
 KINDS = {"position.relevant": False, "relevance.grade": True}
 #: kinds whose calls share the reading of another kind's: position's EXPECTED ANSWER phrasing
@@ -161,7 +160,7 @@ def _judged(soft: float, graded: bool) -> float:
 
 
 def _reads(rows: list[dict[str, Any]], kind: str) -> list[Any]:
-    from localjudge.stats.combination_fit import Reads
+    from localjudge.decisions.combination_fit import Reads
 
     graded = KINDS[kind]
     return [
@@ -174,7 +173,7 @@ def fitted(
     rows: list[dict[str, Any]], kind: str, names: tuple[str, ...]
 ) -> tuple[Combination, tuple[float, ...]]:
     """A combination of ``names`` and its cut-offs, both fitted on ``rows``."""
-    from localjudge.stats.combination_fit import combined_soft, fit_combination
+    from localjudge.decisions.combination_fit import combined_soft, fit_combination
 
     graded = KINDS[kind]
     reads = _reads(rows, kind)
@@ -187,7 +186,7 @@ def fitted(
 def observations(
     rows: list[dict[str, Any]], kind: str, combination: Combination
 ) -> list[Observation]:
-    from localjudge.stats.combination_fit import combined_soft
+    from localjudge.decisions.combination_fit import combined_soft
 
     reads = _reads(rows, kind)
     soft = combined_soft(combination, reads, graded=KINDS[kind])

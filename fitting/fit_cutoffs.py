@@ -23,7 +23,7 @@ by GPT-4-class models, not people, with its responses as the expected answer.
 
 ``--write`` stores cut-offs in ``localjudge/judge/models/registry.json`` for the judge's sha256
 under the one rule that ``localjudge calibrate`` uses too, fixed before it was applied
-(:func:`localjudge.stats.cutoffs_fit.held_out_check`): a kind ships only when the paired held-out
+(:func:`localjudge.decisions.held_out_check`): a kind ships only when the paired held-out
 difference, cut-offs fitted on the other half of the groups minus the baseline (the larger
 probability) on the same groups, has a lower 95% bound (bootstrap over groups) above 0. Each shipped
 kind keeps its provenance (file name, sha256, date, that held-out figure with its interval and the
@@ -44,7 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from localjudge import load_judge
-from localjudge.judge.cutoffs import Provenance
+from localjudge.decisions import Provenance
+from localjudge.decisions.fit import Observation, agreement, hard
 from localjudge.run.calibrate.fitting import (
     Calibration,
     fit_cutoffs,
@@ -52,7 +53,6 @@ from localjudge.run.calibrate.fitting import (
     observations,
 )
 from localjudge.run.calibrate.table import calibration_table
-from localjudge.stats.cutoffs_fit import Observation, agreement, hard
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts beside this one
 

@@ -160,8 +160,7 @@ def _recall(source: str, r: dict[str, Any], group: str, half: str, lang: str) ->
 def recall_rows(items: list[dict[str, Any]], judge: Any) -> list[dict[str, Any]]:
     """One row per statement: its item's label and the call's soft value and log-odds."""
     from localjudge.data.items import make_item
-    from localjudge.judge.cutoffs import Cutoffs
-    from localjudge.metrics.asks import decide_all
+    from localjudge.decisions import Cutoffs, decide_all
     from localjudge.metrics.recall import ContextRecall
     from localjudge.run.evaluate.grouping import ask_grouped
 

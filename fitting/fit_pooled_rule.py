@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from localjudge.judge.cutoffs import Combination
-from localjudge.stats.cutoffs_fit import Observation, fit
+from localjudge.decisions import Combination
+from localjudge.decisions.fit import Observation, fit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts beside this one
 
@@ -357,7 +357,7 @@ def _write_other(results: dict[str, Any], model: str | None, digest: str) -> Non
     from common import REGISTRY, entry_tables, write_cutoffs
     from fit_sources import resolve_sha256
 
-    from localjudge.judge.cutoffs import Provenance
+    from localjudge.decisions import Provenance
 
     sha256 = resolve_sha256(model)
     tables = entry_tables(sha256)

@@ -85,8 +85,7 @@ from common import (
 
 def judge_rows(lists: list[dict[str, Any]], judge: Any) -> list[dict[str, Any]]:
     """One row per passage of each list: labels and the raw figures of every reading."""
-    from localjudge.judge.cutoffs import Cutoffs
-    from localjudge.metrics.asks import decide_all
+    from localjudge.decisions import Cutoffs, decide_all
     from localjudge.run.evaluate.grouping import ask_grouped
 
     all_asks = [passage_asks(x["question"], x["passages"], x["answer"]) for x in lists]
@@ -159,7 +158,7 @@ def write(
     shipped before where it does not (the kind then takes the neutral cut-off)."""
     import fit_sources_rule as rule
 
-    from localjudge.judge.cutoffs import Provenance
+    from localjudge.decisions import Provenance
 
     sha256 = resolve_sha256(model)
     shipped = entry_tables(sha256)

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from localjudge.judge.cutoffs import Combination
-from localjudge.stats.combination_fit import Reads, combined_soft, fit_combination
-from localjudge.stats.cutoffs_fit import Observation, fit, hard
+from localjudge.decisions import Combination
+from localjudge.decisions.combination_fit import Reads, combined_soft, fit_combination
+from localjudge.decisions.fit import Observation, fit, hard
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts beside this one
 

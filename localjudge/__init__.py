@@ -4,6 +4,7 @@ Context recall (ragas), context position and context relevance (Mastra), judged 
 in-process by llama.cpp under a JSON grammar: valid, complete, reproducible verdicts, no network.
 """
 
+from localjudge.decisions import Cutoffs
 from localjudge.errors import (
     ConstraintError,
     ContextOverflowError,
@@ -15,7 +16,6 @@ from localjudge.errors import (
     OutputBudgetError,
     UsageError,
 )
-from localjudge.judge.cutoffs import Cutoffs
 from localjudge.judge.llama import LlamaJudge, load_judge
 from localjudge.judge.protocol import (
     Generation,

@@ -146,8 +146,9 @@ def kinds_of_call(judge: Any, item: Any) -> dict[str, Any]:
     """One request of each kind the metrics make for ``item``: the first ask of each decision
     kind, relevance's ``missing`` call, and the reason call for recall's first decision (its
     verdict the value the judge chooses)."""
+    from localjudge.decisions import decide
     from localjudge.metrics import METRICS
-    from localjudge.metrics.asks import decide, reason_request
+    from localjudge.metrics.asks import reason_request
 
     out: dict[str, Any] = {}
     for cls in METRICS.values():

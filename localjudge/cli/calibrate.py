@@ -1,7 +1,7 @@
 """``localjudge calibrate``: fit a judge's cut-offs on a labelled file and store them.
 
 A client of :func:`localjudge.run.calibrate.calibrate`; the stored cut-offs go into the user
-registry for the judge's file (:func:`localjudge.judge.models.cutoffs_store.store_cutoffs`), where
+registry for the judge's file (:func:`localjudge.decisions.store_cutoffs`), where
 ``eval`` and ``bench`` find them. Its options come from a config file and the environment as
 ``eval``'s and ``bench``'s do (:mod:`localjudge.cli.config`: the top level, then a
 ``[calibrate]`` table, then ``LOCALJUDGE_CALIBRATE_<OPTION>``, then the command line).
@@ -20,8 +20,8 @@ from localjudge.cli.config import ConfiguredCommand
 from localjudge.cli.deprecation import deprecated_option, either
 from localjudge.cli.exits import guarded
 from localjudge.cli.options import judge_factory, judge_options, judge_settings
+from localjudge.decisions import Provenance
 from localjudge.errors import DataError, UsageError
-from localjudge.judge.cutoffs import Provenance
 
 
 @click.command("calibrate", cls=ConfiguredCommand)
@@ -98,10 +98,8 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     4 groups is not fitted; the output says how the items were grouped."""
     from localjudge.canonical import file_sha256  # noqa: PLC0415
     from localjudge.data.dataset import read_records  # noqa: PLC0415
-    from localjudge.judge.models import (  # noqa: PLC0415
-        store_cutoffs,
-        user_registry_path,
-    )
+    from localjudge.decisions import store_cutoffs  # noqa: PLC0415
+    from localjudge.judge.models import user_registry_path  # noqa: PLC0415
     from localjudge.run.calibrate.fitting import calibrate, check_labels  # noqa: PLC0415
     from localjudge.run.calibrate.table import IN_SAMPLE, calibration_table  # noqa: PLC0415
     from localjudge.run.settings import open_judge  # noqa: PLC0415
@@ -150,7 +148,8 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
 def _obvious(judge: Any, now: Any, chosen: Any, *, store_anyway: bool) -> Any:
     """``chosen`` less the kinds whose fit loses an obvious item that ``now`` gets right (all
     of them with ``store_anyway``), each kind's check printed."""
-    from localjudge.run.calibrate.obvious import lost, obvious_check  # noqa: PLC0415
+    from localjudge.decisions import lost  # noqa: PLC0415
+    from localjudge.run.calibrate.obvious import obvious_check  # noqa: PLC0415
 
     kinds = set(chosen.kinds)
     fitted = obvious_check(judge, now.merged(chosen), kinds)
@@ -172,12 +171,8 @@ def _reset(
 ) -> None:
     """Remove the user's cut-offs of the judge's file (found without loading it): the shipped
     ones apply again."""
-    from localjudge.judge.cutoffs import kinds_of  # noqa: PLC0415
-    from localjudge.judge.models import (  # noqa: PLC0415
-        model_sha256,
-        reset_cutoffs,
-        resolve_model,
-    )
+    from localjudge.decisions import kinds_of, reset_cutoffs  # noqa: PLC0415
+    from localjudge.judge.models import model_sha256, resolve_model  # noqa: PLC0415
 
     factory = judge_factory(ctx)
     if factory is not None:  # an embedding program's (or a test's) judge

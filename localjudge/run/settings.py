@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from localjudge.decisions import Cutoffs
 from localjudge.errors import UsageError
 from localjudge.judge.cache import CachingJudge, open_cache
-from localjudge.judge.cutoffs import Cutoffs
 from localjudge.judge.engine import DEFAULT_PARALLEL
 from localjudge.judge.llama import (
     DEFAULT_FLASH_ATTN,
@@ -127,7 +127,7 @@ def resolve_cutoffs(judge: Judge, cutoffs: Cutoffs | None = None) -> Cutoffs:
     """``cutoffs``, or by default the judge's own (the registries')."""
     if cutoffs is not None:
         return cutoffs
-    from localjudge.judge.models import judge_cutoffs  # noqa: PLC0415
+    from localjudge.decisions import judge_cutoffs  # noqa: PLC0415
 
     return judge_cutoffs(judge.identity)
 

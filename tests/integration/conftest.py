@@ -21,11 +21,11 @@ import pytest
 
 from localjudge import load_judge
 from localjudge.data.items import make_item
-from localjudge.judge.models import judge_cutoffs
+from localjudge.decisions import decide_all, judge_cutoffs
 from localjudge.judge.protocol import Generation, generate_many
 from localjudge.judge.schemas import worst_case_tokens
 from localjudge.metrics import METRICS, ContextPosition, ContextRelevance, Metric, MetricResult
-from localjudge.metrics.asks import Answer, Ask, decide_all, reason_request
+from localjudge.metrics.asks import Answer, Ask, reason_request
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "rag.jsonl"

@@ -34,13 +34,13 @@ from localjudge import (
     load_judge,
 )
 from localjudge.data.items import make_item
+from localjudge.decisions import NO_CUTOFFS, decide
 from localjudge.judge.cache.caching import CachingJudge
 from localjudge.judge.cache.store import Cache
-from localjudge.judge.cutoffs import NO_CUTOFFS
 from localjudge.judge.protocol import JudgeRequest
 from localjudge.judge.schemas import worst_case_tokens
 from localjudge.metrics import Metric, MetricResult
-from localjudge.metrics.asks import decide, reason_request
+from localjudge.metrics.asks import reason_request
 from localjudge.metrics.statements import split_statements
 from localjudge.run.evaluate.evaluation import score
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from localjudge import ContextPosition, evaluate, load_judge
-from localjudge.judge.models import judge_cutoffs
+from localjudge.decisions import judge_cutoffs
 from localjudge.run.calibrate.obvious import obvious_check
 
 pytestmark = pytest.mark.model

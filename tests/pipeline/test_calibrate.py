@@ -13,11 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from localjudge.cli import main
+from localjudge.decisions import Cutoffs, Provenance, judge_cutoffs, store_cutoffs, user_cutoffs
 from localjudge.errors import UsageError
 from localjudge.judge.cache.caching import CachingJudge
 from localjudge.judge.cache.store import open_cache
-from localjudge.judge.cutoffs import Cutoffs, Provenance
-from localjudge.judge.models.cutoffs_store import judge_cutoffs, store_cutoffs, user_cutoffs
 from localjudge.judge.protocol import Generation, SoftDecision
 from localjudge.judge.schemas import parse_output
 from localjudge.metrics import ContextPosition

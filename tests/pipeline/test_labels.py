@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from pipeline_rules import expected_recall, rule_reply
 
 from localjudge.cli import main
+from localjudge.decisions import Cutoffs
 from localjudge.errors import DataError, UsageError
-from localjudge.judge.cutoffs import Cutoffs
 from localjudge.judge.protocol import Generation, SoftDecision
 from localjudge.metrics import METRICS, ContextPosition, ContextRecall
 from localjudge.run.evaluate.file_run import eval_file

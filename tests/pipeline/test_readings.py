@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from pipeline_rules import rule_reply
 
+from localjudge.decisions import Combination, Cutoffs
 from localjudge.judge.cache.caching import CachingJudge
 from localjudge.judge.cache.store import Cache
-from localjudge.judge.cutoffs import Combination, Cutoffs
 from localjudge.metrics import ContextPosition, ContextRelevance
 from localjudge.metrics.instructions import NO_PASSAGE
 from localjudge.run.evaluate.evaluation import evaluate

@@ -11,12 +11,12 @@ from pydantic import BaseModel
 from localjudge import ItemResult, evaluate
 from localjudge.data.items import make_item
 from localjudge.data.records import Record
+from localjudge.decisions import Cutoffs
 from localjudge.errors import (
     ConstraintError,
     ContextOverflowError,
     InvalidItemError,
 )
-from localjudge.judge.cutoffs import Cutoffs
 from localjudge.judge.protocol import Generation, SoftDecision
 from localjudge.judge.schemas import worst_case_tokens
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from localjudge.judge.cutoffs import Combination, Cutoffs, Provenance
+from localjudge.decisions import Combination, Cutoffs, Provenance, decide, decide_all, readings
+from localjudge.decisions.combination_fit import Reads, combined_soft, fit_combination
 from localjudge.judge.protocol import Generation, GenerationStats, Reading, SoftDecision
-from localjudge.metrics.asks import Ask, decide, decide_all, readings
+from localjudge.metrics.asks import Ask
 from localjudge.metrics.instructions import (
     GRADE,
     RELEVANT,
@@ -20,7 +21,6 @@ from localjudge.metrics.instructions import (
     passage_ask,
     passage_opening,
 )
-from localjudge.stats.combination_fit import Reads, combined_soft, fit_combination
 
 STATS = GenerationStats(1, 1, 1, 0.0)
 

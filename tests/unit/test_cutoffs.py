@@ -7,19 +7,18 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score, roc_auc_score
 
-from localjudge.judge.cutoffs import KINDS, Cutoffs, Provenance, baseline
-from localjudge.metrics import instructions
-from localjudge.metrics.asks import Decision, hard_value
-from localjudge.stats.cutoffs_fit import (
+from localjudge.decisions import KINDS, Cutoffs, Provenance, hard_value, held_out_check, neutral
+from localjudge.decisions.fit import (
     MAX_EXCESS_SHARE,
     Observation,
     agreement,
     fit,
     hard,
-    held_out_check,
     split_groups,
     two_fold,
 )
+from localjudge.metrics import instructions
+from localjudge.metrics.asks import Decision
 
 YES_NO = Decision("recall.supported", "supported", ("yes", "no"))
 GRADE = Decision("relevance.grade", "grade", (0, 1, 2, 3))
@@ -110,7 +109,7 @@ def test_hard_value_against_cutoffs():
     assert hard_value(YES_NO, 0.29, cuts) == "no"
     grade = Cutoffs.from_json({"relevance.grade": [0.5, 1.5, 2.5]})
     assert [hard_value(GRADE, e, grade) for e in (0.4, 0.5, 1.6, 2.5, 3.0)] == [0, 1, 2, 3, 3]
-    assert baseline(graded=False) == (0.5,)
+    assert neutral(graded=False) == (0.5,)
     assert hard([Observation("g", 0.5, 1), Observation("g", 0.49, 0)], None) == [1, 0]
 
 

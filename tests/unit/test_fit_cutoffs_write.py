@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from benchmark_scripts import load
 
-from localjudge.judge.cutoffs import Cutoffs
+from localjudge.decisions import Cutoffs
 
 SHIPPED = Path(__file__).resolve().parents[2] / "localjudge" / "judge" / "models" / "registry.json"
 
@@ -80,7 +80,7 @@ def test_writing_goes_through_a_temporary_file(tmp_path: Path, monkeypatch) -> N
 
 
 def test_the_shipped_cutoffs_read_back_with_a_provenance_per_kind_and_no_machine_paths() -> None:
-    from localjudge.judge.models.cutoffs_store import builtin_cutoffs  # noqa: PLC0415
+    from localjudge.decisions import builtin_cutoffs  # noqa: PLC0415
 
     table = json.loads(SHIPPED.read_text("utf-8"))["cutoffs"]
     assert table

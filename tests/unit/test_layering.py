@@ -176,6 +176,9 @@ LAYERS: list[set[str]] = [
     {"metrics"},
     # statistics of scores and labels
     {"stats"},
+    # the decisions core: kinds, readings, cut-offs, decide, the fit, the storing rule, the
+    # obvious check's values, the cut-offs in the registries
+    {"decisions"},
     # a run and its files: settings, runner, results, report, diff, bench
     {"run"},
     # the public fake judge, and the extras (imported lazily, by users or the CLI only)
@@ -320,7 +323,15 @@ JUDGE_RANK = {name: rank for rank, names in enumerate(JUDGE_ROOMS) for name in n
 #: the composition points: the only modules outside judge/ that may import one of its
 #: subpackages, and then only the names it offers (the subpackage, never a module inside it).
 #: A name ending in ``.`` stands for every module under it.
-COMPOSITION = ("", "run.settings", "doctor", "integrations", "cluster.driver", "cli.")
+COMPOSITION = (
+    "",
+    "decisions.store",
+    "run.settings",
+    "doctor",
+    "integrations",
+    "cluster.driver",
+    "cli.",
+)
 #: lines a room of judge/ (its top, or one subpackage) may hold
 MAX_ROOM_LINES = 1600
 

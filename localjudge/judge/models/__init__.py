@@ -6,25 +6,31 @@ paths, resolved to a checked file; with the package data ``registry.json``),
 --found``), :mod:`~localjudge.judge.models.stores` (the GGUF files of Ollama, LM Studio and the
 Hugging Face cache, by the names those tools give them),
 :mod:`~localjudge.judge.models.ggufmeta` (a GGUF file's header and metadata, without
-llama.cpp) and
-:mod:`~localjudge.judge.models.cutoffs_store` (a judge's cut-offs in the registries). Nothing here
-loads a model or downloads anything.
+llama.cpp). The cut-offs
+stored in the registries are :mod:`localjudge.decisions.store`'s. Nothing here loads a model or
+downloads anything.
 
 Offers: :data:`DEFAULT_ALIAS`, :class:`ResolvedModel`, :func:`resolve_model`, :func:`check_gguf`,
-:func:`model_sha256`, :func:`list_models`, :func:`user_registry_path`; :func:`add_model`,
+:func:`model_sha256`, :func:`list_models`, :func:`user_registry_path`,
+:func:`read_user_registry`, :func:`write_user_registry`; :func:`add_model`,
 :func:`remove_model`, :func:`model_info`, :func:`found_models`, :func:`human_count`;
-:func:`is_store_spec`, :func:`store_roots`; and :func:`judge_cutoffs`, :func:`store_cutoffs`,
-:func:`reset_cutoffs`.
+:func:`is_store_spec`, :func:`store_roots`.
 """
 
-from localjudge.judge.models.cutoffs_store import judge_cutoffs, reset_cutoffs, store_cutoffs
-from localjudge.judge.models.edit import add_model, found_models, model_info, remove_model
+from localjudge.judge.models.edit import (
+    add_model,
+    found_models,
+    model_info,
+    remove_model,
+    write_user_registry,
+)
 from localjudge.judge.models.ggufmeta import check_gguf, human_count
 from localjudge.judge.models.registry import (
     DEFAULT_ALIAS,
     ResolvedModel,
     list_models,
     model_sha256,
+    read_user_registry,
     resolve_model,
     user_registry_path,
 )
@@ -38,14 +44,13 @@ __all__ = [
     "found_models",
     "human_count",
     "is_store_spec",
-    "judge_cutoffs",
     "list_models",
     "model_info",
     "model_sha256",
+    "read_user_registry",
     "remove_model",
-    "reset_cutoffs",
     "resolve_model",
-    "store_cutoffs",
     "store_roots",
     "user_registry_path",
+    "write_user_registry",
 ]

@@ -76,7 +76,7 @@ def position_kind(record: Mapping[str, Any], index: int) -> str | None:
 #: where an item's group comes from, in the order they are looked for
 GROUP_WAYS = ("source.qid", "group", "user_input", "id")
 #: fewer groups than this leave a side of the held-out split (half of the groups,
-#: :func:`~localjudge.stats.cutoffs_fit.split_groups`) with fewer than two
+#: :func:`~localjudge.decisions.fit.split_groups`) with fewer than two
 MIN_GROUPS = 4
 #: why a kind with fewer than MIN_GROUPS groups is not fitted
 TOO_FEW_GROUPS = (

@@ -2,12 +2,12 @@
 user's labels, under the same rule as cut-offs.
 
 Where a kind's verdicts carry two readings or more of those that mean the same in every
-language (:data:`~localjudge.judge.cutoffs.COMBINED_READINGS`: the call's own soft value and
+language (:data:`~localjudge.decisions.COMBINED_READINGS`: the call's own soft value and
 how well the passage predicts the QUESTION against the item's other passages), calibrate also
 fits their combination (logistic, or proportional odds for grades;
-:mod:`localjudge.stats.combination_fit`) over every reading all of the kind's decisions have,
+:mod:`localjudge.decisions.combination_fit`) over every reading all of the kind's decisions have,
 one candidate, so nothing is chosen by the figures that judge it. The check is the cut-offs'
-(:func:`~localjudge.stats.cutoffs_fit.held_out_check`), with the combination fitted on the half
+(:func:`~localjudge.decisions.held_out_check`), with the combination fitted on the half
 of the groups each decision is not in as well as its cut-offs, against the product in use now
 on the same decisions (its combination and cut-offs); the combination, refitted on the whole
 file with its cut-offs, is stored only when the paired difference's lower 95% bound is above
@@ -20,15 +20,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from localjudge.judge.cutoffs import COMBINED_READINGS, Cutoffs, Provenance
-from localjudge.stats.combination_fit import Reads, combined_soft, cross_fit, fit_combination
-from localjudge.stats.cutoffs_fit import (
+from localjudge.decisions import (
+    COMBINED_READINGS,
+    Cutoffs,
     HeldOutCheck,
-    Observation,
-    fit,
+    Provenance,
     held_out_check,
-    split_groups,
 )
+from localjudge.decisions.combination_fit import Reads, combined_soft, cross_fit, fit_combination
+from localjudge.decisions.fit import Observation, fit, split_groups
 
 __all__ = ["CombinedFit", "combine"]
 

@@ -5,9 +5,9 @@ refused, or when no kind of decision asked can be fitted), then judges the file'
 metrics its labels cover (reasons off: they never move a decision), once, without cut-offs
 (the soft values are what the fit needs; with a cache, a later run re-judges nothing). Each
 kind of decision is then paired with the human labels (:func:`observations`), checked two ways
-round on held-out halves (:func:`~localjudge.stats.cutoffs_fit.two_fold`: fit on half of the
+round on held-out halves (:func:`~localjudge.decisions.fit.two_fold`: fit on half of the
 groups, measure on the other) and finally fitted on the whole file. A kind's fitted cut-offs
-are stored only under the one rule (:func:`~localjudge.stats.cutoffs_fit.held_out_check`): the
+are stored only under the one rule (:func:`~localjudge.decisions.held_out_check`): the
 paired held-out difference, cut-offs fitted on the other half minus the cut-offs in use now
 (the baseline where none), has a lower 95% bound (bootstrap over groups) above 0; otherwise the
 value in use is kept (:meth:`Calibration.stored`; ``force`` stores regardless). Every figure is
@@ -35,8 +35,9 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from localjudge.decisions import NO_CUTOFFS, Cutoffs, HeldOutCheck, Provenance, held_out_check
+from localjudge.decisions.fit import MIN_GROUPS_PER_SIDE, Observation, fit, two_fold
 from localjudge.errors import UsageError
-from localjudge.judge.cutoffs import NO_CUTOFFS, Cutoffs, Provenance
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, MetricSettings
 from localjudge.run.calibrate.check import (
@@ -60,14 +61,6 @@ from localjudge.run.labels import (
     n_pieces,
 )
 from localjudge.run.results import ItemResult
-from localjudge.stats.cutoffs_fit import (
-    MIN_GROUPS_PER_SIDE,
-    HeldOutCheck,
-    Observation,
-    fit,
-    held_out_check,
-    two_fold,
-)
 
 __all__ = [
     "KINDS",

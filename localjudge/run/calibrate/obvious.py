@@ -13,19 +13,18 @@ tables and lists). Each kind of decision reads them as a person would:
 
 :func:`obvious_check` judges them under given cut-offs; ``localjudge calibrate`` stores a
 fitted kind only when it loses no obvious decision that the cut-offs in use now get right
-(:func:`lost`), unless forced.
+(:func:`localjudge.decisions.lost`), unless forced.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from localjudge.judge.cutoffs import Cutoffs
+from localjudge.decisions import Cutoffs, Decided, ObviousCheck, verdict_word
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import MetricSettings
 from localjudge.metrics.position import ContextPosition
@@ -33,7 +32,7 @@ from localjudge.metrics.recall import ContextRecall
 from localjudge.metrics.relevance import ContextRelevance
 from localjudge.run.evaluate.evaluation import evaluate
 
-__all__ = ["Decided", "ObviousCheck", "lost", "obvious_check", "obvious_items"]
+__all__ = ["obvious_check", "obvious_items"]
 
 
 @lru_cache(maxsize=1)
@@ -41,52 +40,6 @@ def obvious_items() -> tuple[Mapping[str, Any], ...]:
     """The bundled obvious items (see the module's docstring)."""
     text = resources.files("localjudge.run.calibrate").joinpath("obvious.jsonl").read_text("utf-8")
     return tuple(json.loads(line) for line in text.splitlines() if line.strip())
-
-
-@dataclass(frozen=True)
-class Decided:
-    """One obvious decision: the kind, where (item id and passage), and whether it was right."""
-
-    kind: str
-    item: str
-    piece: int
-    expected: str
-    got: str
-
-    @property
-    def right(self) -> bool:
-        return self.expected == self.got
-
-    def describe(self) -> str:
-        return f"{self.item} #{self.piece}: {self.got} where a person says {self.expected}"
-
-
-@dataclass(frozen=True)
-class ObviousCheck:
-    """Every obvious decision of the kinds checked."""
-
-    decided: tuple[Decided, ...]
-
-    def of(self, kind: str) -> list[Decided]:
-        return [d for d in self.decided if d.kind == kind]
-
-    def misses(self, kind: str) -> list[Decided]:
-        return [d for d in self.of(kind) if not d.right]
-
-    def line(self, kind: str) -> str:
-        """``right/checked``, and the first misses."""
-        done, missed = self.of(kind), self.misses(kind)
-        text = f"{len(done) - len(missed)}/{len(done)} obvious decisions right"
-        if missed:
-            text += " (missed: " + "; ".join(d.describe() for d in missed[:3])
-            text += f"; and {len(missed) - 3} more)" if len(missed) > 3 else ")"
-        return text
-
-
-def lost(fitted: ObviousCheck, now: ObviousCheck, kind: str) -> list[Decided]:
-    """The obvious decisions of ``kind`` that ``now`` gets right and ``fitted`` does not."""
-    right_now = {(d.item, d.piece) for d in now.of(kind) if d.right}
-    return [d for d in fitted.misses(kind) if (d.item, d.piece) in right_now]
 
 
 def obvious_check(judge: Judge, cutoffs: Cutoffs, kinds: Collection[str]) -> ObviousCheck:
@@ -135,18 +88,9 @@ def _verdicts(
 def _flags(kind: str, r: Mapping[str, Any], got: Sequence[bool]) -> list[Decided]:
     want = r["labels"]["relevant"]
     return [
-        Decided(kind, str(r["id"]), i, _word(kind, w), _word(kind, g))
+        Decided(kind, str(r["id"]), i, verdict_word(kind, w), verdict_word(kind, g))
         for i, (w, g) in enumerate(zip(want, got, strict=True))
     ]
-
-
-def _word(kind: str, value: bool) -> str:
-    words = {
-        "relevance.grade": ("medium or high", "low or none"),
-        "relevance.used": ("used", "not used"),
-        "recall.supported": ("supported", "not supported"),
-    }.get(kind, ("relevant", "not relevant"))
-    return words[0] if value else words[1]
 
 
 def _recall(
@@ -173,5 +117,7 @@ def _recall(
         want = bool(r["labels"]["relevant"][i])
         got = bool(res.result.value is not None and res.result.value >= 1.0)
         kind = "recall.supported"
-        out.append(Decided(kind, str(r["id"]), i, _word(kind, want), _word(kind, got)))
+        out.append(
+            Decided(kind, str(r["id"]), i, verdict_word(kind, want), verdict_word(kind, got))
+        )
     return out

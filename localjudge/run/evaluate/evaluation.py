@@ -6,7 +6,7 @@ each metric builds its asks for each item (pure: one call per decision), the jud
 together (:func:`~localjudge.judge.protocol.generate_many`: one batch for a batched engine,
 calls that share an opening next to each other, so the engine evaluates it once), each answer's
 hard value is read from its soft value and the judge's cut-offs
-(:func:`~localjudge.metrics.asks.decide`), then, with reasons on, one reason per decision is
+(:func:`~localjudge.decisions.decide`), then, with reasons on, one reason per decision is
 asked after it (a reason never moves a decision), and the metric turns the answers into a
 result. Items too long for the window are trimmed and asked again when ``truncate`` is on; a
 reason call too long for it is dropped, never a reason to ask a decision again (the row's
@@ -27,8 +27,8 @@ from pydantic import BaseModel
 from localjudge.data.dataset import LIST_FIELDS, read_records
 from localjudge.data.items import Item, make_item
 from localjudge.data.records import Record
+from localjudge.decisions import Cutoffs, decide_all, kinds_of
 from localjudge.errors import ContextOverflowError, InvalidItemError, ItemError
-from localjudge.judge.cutoffs import Cutoffs, kinds_of
 from localjudge.judge.protocol import (
     CallOrigin,
     Generation,
@@ -36,7 +36,7 @@ from localjudge.judge.protocol import (
     JudgeRequest,
 )
 from localjudge.metrics import METRICS, Metric, MetricResult
-from localjudge.metrics.asks import Answer, Ask, decide_all, reason_request, sum_stats
+from localjudge.metrics.asks import Answer, Ask, reason_request, sum_stats
 from localjudge.run.evaluate.grouping import ask_grouped
 from localjudge.run.evaluate.truncation import trim_contexts
 from localjudge.run.outcome import Evaluation
@@ -121,11 +121,11 @@ def evaluate(
     name scores none): the others get no row for it. ``bench`` judges a metric only on the
     items whose labels cover it.
 
-    ``cutoffs``: the soft value at which each kind of decision turns to yes; by default the judge's
-    own (:func:`~localjudge.judge.models.cutoffs_store.judge_cutoffs`: the registry's, or the user's
-    from ``localjudge calibrate``), and the baseline where it has none (the larger probability:
-    :func:`~localjudge.judge.cutoffs.baseline`). They are recorded with each metric's settings, with
-    a short reference to each one's source.
+    ``cutoffs``: the soft value at which each kind of decision turns to yes; by default the
+    judge's own (:func:`~localjudge.decisions.judge_cutoffs`: the registry's, or the user's from
+    ``localjudge calibrate``), and the neutral cut-offs where it has none (the larger
+    probability: :func:`~localjudge.decisions.neutral`). They are recorded with each metric's
+    settings, with a short reference to each one's source.
 
     ``keep=False`` makes it a pure stream whose memory does not grow with the data (what
     ``eval_file`` uses); the methods then see only results not yet iterated.

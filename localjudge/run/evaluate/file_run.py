@@ -21,8 +21,8 @@ from typing import Any
 from localjudge.canonical import canonical_json, file_sha256, sha256_text
 from localjudge.data.items import ALIASES, FIELDS
 from localjudge.data.records import Record
+from localjudge.decisions import Cutoffs
 from localjudge.errors import UsageError
-from localjudge.judge.cutoffs import Cutoffs
 from localjudge.judge.isolation import InterruptLatch
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, Metric

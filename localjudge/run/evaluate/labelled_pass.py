@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from localjudge.decisions import Cutoffs, kinds_of
 from localjudge.errors import DataError
-from localjudge.judge.cutoffs import Cutoffs, kinds_of
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, Metric
 from localjudge.run.evaluate.evaluation import CHUNK_SIZE, evaluate, read

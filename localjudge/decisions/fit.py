@@ -3,7 +3,7 @@
 Pure functions of :class:`Observation` s: one judge decision (its soft value) beside the human
 label of the same statement or passage, with the group it belongs to (a query, a claim, an
 item), which is what the data is split and resampled by. Without cut-offs the hard value is the
-baseline, the larger probability (:func:`~localjudge.judge.cutoffs.baseline`).
+neutral cut-offs, the larger probability (:func:`~localjudge.decisions.kinds.neutral`).
 
 - A yes/no kind gets one cut-off on P(yes): the one that maximises balanced accuracy (recall,
   whose target is balanced accuracy) or Cohen's kappa (the others) on the fitted part.
@@ -14,11 +14,7 @@ baseline, the larger probability (:func:`~localjudge.judge.cutoffs.baseline`).
 :func:`two_fold` fits on half of the groups and measures on the other half, and the other way
 round, beside the baseline on the same halves, with bootstrap intervals over groups.
 
-:func:`held_out_check` is the one rule that decides whether fitted cut-offs are stored (by
-``localjudge calibrate`` and ``fitting/fit_cutoffs.py --write``): every group's decisions
-are judged by cut-offs fitted on the half it is not in (cross-fitting) and by the cut-offs in
-use now (or the baseline); the paired difference of the two figures gets a bootstrap interval
-over groups, and the fitted cut-offs are stored only when its lower 95% bound is above 0.
+Whether fitted cut-offs are stored is :mod:`localjudge.decisions.rule`'s to say.
 """
 
 from __future__ import annotations
@@ -30,19 +26,21 @@ from typing import Any
 
 import numpy as np
 
-from localjudge.judge.cutoffs import baseline
+from localjudge.decisions.kinds import neutral
 from localjudge.stats.agreement import cohen_kappa
 from localjudge.stats.bootstrap import interval
 
 __all__ = [
     "MAX_EXCESS_SHARE",
-    "HeldOutCheck",
     "Observation",
     "agreement",
+    "clusters_of",
     "fit",
+    "fit_folds",
     "hard",
-    "held_out_check",
+    "over_clusters",
     "split_groups",
+    "statistics",
     "two_fold",
 ]
 
@@ -71,7 +69,7 @@ def hard(
 ) -> list[int]:
     """The hard values: the soft values against ``cutoffs`` (the number reached), or against
     the baseline (the larger probability) without them."""
-    cuts = np.asarray(cutoffs if cutoffs is not None else baseline(graded))
+    cuts = np.asarray(cutoffs if cutoffs is not None else neutral(graded))
     return [int(np.sum(o.soft >= cuts)) for o in obs]
 
 
@@ -110,7 +108,7 @@ def _average_ranks(sorted_values: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def _statistics(graded: bool) -> dict[str, Statistic]:
+def statistics(graded: bool) -> dict[str, Statistic]:
     def arrays(obs: Sequence[Observation], judged: list[int]) -> tuple[np.ndarray, np.ndarray]:
         return np.asarray([o.human for o in obs], dtype=int), np.asarray(judged, dtype=int)
 
@@ -134,13 +132,13 @@ def agreement(
     figure with its bootstrap interval over groups; the soft values' ROC AUC (yes/no) and the
     judge's and the people's share of each value."""
     judged = hard(obs, cutoffs, graded=graded)
-    clusters = _clusters(obs)
+    clusters = clusters_of(obs)
 
     def over(stat: Statistic) -> Callable[[Sequence[list[int]]], float | None]:
-        return _over_clusters(obs, judged, stat)
+        return over_clusters(obs, judged, stat)
 
     out: dict[str, Any] = {"n": len(obs), "groups": len(clusters)}
-    for name, stat in _statistics(graded).items():
+    for name, stat in statistics(graded).items():
         out[name] = {"value": over(stat)(clusters), "ci95": interval(clusters, over(stat))}
     if not graded:
         human = np.asarray([o.human for o in obs])
@@ -159,7 +157,7 @@ def agreement(
     return out
 
 
-def _clusters(obs: Sequence[Observation]) -> list[list[int]]:
+def clusters_of(obs: Sequence[Observation]) -> list[list[int]]:
     """The indices of ``obs`` per group, groups in order of first appearance."""
     by_group: dict[str, list[int]] = {}
     for n, o in enumerate(obs):
@@ -167,7 +165,7 @@ def _clusters(obs: Sequence[Observation]) -> list[list[int]]:
     return list(by_group.values())
 
 
-def _over_clusters(
+def over_clusters(
     obs: Sequence[Observation], judged: Sequence[int], stat: Statistic
 ) -> Callable[[Sequence[list[int]]], float | None]:
     """``stat`` of the hard values ``judged`` as a function of a draw of clusters (lists of
@@ -265,7 +263,7 @@ def split_groups(groups: Sequence[str], seed: str = "localjudge") -> set[str]:
     return set(ranked[: len(ranked) // 2])
 
 
-def _fold_cutoffs(
+def fit_folds(
     obs: Sequence[Observation], first: set[str], *, graded: bool, objective: str
 ) -> list[tuple[float, ...]]:
     """The cut-offs fitted on the groups in ``first``, then on the others."""
@@ -287,7 +285,7 @@ def two_fold(
         [o for o in obs if o.group not in first],
     ]
     folds = []
-    fits = _fold_cutoffs(obs, first, graded=graded, objective=objective)
+    fits = fit_folds(obs, first, graded=graded, objective=objective)
     for cuts, measure_on in zip(fits, (halves[1], halves[0]), strict=True):
         folds.append(
             {
@@ -306,104 +304,3 @@ def two_fold(
                 ok = [v for v in values if v is not None]
                 mean[which][name] = float(np.mean(ok)) if len(ok) == len(values) else None
     return {"folds": folds, "mean": mean}
-
-
-# --------------------------------------------------------------------------- the storing rule
-
-
-@dataclass(frozen=True)
-class HeldOutCheck:
-    """The paired held-out comparison that decides whether fitted cut-offs are stored.
-
-    ``fitted``: the figure (``objective``) of every decision judged by cut-offs fitted on the
-    half of the groups it is not in; ``current``: the same decisions under the cut-offs in use
-    now (the baseline when ``current_cutoffs`` is None); ``difference``: fitted minus current.
-    Each comes with its 95% bootstrap interval over the ``groups``; ``store`` is the rule: the
-    difference's lower bound is above 0."""
-
-    objective: str
-    n: int
-    groups: int
-    fitted: float | None
-    fitted_ci95: list[float] | None
-    current: float | None
-    current_ci95: list[float] | None
-    difference: float | None
-    difference_ci95: list[float] | None
-    current_cutoffs: tuple[float, ...] | None
-
-    @property
-    def store(self) -> bool:
-        ci = self.difference_ci95
-        return ci is not None and ci[0] > 0.0
-
-    def as_json(self) -> dict[str, Any]:
-        """The evidence a stored cut-off keeps: the held-out figures, intervals and groups."""
-        return {
-            "figure": self.objective,
-            "value": self.fitted,
-            "ci95": self.fitted_ci95,
-            "current": self.current,
-            "current_ci95": self.current_ci95,
-            "difference": self.difference,
-            "difference_ci95": self.difference_ci95,
-            "decisions": self.n,
-            "groups": self.groups,
-            "against": "baseline" if self.current_cutoffs is None else list(self.current_cutoffs),
-        }
-
-
-def held_out_check(
-    obs: Sequence[Observation],
-    current: Sequence[float] | None,
-    *,
-    graded: bool,
-    objective: str = "kappa",
-    fold_cutoffs: Sequence[Sequence[float]] | None = None,
-    held_out_soft: Sequence[float] | None = None,
-) -> HeldOutCheck:
-    """Cross-fitted cut-offs against ``current`` (None: the baseline) on the same decisions,
-    with the paired bootstrap over groups (see :class:`HeldOutCheck`). ``fold_cutoffs``: the
-    cut-offs already fitted on the first half of the split and on the second (what
-    :func:`two_fold` reports as its folds' ``cutoffs``), so they are not fitted again.
-    ``held_out_soft``: each decision's soft value under a model fitted on the half it is not in
-    (a combination of readings, :func:`~localjudge.stats.combination_fit.cross_fit`), which the
-    fold cut-offs then apply to; by default its own soft value (``current`` always applies to
-    that)."""
-    first = split_groups([o.group for o in obs])
-    if fold_cutoffs is None:
-        fold_cutoffs = _fold_cutoffs(obs, first, graded=graded, objective=objective)
-    on_first, on_second = fold_cutoffs
-    soft = [o.soft for o in obs] if held_out_soft is None else list(held_out_soft)
-    # each decision judged by the cut-offs fitted on the half it is not in
-    fitted = [
-        hard(
-            [Observation(o.group, v, o.human)],
-            on_second if o.group in first else on_first,
-            graded=graded,
-        )[0]
-        for o, v in zip(obs, soft, strict=True)
-    ]
-    now = hard(obs, current, graded=graded)
-    stat = _statistics(graded)[objective]
-    clusters = _clusters(obs)
-
-    def of(judged: list[int]) -> Callable[[Sequence[list[int]]], float | None]:
-        return _over_clusters(obs, judged, stat)
-
-    def difference(cs: Sequence[list[int]]) -> float | None:
-        a, b = of(fitted)(cs), of(now)(cs)
-        return None if a is None or b is None else a - b
-
-    return HeldOutCheck(
-        objective=objective,
-        n=len(obs),
-        groups=len(clusters),
-        fitted=of(fitted)(clusters),
-        fitted_ci95=interval(clusters, of(fitted)),
-        current=of(now)(clusters),
-        current_ci95=interval(clusters, of(now)),
-        difference=difference(clusters),
-        difference_ci95=interval(clusters, difference),
-        current_cutoffs=None if current is None else tuple(current),
-    )

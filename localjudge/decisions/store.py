@@ -5,7 +5,7 @@ Both the package's ``registry.json`` and the user registry (``models.json``) may
 provenance}, "combinations": {kind: combination}}}`` (:class:`~localjudge.judge.cutoffs.Provenance`,
 :class:`~localjudge.judge.cutoffs.Combination`, optional; an older entry's one ``"source"``
 string serves every kind). The built-in entries are fitted on the development sets
-by ``fitting/fit_cutoffs.py``; the user's come from ``localjudge calibrate`` and replace the
+by ``fitting/``; the user's come from ``localjudge calibrate`` and replace the
 built-in ones kind by kind; ``localjudge calibrate --reset`` removes the user's
 (:func:`reset_cutoffs`), so the built-in ones apply again.
 """
@@ -18,9 +18,9 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from localjudge.decisions.cutoffs import NO_CUTOFFS, Cutoffs, Provenance
 from localjudge.errors import ModelError
-from localjudge.judge.cutoffs import NO_CUTOFFS, Cutoffs, Provenance
-from localjudge.judge.models.registry import read_user_registry, user_registry_path
+from localjudge.judge.models import read_user_registry, user_registry_path, write_user_registry
 from localjudge.judge.protocol import JudgeIdentity
 
 __all__ = [
@@ -55,8 +55,6 @@ def user_cutoffs(sha256: str) -> Cutoffs:
 def store_cutoffs(sha256: str, cutoffs: Cutoffs) -> None:
     """Store ``cutoffs`` for the judge file with this sha256 in the user registry (replacing
     that judge's kinds that ``cutoffs`` has, keeping its others), each with its source."""
-    from localjudge.judge.models.edit import write_user_registry  # noqa: PLC0415
-
     data = read_user_registry() or {"judges": []}
     table = dict(data.get("cutoffs") or {})
     table[sha256] = entry_json(user_cutoffs(sha256).merged(cutoffs))
@@ -65,9 +63,7 @@ def store_cutoffs(sha256: str, cutoffs: Cutoffs) -> None:
 
 def reset_cutoffs(sha256: str, kinds: set[str] | None = None) -> list[str]:
     """Remove the user's cut-offs of this judge file (only ``kinds`` when given), so that the
-    built-in ones (or the baseline) apply again; returns the kinds removed."""
-    from localjudge.judge.models.edit import write_user_registry  # noqa: PLC0415
-
+    built-in ones (or the neutral ones) apply again; returns the kinds removed."""
     data = read_user_registry()
     mine = user_cutoffs(sha256)
     removed = sorted(k for k in mine.kinds if kinds is None or k in kinds)

@@ -1,9 +1,9 @@
 """Fitting a kind's combination of readings on human labels.
 
-The combination is a :class:`~localjudge.judge.cutoffs.Combination`.
+The combination is a :class:`~localjudge.decisions.cutoffs.Combination`.
 
 Pure functions of :class:`Reads`: one decision's readings (the decision call's own soft value,
-how well the passage predicts the QUESTION; :data:`~localjudge.judge.cutoffs.READINGS`)
+how well the passage predicts the QUESTION; :data:`~localjudge.decisions.kinds.READINGS`)
 beside the human label, with the group it belongs to (a query), which is what data is split by.
 
 - A yes/no kind: a logistic regression of the label on the readings.
@@ -13,7 +13,7 @@ beside the human label, with the group it belongs to (a query), which is what da
 Both are fitted by maximum likelihood with a small ridge penalty on the weights (it keeps a
 reading that separates the labels perfectly finite), with scipy's L-BFGS. The combined soft
 value (P(yes), or the expected grade) is what a kind's cut-offs then apply to
-(:mod:`localjudge.stats.cutoffs_fit`).
+(:mod:`localjudge.decisions.fit`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from localjudge.judge.cutoffs import Combination
+from localjudge.decisions.cutoffs import Combination
+from localjudge.decisions.fit import Observation, fit
 
 __all__ = ["RIDGE", "CrossFit", "Reads", "combined_soft", "cross_fit", "fit_combination"]
 
@@ -106,7 +107,6 @@ def cross_fit(
 ) -> CrossFit:
     """Fit the combination of ``names`` and its cut-offs on the groups in ``first``, apply them
     to the others, and the other way round (see :class:`CrossFit`)."""
-    from localjudge.stats.cutoffs_fit import Observation, fit  # noqa: PLC0415
 
     held_out = [0.0] * len(obs)
     fold_cutoffs = []

@@ -1,81 +1,28 @@
-"""A judge's cut-offs: the soft value at which each kind of decision turns from no to yes.
+"""A judge's cut-offs: the soft value at which each kind of decision turns from no to yes,
+the combinations of readings that give a kind's soft value, and where each came from.
 
-The metrics read a decision's soft value from the probabilities of its allowed values
-(:mod:`localjudge.metrics.asks`); a cut-off fitted on labelled data turns it into the hard
-verdict. The bundled judges ship cut-offs fitted on the development sets
-(``fitting/fit_cutoffs.py``) in their registry entries; ``localjudge calibrate`` fits a
-user's own and stores them in the user registry (:mod:`localjudge.judge.models.cutoffs_store`).
+A decision's soft value is read from the probabilities of its allowed values
+(:mod:`localjudge.decisions.decide`); a cut-off fitted on labelled data turns it into the hard
+verdict. The bundled judges ship cut-offs fitted on the development sets in their registry
+entries; ``localjudge calibrate`` fits a user's own and stores them in the user registry
+(:mod:`localjudge.decisions.store`). A kind without a cut-off takes the neutral cut-offs, the
+larger probability (:func:`~localjudge.decisions.kinds.neutral`).
 
-A kind without a cut-off takes the **baseline**, the larger probability: a yes/no decision is
-yes when P(yes) >= 0.5, and a graded one (0-3) takes its expected grade against 0.5 / 1.5 /
-2.5 (:func:`baseline`). So a verdict never contradicts its own probabilities.
-
-Every kind of decision the metrics make is named in :data:`KINDS`, with how many cut-offs it
-takes and the range of its soft value; :meth:`Cutoffs.from_json` refuses anything else. Each
-kind keeps where its cut-offs came from (:class:`Provenance`); results record the values and a
-short reference (:meth:`Provenance.ref`).
-
-At the top of :mod:`localjudge.judge`: any layer may use it (the values; where they are stored
-is :mod:`localjudge.judge.models`').
+:meth:`Cutoffs.from_json` refuses any kind not in :data:`~localjudge.decisions.kinds.KINDS`.
+Each kind keeps where its cut-offs came from (:class:`Provenance`); results record the values
+and a short reference (:meth:`Provenance.ref`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = [
-    "COMBINED_READINGS",
-    "KINDS",
-    "NO_CUTOFFS",
-    "READINGS",
-    "Combination",
-    "Cutoffs",
-    "KindSpec",
-    "Provenance",
-    "baseline",
-    "kinds_of",
-]
+from localjudge.decisions.kinds import KINDS, READINGS
 
-
-@dataclass(frozen=True)
-class KindSpec:
-    """A kind of decision: how many ascending cut-offs it takes, and the range of its soft
-    value (P(yes) in [0, 1]; the expected grade in [0, 3])."""
-
-    count: int
-    high: float
-
-    @property
-    def graded(self) -> bool:
-        return self.count > 1
-
-
-_YES_NO = KindSpec(1, 1.0)
-_GRADE = KindSpec(3, 3.0)
-
-#: every kind of decision the metrics make (``metrics/instructions.py`` names them)
-KINDS: Mapping[str, KindSpec] = {
-    "recall.supported": _YES_NO,
-    "position.relevant": _YES_NO,
-    "position.relevant_answer": _YES_NO,
-    "relevance.grade": _GRADE,
-    "relevance.used": _YES_NO,
-}
-
-
-def kinds_of(metrics: Iterable[str]) -> frozenset[str]:
-    """The kinds of decision the metrics named make (``"position"``: both its kinds)."""
-    names = set(metrics)
-    return frozenset(k for k in KINDS if k.split(".", 1)[0] in names)
-
-
-def baseline(graded: bool) -> tuple[float, ...]:
-    """The cut-offs of the larger probability: P(yes) >= 0.5, or the expected grade rounded
-    (against 0.5 / 1.5 / 2.5)."""
-    return (0.5, 1.5, 2.5) if graded else (0.5,)
+__all__ = ["NO_CUTOFFS", "Combination", "Cutoffs", "Provenance"]
 
 
 @dataclass(frozen=True)
@@ -120,19 +67,6 @@ class Provenance:
             date=str(data.get("date", "")),
             heldout=dict(heldout) if isinstance(heldout, Mapping) else {},
         )
-
-
-#: the readings a combination may weigh: ``judged``, the decision call's own soft value (a
-#: yes/no decision's log-odds, clipped to +-10; a graded one's expected grade); ``question``,
-#: how much better the judge predicts the QUESTION after the passage than without it (mean
-#: log-probability per token, the difference); ``question_centred``, how much better it
-#: predicts the QUESTION after the passage than after the item's passages on average.
-#: ``question`` moves with the QUESTION's language and form (a passage in the QUESTION's
-#: language reads high whatever it says); ``question_centred`` does not (every passage of an
-#: item is read with the same QUESTION)
-READINGS = ("judged", "question", "question_centred")
-#: the readings ``localjudge calibrate`` combines: those that mean the same in every language
-COMBINED_READINGS = ("judged", "question_centred")
 
 
 @dataclass(frozen=True)

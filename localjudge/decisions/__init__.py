@@ -1,0 +1,85 @@
+"""The decisions core: how a judge's answer becomes a verdict, and how the cut-offs that make
+it are fitted, kept and stored. The product's verdicts (``eval``), ``localjudge calibrate`` and
+the bundled judges' build (``fitting/``) all call it; nothing else re-implements any of it.
+
+- :mod:`~localjudge.decisions.kinds`: the kinds of decision, their neutral cut-offs, the
+  readings;
+- :mod:`~localjudge.decisions.cutoffs`: cut-offs, combinations of readings, their provenance;
+- :mod:`~localjudge.decisions.decide`: an answer's soft value, readings and hard value;
+- :mod:`~localjudge.decisions.fit` and :mod:`~localjudge.decisions.combination_fit`: fitting
+  cut-offs and combinations on human labels, and measuring them;
+- :mod:`~localjudge.decisions.rule`: the storing rule (does a fit replace what is in use);
+- :mod:`~localjudge.decisions.obvious`: the obvious-cases check's values;
+- :mod:`~localjudge.decisions.store`: cut-offs in the registries (read and written).
+
+Words: the *baseline* is an item's call with no passage (its QUESTION reading is what the
+passages' readings are measured against); the *neutral* cut-offs are those of the larger
+probability, which a kind without fitted cut-offs takes.
+
+May import: the foundation, :mod:`localjudge.judge`'s top and what
+:mod:`localjudge.judge.models` offers, :mod:`localjudge.metrics` (what a decision is asked
+with) and :mod:`localjudge.stats` (kappa, the bootstrap); nothing from run, cli or the extras.
+"""
+
+from localjudge.decisions.cutoffs import NO_CUTOFFS, Combination, Cutoffs, Provenance
+from localjudge.decisions.decide import (
+    LOG_ODDS_CLIP,
+    decide,
+    decide_all,
+    hard_value,
+    list_centre,
+    plain_probs,
+    readings,
+    soft_value,
+)
+from localjudge.decisions.kinds import (
+    COMBINED_READINGS,
+    KINDS,
+    READINGS,
+    KindSpec,
+    kinds_of,
+    neutral,
+)
+from localjudge.decisions.obvious import Decided, ObviousCheck, lost, verdict_word
+from localjudge.decisions.rule import HeldOutCheck, held_out_check
+from localjudge.decisions.store import (
+    builtin_cutoffs,
+    entry_json,
+    judge_cutoffs,
+    reset_cutoffs,
+    store_cutoffs,
+    user_cutoffs,
+)
+
+__all__ = [
+    "COMBINED_READINGS",
+    "KINDS",
+    "LOG_ODDS_CLIP",
+    "NO_CUTOFFS",
+    "READINGS",
+    "Combination",
+    "Cutoffs",
+    "Decided",
+    "HeldOutCheck",
+    "KindSpec",
+    "ObviousCheck",
+    "Provenance",
+    "builtin_cutoffs",
+    "decide",
+    "decide_all",
+    "entry_json",
+    "hard_value",
+    "held_out_check",
+    "judge_cutoffs",
+    "kinds_of",
+    "list_centre",
+    "lost",
+    "neutral",
+    "plain_probs",
+    "readings",
+    "reset_cutoffs",
+    "soft_value",
+    "store_cutoffs",
+    "user_cutoffs",
+    "verdict_word",
+]

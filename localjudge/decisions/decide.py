@@ -1,0 +1,161 @@
+"""How an answer becomes a verdict: a decision's soft value, its readings, and its hard value.
+
+:func:`decide` reads a decision's soft value from the probabilities of its allowed values and
+turns it into the hard value with the judge's cut-off for that kind of decision
+(:class:`~localjudge.decisions.cutoffs.Cutoffs`; without one, the neutral cut-offs, the larger
+probability: P(yes) >= 0.5, the expected grade rounded;
+:func:`~localjudge.decisions.kinds.neutral`), so a verdict never contradicts its own
+probabilities. Where the judge's cut-offs hold a fitted
+combination for the kind (:class:`~localjudge.decisions.cutoffs.Combination`), the
+probabilities are that function of the decision's readings (:func:`readings`): its own soft
+value and how much better the judge predicts the QUESTION after the passage than after the
+item's baseline ask (no passage), or than after the item's passages on average.
+
+Everything here is a pure function of its arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from localjudge.decisions.cutoffs import NO_CUTOFFS, Cutoffs
+from localjudge.decisions.kinds import neutral
+from localjudge.judge.protocol import Generation, Reading, SoftDecision
+from localjudge.metrics.asks import Answer, Ask, Decision
+
+__all__ = [
+    "LOG_ODDS_CLIP",
+    "decide",
+    "decide_all",
+    "hard_value",
+    "list_centre",
+    "plain_probs",
+    "readings",
+    "soft_value",
+]
+
+
+def decide_all(
+    asks: Sequence[Ask], generations: Sequence[Generation[BaseModel]], cutoffs: Cutoffs = NO_CUTOFFS
+) -> list[Answer]:
+    """The answers to an item's ``asks`` (:func:`decide`), each reading measured against the
+    item's baseline ask, when it has one, and against the mean over the item's passages
+    (:func:`list_centre`)."""
+    base = next(
+        (g.reading for a, g in zip(asks, generations, strict=True) if a.baseline and g.reading),
+        None,
+    )
+    centre = list_centre(asks, generations)
+    return [decide(a, g, cutoffs, base, centre) for a, g in zip(asks, generations, strict=True)]
+
+
+def list_centre(asks: Sequence[Ask], generations: Sequence[Generation[BaseModel]]) -> float | None:
+    """The mean, over an item's passages (each ``at`` once, the baseline left out), of how well
+    each predicts the QUESTION; None when no call read it. Every passage of an item is read
+    with the same QUESTION, so a passage's reading minus this mean does not move with what the
+    QUESTION's language and form make likely, nor with the passages' order."""
+    seen: dict[int, float] = {}
+    for a, g in zip(asks, generations, strict=True):
+        if not a.baseline and a.decision is not None and g.reading and g.reading.tokens:
+            seen.setdefault(a.at, g.reading.mean)
+    # fsum: exactly rounded, so the mean does not depend on the passages' order
+    return math.fsum(seen.values()) / len(seen) if seen else None
+
+
+def decide(
+    ask: Ask,
+    generation: Generation[BaseModel],
+    cutoffs: Cutoffs = NO_CUTOFFS,
+    base: Reading | None = None,
+    centre: float | None = None,
+) -> Answer:
+    """The answer to ``ask`` from the judge's ``generation``: its soft value from the soft
+    verdict on the decision's key, or from the kind's fitted combination of its readings where
+    the cut-offs hold one, and the hard value from that and the kind's cut-offs (the neutral ones
+    without them); a judge without soft verdicts gives the value it chose."""
+    decision = ask.decision
+    if decision is None:
+        return Answer(generation.value)
+    chosen = getattr(generation.value, decision.key)
+    soft_verdict = next((d for d in generation.decisions if d.key == decision.key), None)
+    if soft_verdict is None:
+        return Answer(chosen)
+    probs = plain_probs(soft_verdict)
+    soft = soft_value(decision, probs)
+    found = readings(decision, soft, generation.reading, base, centre)
+    combination = cutoffs.combinations.get(decision.kind)
+    combined = combination.probs(found) if combination is not None else None
+    if combined is not None:
+        probs = _value_probs(decision, combined)
+        soft = soft_value(decision, probs)
+    return Answer(hard_value(decision, soft, cutoffs), probs, soft, readings=found)
+
+
+#: a yes/no decision's log-odds are clipped here (a probability of exactly 0 or 1)
+LOG_ODDS_CLIP = 10.0
+
+
+def readings(
+    decision: Decision,
+    soft: float,
+    reading: Reading | None,
+    base: Reading | None,
+    centre: float | None = None,
+) -> dict[str, float]:
+    """A decision's readings (:data:`~localjudge.decisions.kinds.READINGS`): ``judged``, its
+    call's own soft value (a yes/no decision's log-odds, clipped; a graded one's expected
+    grade); when the call read the QUESTION and the item has a baseline, ``question``: the
+    mean log-probability of the QUESTION's tokens after the passage minus after no passage;
+    and with the item's ``centre`` (:func:`list_centre`), ``question_centred``: that mean
+    minus the centre."""
+    if decision.graded:
+        judged = soft
+    else:
+        p = min(max(soft, 1e-12), 1.0 - 1e-12)
+        judged = min(max(math.log(p / (1.0 - p)), -LOG_ODDS_CLIP), LOG_ODDS_CLIP)
+    found = {"judged": judged}
+    if reading is not None and base is not None and reading.tokens and base.tokens:
+        found["question"] = reading.mean - base.mean
+    if reading is not None and centre is not None and reading.tokens:
+        found["question_centred"] = reading.mean - centre
+    return found
+
+
+def _value_probs(decision: Decision, combined: Sequence[float]) -> dict[str, float]:
+    """A combination's probabilities by plain value text."""
+    if decision.graded:
+        return {str(v): float(p) for v, p in zip(decision.values, combined, strict=True)}
+    yes, no = decision.values[0], decision.values[1]
+    return {str(yes): float(combined[0]), str(no): 1.0 - float(combined[0])}
+
+
+def plain_probs(verdict: SoftDecision) -> dict[str, float]:
+    """A soft verdict's probabilities by plain value text (``"yes"``, ``"2"``)."""
+    return {_plain(v): float(p) for v, p in verdict.probs.items()}
+
+
+def _plain(value_text: str) -> str:
+    return str(json.loads(value_text)) if value_text.startswith('"') else value_text
+
+
+def soft_value(decision: Decision, probs: Mapping[str, float]) -> float:
+    """P(the positive value) for a yes/no decision; the expected grade for a graded one."""
+    if decision.graded:
+        return sum(int(v) * probs.get(str(v), 0.0) for v in decision.values)
+    return probs.get(str(decision.values[0]), 0.0)
+
+
+def hard_value(decision: Decision, soft: float, cutoffs: Cutoffs = NO_CUTOFFS) -> Any:
+    """The decision's value: ``soft`` against the kind's cut-offs, or against the neutral ones
+    (the larger probability) when the kind has none."""
+    cuts = cutoffs.values.get(decision.kind) or neutral(decision.graded)
+    if decision.graded:
+        grades = sorted(int(v) for v in decision.values)
+        return grades[min(sum(soft >= c for c in cuts), len(grades) - 1)]
+    yes, no = decision.values[0], decision.values[1]
+    return yes if soft >= cuts[0] else no
