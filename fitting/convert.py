@@ -80,10 +80,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from localjudge.data.items import make_item
 
-from localjudge.data.items import make_item  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 DEFAULT_SRC = ROOT / ".." / "shared" / "data"
 DEFAULT_OUT = ROOT / "benchmarks" / "data"

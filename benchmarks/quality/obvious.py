@@ -2,9 +2,10 @@
 per kind of text, through the product's own path (``evaluate``, the judge's shipped cut-offs).
 
     python benchmarks/quality/obvious.py [-m MODEL] [-t THREADS] [--per-lang 6]
-        [--short-per-lang 12] [--relevance-langs en de ru zh] [--recall-per-lang 3] [--json OUT]
+        [--short-per-lang 6] [--relevance-langs en de ru zh] [--recall-per-lang 3] [--json OUT]
 
-Data (report halves only: the lists ``fitting/fit_sources.py`` reports on, no fit saw them):
+Data (the validation part of ``fitting/devsets.py`` only: no choice or fit reads it, and the
+sealed test part is left alone):
 
 - XQuAD paragraphs (``shared/data/xquad-dev``): the answer's paragraph, another article's and
   one of the same article without the answer. Position asks the QUESTION alone (the response
@@ -35,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # the fits' samples: fitting/common.py
+sys.path.insert(0, str(ROOT / "fitting"))  # the fits' sources: fitting/devsets.py
 
-from fitting.common import LANGS, SHARED, read_jsonl, xquad  # noqa: E402
+from devsets import LANGS, SHARED, read_jsonl, xquad  # noqa: E402
 
 CONTRAST = ROOT / "localjudge" / "run" / "calibrate" / "obvious.jsonl"
 EXAMPLES = ROOT / "examples" / "labelled.jsonl"
@@ -45,10 +46,10 @@ ROLE = {"high": "answer", "low": "same", "none": "other"}
 LEVELS = ("high", "medium", "low", "none")
 
 
-def _b_lists(source: str, per_lang: int) -> list[dict[str, Any]]:
+def _validation_lists(source: str, per_lang: int) -> list[dict[str, Any]]:
     by_lang: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for x in xquad(source):
-        if x["half"] == "B" and len(by_lang[x["lang"]]) < per_lang:
+        if x["part"] == "validation" and len(by_lang[x["lang"]]) < per_lang:
             by_lang[x["lang"]].append(x)
     return [x for lang in LANGS for x in by_lang[lang]]
 
@@ -209,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("-m", "--model", default=None)
     parser.add_argument("-t", "--threads", type=int, default=None)
     parser.add_argument("--per-lang", type=int, default=6)
-    parser.add_argument("--short-per-lang", type=int, default=12)
+    parser.add_argument("--short-per-lang", type=int, default=6)
     parser.add_argument("--relevance-langs", nargs="*", default=["en", "de", "ru", "zh"])
     parser.add_argument("--relevance-per-lang", type=int, default=6)
     parser.add_argument("--recall-per-lang", type=int, default=3)
@@ -221,15 +222,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"judge: {judge.identity.model} ({judge.identity.sha256[:12]})")
     out: dict[str, Any] = {}
 
-    para = pieces(
-        run(judge, _records(_b_lists("xquad", args.per_lang), False), "position"), "position"
-    )
-    position_table("Position, QUESTION alone: XQuAD paragraphs (report half)", para, "lang")
-    short_cases = run(
-        judge, _records(_b_lists("xquadshort", args.short_per_lang), False), "position"
-    )
+    para_lists = _validation_lists("xquad", args.per_lang)
+    para = pieces(run(judge, _records(para_lists, False), "position"), "position")
+    position_table("Position, QUESTION alone: XQuAD paragraphs (validation part)", para, "lang")
+    short_lists = _validation_lists("xquadshort", args.short_per_lang)
+    short_cases = run(judge, _records(short_lists, False), "position")
     short = pieces(short_cases, "position")
-    position_table("Position, QUESTION alone: XQuAD single sentences (report half)", short, "lang")
+    position_table(
+        "Position, QUESTION alone: XQuAD single sentences (validation part)", short, "lang"
+    )
     lines = [[name, above(rs)] for name, rs in _split(short, "lang")]
     _table(
         "Short lists: the answer's sentence scored above another article's",
@@ -239,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     picked = [
         x
-        for x in _b_lists("xquad", args.relevance_per_lang)
+        for x in _validation_lists("xquad", args.relevance_per_lang)
         if x["lang"] in set(args.relevance_langs)
     ]
     rel = pieces(run(judge, _records(picked, True), "relevance"), "relevance")
@@ -294,9 +295,9 @@ def _mean(values: list[bool]) -> str:
 
 
 def recall_rows(judge: Any, per_lang: int) -> list[dict[str, Any]]:
-    """Recall's score on both recall items of the first questions of each language's report
-    half."""
-    lists = _b_lists("xquad", per_lang)
+    """Recall's score on both recall items of the first questions of each language's validation
+    part."""
+    lists = _validation_lists("xquad", per_lang)
     wanted = {f"{x['id']}-sup": 1 for x in lists} | {f"{x['id']}-not": 0 for x in lists}
     items = [r for r in _all("recall") if r["id"] in wanted]
     cases = [

@@ -1,14 +1,15 @@
 """What each reading a decision may read looks like, per language and per source: on passages
 that answer and on passages about something else.
 
-    python benchmarks/quality/readings.py ROWS_FOLDER [ROWS_FOLDER ...] [--half B]
+    python benchmarks/quality/readings.py -m JUDGE [--part choice]
 
-Reads the judged rows of ``fitting/fit_sources.py`` / ``fitting/fit_pooled.py`` (no judge is
-loaded). The readings (``fitting/fit_sources.py``'s docstring): ``judged``, the position
-call's own log-odds; ``question``, how much better the judge predicts the QUESTION after the
-passage than after none (what shipped before ``4b5e3f7``); ``question_centred``, the same
-against the mean over the list's passages (what ships); ``grade``, the grade call's expected
-grade (0-3). "Answers": XQuAD's answer paragraph or sentence, a passage people graded 2 or 3
+Reads a judge's committed judged rows (``fitting/rows/JUDGE/``, written by
+``fitting/judge.py``; no judge is loaded) of the position decision with the QUESTION alone,
+never the sealed test part. The readings (:data:`localjudge.decisions.READINGS`):
+``judged``, the position call's own log-odds; ``question``, how much better the judge predicts
+the QUESTION after the passage than after none; ``question_centred``, the same against the
+mean over the list's passages; and ``grade``, the grade call's expected grade (0-3).
+"Answers": XQuAD's answer paragraph or sentence, a passage people graded 2 or 3
 (LLMJudge) or marked relevant (TruLens; RAGBench, LLM labels). "Other": another article's
 paragraph or sentence, a passage graded 0, or one marked not relevant. Each cell: the median
 and, in brackets, the quartiles. A reading that means the same everywhere keeps the two
@@ -27,28 +28,39 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "fitting"))  # the rows files' reader and the sources
 
-from fitting import fit_sources_rule as rule  # noqa: E402
-from fitting.common import LANGS, load_rows  # noqa: E402
+import rows as rowsfile  # noqa: E402
+from devsets import LANGS  # noqa: E402
 
 READINGS = ("judged", "question", "question_centred", "grade")
 
 
-def side(row: dict[str, Any]) -> str | None:
+def side(row: dict[str, Any], grade: int | None) -> str | None:
     """``answer``, ``other`` or None (neither: a same-article paragraph, a TREC grade 1)."""
     if row["source"].startswith("xquad"):
         return {"answer": "answer", "other": "other"}.get(row["role"])
-    if row.get("grade") is not None:
-        return {3: "answer", 2: "answer", 0: "other"}.get(row["grade"])
-    return "answer" if row["relevant"] else "other"
+    if grade is not None:
+        return {3: "answer", 2: "answer", 0: "other"}.get(grade)
+    return "answer" if row["label"] else "other"
 
 
-def values(rows: list[dict[str, Any]]) -> list[dict[str, float]]:
-    """Each row's readings, as the fits compute them (:func:`fit_sources_rule.reading_values`),
-    and the grade call's expected grade."""
-    readings = rule.reading_values(rows, "position.relevant")
-    return [dict(v, grade=r["grade_soft"]) for r, v in zip(rows, readings, strict=True)]
+def values(found: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str | None, dict]]:
+    """Each position row (the QUESTION alone), its side and its readings with the expected
+    grade of the same passage's grade call."""
+    grades = {
+        (r["source"], r["id"], r["piece"]): r for r in found if r["kind"] == "relevance.grade"
+    }
+    out = []
+    for r in found:
+        if r["kind"] != "position.relevant":
+            continue
+        g = grades.get((r["source"], r["id"], r["piece"]))
+        readings = dict(r["readings"])
+        if g is not None:
+            readings["grade"] = g["soft"]
+        out.append((r, side(r, None if g is None else g["label"]), readings))
+    return out
 
 
 def cell(xs: list[float]) -> str:
@@ -60,9 +72,8 @@ def cell(xs: list[float]) -> str:
 
 def table(rows: list[dict[str, Any]], reading: str) -> list[str]:
     found: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for r, v in zip(rows, values(rows), strict=True):
-        s = side(r)
-        if s is None:
+    for r, s, v in values(rows):
+        if s is None or reading not in v:
             continue
         key = f"{r['source']} {r['lang']}" if r["source"].startswith("xquad") else r["source"]
         found[key][s].append(v[reading])
@@ -77,14 +88,12 @@ def table(rows: list[dict[str, Any]], reading: str) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("rows", type=Path, nargs="+", help="folders of judged rows")
-    parser.add_argument("--half", choices=("A", "B"), default=None, help="one half only")
+    parser.add_argument("-m", "--model", required=True, help="a judge with rows")
+    parser.add_argument("--part", choices=("choice", "validation"), default=None)
     args = parser.parse_args(argv)
+    _, found = rowsfile.of_judge(args.model)
     rows = [
-        r
-        for folder in args.rows
-        for r in load_rows(folder)
-        if "statement" not in r and "judged" in r and (args.half is None or r["half"] == args.half)
+        r for r in found if r["part"] != "test" and (args.part is None or r["part"] == args.part)
     ]
     for reading in READINGS:
         print("\n".join(table(rows, reading)))

@@ -10,7 +10,9 @@ the bundled judges' build (``fitting/``) all call it; nothing else re-implements
   cut-offs and combinations on human labels, and measuring them;
 - :mod:`~localjudge.decisions.rule`: the storing rule (does a fit replace what is in use);
 - :mod:`~localjudge.decisions.obvious`: the obvious-cases check's values;
-- :mod:`~localjudge.decisions.store`: cut-offs in the registries (read and written).
+- :mod:`~localjudge.decisions.shipped`: what the bundled judges ship (``cutoffs.json``, the
+  typed model ``fitting/build.py`` writes) and :mod:`~localjudge.decisions.store`: cut-offs
+  in the registries (the package's, read; the user's, read and written).
 
 Words: the *baseline* is an item's call with no passage (its QUESTION reading is what the
 passages' readings are measured against); the *neutral* cut-offs are those of the larger
@@ -41,18 +43,30 @@ from localjudge.decisions.kinds import (
     neutral,
 )
 from localjudge.decisions.obvious import Decided, ObviousCheck, lost, verdict_word
-from localjudge.decisions.rule import HeldOutCheck, held_out_check
+from localjudge.decisions.rule import (
+    CONDITIONS,
+    Difference,
+    HeldOutCheck,
+    Verdict,
+    held_out_check,
+    ship_rule,
+)
+from localjudge.decisions.shipped import Shipped, ShippedJudge, ShippedKind, read_shipped
 from localjudge.decisions.store import (
     builtin_cutoffs,
+    cutoffs_of,
     entry_json,
     judge_cutoffs,
     reset_cutoffs,
+    shipped,
+    shipped_judge,
     store_cutoffs,
     user_cutoffs,
 )
 
 __all__ = [
     "COMBINED_READINGS",
+    "CONDITIONS",
     "KINDS",
     "LOG_ODDS_CLIP",
     "NO_CUTOFFS",
@@ -60,11 +74,17 @@ __all__ = [
     "Combination",
     "Cutoffs",
     "Decided",
+    "Difference",
     "HeldOutCheck",
     "KindSpec",
     "ObviousCheck",
     "Provenance",
+    "Shipped",
+    "ShippedJudge",
+    "ShippedKind",
+    "Verdict",
     "builtin_cutoffs",
+    "cutoffs_of",
     "decide",
     "decide_all",
     "entry_json",
@@ -76,8 +96,12 @@ __all__ = [
     "lost",
     "neutral",
     "plain_probs",
+    "read_shipped",
     "readings",
     "reset_cutoffs",
+    "ship_rule",
+    "shipped",
+    "shipped_judge",
     "soft_value",
     "store_cutoffs",
     "user_cutoffs",

@@ -1,15 +1,25 @@
-"""The storing rule: whether fitted cut-offs replace the ones in use.
+"""The storing rule: whether a fit replaces what is in use, for a user's labels
+(``localjudge calibrate``) and for the bundled judges (``fitting/build.py``) alike.
 
-:func:`held_out_check` is the one rule that decides whether fitted cut-offs are stored (by
-``localjudge calibrate``): every group's decisions are judged by cut-offs fitted on the half it
-is not in (cross-fitting) and by the cut-offs in use now (or the neutral ones); the paired
-difference of the two figures gets a bootstrap interval over groups, and the fitted cut-offs
-are stored only when its lower 95% bound is above 0.
+:func:`ship_rule` is the one rule. It reads, per source of labels, the paired difference of
+one agreement figure (the fit's minus the fallback's, on the same decisions, with its 95%
+bootstrap interval over the units that tie decisions together) and the obvious cases the fit
+gets wrong where the fallback gets them right. A fit ships when
+
+1. **gain**: the mean of the per-source differences has its lower bound above 0;
+2. **no source worse**: no source's difference has its whole interval below 0. Its threshold
+   moves with the sample's size: on few units an interval is wide and only a large loss
+   counts; on many it is narrow and a small one does;
+3. **obvious kept**: no obvious case is lost.
+
+A user's labels are one source, measured by cross-fitting (:func:`held_out_check`: every
+group judged by cut-offs fitted on the half it is not in); the bundled judges' sources are
+measured on their validation parts, the fit made on their choice parts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +34,51 @@ from localjudge.decisions.fit import (
 )
 from localjudge.stats.bootstrap import interval
 
-__all__ = ["HeldOutCheck", "held_out_check"]
+__all__ = ["CONDITIONS", "Difference", "HeldOutCheck", "Verdict", "held_out_check", "ship_rule"]
+
+#: the rule's conditions, in the order they are checked and printed
+CONDITIONS = ("gain", "no source worse", "obvious kept")
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A paired difference of one figure, the fit's minus the fallback's, on the same
+    decisions, with its 95% bootstrap interval over units (None: too few to say)."""
+
+    value: float | None
+    ci95: Sequence[float] | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"value": self.value, "ci95": None if self.ci95 is None else list(self.ci95)}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the rule decided: ``ship``, and each condition of :data:`CONDITIONS` met or not."""
+
+    ship: bool
+    why: Mapping[str, bool]
+
+    def line(self) -> str:
+        """One line: ships, or refused and the conditions missed."""
+        if self.ship:
+            return "ships: " + ", ".join(CONDITIONS)
+        return "refused: not " + ", not ".join(c for c in CONDITIONS if not self.why[c])
+
+
+def ship_rule(
+    per_source: Mapping[str, Difference],
+    pooled: Difference | None = None,
+    obvious_lost: Sequence[str] = (),
+) -> Verdict:
+    """The storing rule (see the module's docstring) on per-source paired differences and
+    ``pooled``, the difference of the mean over sources (with one source: that source's)."""
+    if pooled is None and len(per_source) == 1:
+        pooled = next(iter(per_source.values()))
+    gain = pooled is not None and pooled.ci95 is not None and pooled.ci95[0] > 0.0
+    worse = any(d.ci95 is not None and d.ci95[1] < 0.0 for d in per_source.values())
+    why = {"gain": gain, "no source worse": not worse, "obvious kept": not obvious_lost}
+    return Verdict(all(why.values()), why)
 
 
 @dataclass(frozen=True)
@@ -33,9 +87,9 @@ class HeldOutCheck:
 
     ``fitted``: the figure (``objective``) of every decision judged by cut-offs fitted on the
     half of the groups it is not in; ``current``: the same decisions under the cut-offs in use
-    now (the baseline when ``current_cutoffs`` is None); ``difference``: fitted minus current.
-    Each comes with its 95% bootstrap interval over the ``groups``; ``store`` is the rule: the
-    difference's lower bound is above 0."""
+    now (the neutral ones when ``current_cutoffs`` is None); ``difference``: fitted minus
+    current. Each comes with its 95% bootstrap interval over the ``groups``; ``store`` is
+    :func:`ship_rule` on this one source (the obvious cases are the caller's)."""
 
     objective: str
     n: int
@@ -50,8 +104,7 @@ class HeldOutCheck:
 
     @property
     def store(self) -> bool:
-        ci = self.difference_ci95
-        return ci is not None and ci[0] > 0.0
+        return ship_rule({"labels": Difference(self.difference, self.difference_ci95)}).ship
 
     def as_json(self) -> dict[str, Any]:
         """The evidence a stored cut-off keeps: the held-out figures, intervals and groups."""
@@ -78,7 +131,7 @@ def held_out_check(
     fold_cutoffs: Sequence[Sequence[float]] | None = None,
     held_out_soft: Sequence[float] | None = None,
 ) -> HeldOutCheck:
-    """Cross-fitted cut-offs against ``current`` (None: the baseline) on the same decisions,
+    """Cross-fitted cut-offs against ``current`` (None: the neutral ones) on the same decisions,
     with the paired bootstrap over groups (see :class:`HeldOutCheck`). ``fold_cutoffs``: the
     cut-offs already fitted on the first half of the split and on the second (what
     :func:`two_fold` reports as its folds' ``cutoffs``), so they are not fitted again.

@@ -1,33 +1,37 @@
 """Where a judge's cut-offs live: the registries, keyed by the judge file's sha256.
 
-Both the package's ``registry.json`` and the user registry (``models.json``) may hold a
+The package ships its cut-offs in ``cutoffs.json`` (:mod:`localjudge.decisions.shipped`,
+written by ``fitting/build.py``). The user registry (``models.json``) may hold a
 ``"cutoffs"`` object: ``{sha256: {"values": {kind: number or [numbers]}, "sources": {kind:
-provenance}, "combinations": {kind: combination}}}`` (:class:`~localjudge.judge.cutoffs.Provenance`,
-:class:`~localjudge.judge.cutoffs.Combination`, optional; an older entry's one ``"source"``
-string serves every kind). The built-in entries are fitted on the development sets
-by ``fitting/``; the user's come from ``localjudge calibrate`` and replace the
-built-in ones kind by kind; ``localjudge calibrate --reset`` removes the user's
+provenance}, "combinations": {kind: combination}}}``
+(:class:`~localjudge.decisions.cutoffs.Provenance`,
+:class:`~localjudge.decisions.cutoffs.Combination`, optional; an older entry's one
+``"source"`` string serves every kind). The user's come from ``localjudge calibrate`` and
+replace the built-in ones kind by kind; ``localjudge calibrate --reset`` removes the user's
 (:func:`reset_cutoffs`), so the built-in ones apply again.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
 from localjudge.decisions.cutoffs import NO_CUTOFFS, Cutoffs, Provenance
+from localjudge.decisions.shipped import Shipped, ShippedJudge
 from localjudge.errors import ModelError
 from localjudge.judge.models import read_user_registry, user_registry_path, write_user_registry
 from localjudge.judge.protocol import JudgeIdentity
 
 __all__ = [
     "builtin_cutoffs",
+    "cutoffs_of",
     "entry_json",
     "judge_cutoffs",
     "reset_cutoffs",
+    "shipped",
+    "shipped_judge",
     "store_cutoffs",
     "user_cutoffs",
 ]
@@ -40,10 +44,48 @@ def judge_cutoffs(identity: JudgeIdentity) -> Cutoffs:
 
 @lru_cache(maxsize=8)
 def builtin_cutoffs(sha256: str) -> Cutoffs:
-    """The cut-offs the package ships for the judge file with this sha256 (none: empty); read
-    once per process (package data does not change under it)."""
-    text = resources.files("localjudge.judge.models").joinpath("registry.json").read_text("utf-8")
-    return _entry(json.loads(text), sha256, "built-in registry")
+    """The cut-offs the package ships for the judge file with this sha256 (none: empty): its
+    fitted kinds and its exceptions (:mod:`localjudge.decisions.shipped`; a neutral kind takes
+    the neutral cut-offs). Read once per process (package data does not change under it)."""
+    return cutoffs_of(shipped_judge(sha256))
+
+
+@lru_cache(maxsize=1)
+def shipped() -> Shipped:
+    """What the package ships (``cutoffs.json``, package data)."""
+    text = resources.files("localjudge.judge.models").joinpath("cutoffs.json").read_text("utf-8")
+    try:
+        return Shipped.model_validate_json(text)
+    except ValueError as exc:
+        raise ModelError(f"built-in cutoffs.json: {exc}") from exc
+
+
+def shipped_judge(sha256: str) -> ShippedJudge | None:
+    """What ships for the judge file with this sha256 (None: nothing)."""
+    return shipped().judge(sha256)
+
+
+def cutoffs_of(entry: ShippedJudge | None) -> Cutoffs:
+    """An entry's fitted kinds and exceptions as :class:`Cutoffs`; each kind's provenance says
+    ``built-in`` or, for an exception, ``exception`` (what a run's summary records)."""
+    if entry is None:
+        return NO_CUTOFFS
+    values: dict[str, Any] = {}
+    combinations: dict[str, Any] = {}
+    sources: dict[str, Provenance] = {}
+    for kind, k in entry.kinds.items():
+        if k.status == "neutral":
+            continue
+        if k.cutoffs is not None:
+            values[kind] = k.cutoffs
+        if k.combination is not None:
+            combinations[kind] = k.combination.model_dump()
+        origin = "exception" if k.status == "exception" else "built-in"
+        sources[kind] = Provenance(origin, file="cutoffs.json", heldout={"why": k.why})
+    try:
+        return Cutoffs.from_json(values, sources, combinations)
+    except ValueError as exc:
+        raise ModelError(f"built-in cutoffs.json: {entry.alias}: {exc}") from exc
 
 
 def user_cutoffs(sha256: str) -> Cutoffs:

@@ -14,7 +14,11 @@ FITTING = ROOT / "fitting"
 
 def load(path: str) -> ModuleType:
     """``<path>.py`` from the repository's root (``"fitting/convert"``,
-    ``"benchmarks/speed/workers"``), imported as ``scripts_<path with _ for />``."""
+    ``"benchmarks/speed/workers"``), imported as ``scripts_<path with _ for />``, with its
+    folder on the import path (its own imports of the modules beside it)."""
+    folder = str((ROOT / path).parent)
+    if folder not in sys.path:  # a script imports the modules beside it, as when run
+        sys.path.append(folder)
     name = "scripts_" + path.replace("/", "_")
     spec = importlib.util.spec_from_file_location(name, ROOT / f"{path}.py")
     assert spec is not None

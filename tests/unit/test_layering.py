@@ -498,3 +498,47 @@ def test_no_module_over_the_line_limit():
 def test_at_most_twelve_modules_at_the_top_of_the_package():
     top = [p.name for p in PACKAGE.glob("*.py")]
     assert len(top) <= 12, sorted(top)
+
+
+# --------------------------------------------------------------------------- fitting/, benchmarks/
+
+REPO = PACKAGE.parent
+FITTING = REPO / "fitting"
+
+
+def script_graph(*folders: Path) -> dict[str, dict[str, int]]:
+    """The scripts of ``folders`` (relative paths) -> the scripts they import by plain name:
+    one beside them, or one of ``fitting/`` (what ``sys.path`` holds when they run)."""
+    scripts = sorted(p for folder in folders for p in folder.rglob("*.py"))
+    graph: dict[str, dict[str, int]] = {}
+    for path in scripts:
+        edges = graph.setdefault(str(path.relative_to(REPO)), {})
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets = [node.module]
+            else:
+                continue
+            for target in targets:
+                for where in (path.parent, FITTING):
+                    found = where / f"{target.split('.')[0]}.py"
+                    if found.is_file() and found != path:
+                        edges.setdefault(str(found.relative_to(REPO)), node.lineno)
+                        graph.setdefault(str(found.relative_to(REPO)), {})
+                        break
+    return graph
+
+
+def test_fitting_holds_six_python_files_at_most_and_no_import_path_edits():
+    files = sorted(FITTING.glob("*.py"))
+    assert len(files) <= 6, [p.name for p in files]
+    edits = [p.name for p in files if "sys.path.insert" in p.read_text("utf-8")]
+    assert edits == []
+
+
+def test_no_import_cycle_in_fitting_or_benchmarks():
+    graph = script_graph(FITTING, REPO / "benchmarks")
+    assert "fitting/build.py" in graph
+    assert "fitting/rows.py" in graph["fitting/build.py"]  # the check sees plain imports
+    assert cycles(graph) == []

@@ -1,0 +1,164 @@
+"""Judge the development samples with one judge and write its judged rows: the only step of
+the build that loads a judge.
+
+    python fitting/judge.py -m qwen2.5-coder-1.5b [-t 2] [--only xquad wice] [--overwrite]
+
+For every source of ``devsets.py`` (each one's sample of every part: choice, validation and
+the sealed test part), the product's own calls (``localjudge.metrics``, reasons off), read
+through the decisions core (:func:`localjudge.decisions.decide_all` with no cut-offs: the
+readings and the call's own soft value), one row per decision:
+
+    {"source", "id", "unit", "part", "lang", "piece", "role", "kind", "label", "soft",
+     "readings"}
+
+(no source text: ids, labels, readings and soft values). Each source's rows go to
+``fitting/rows/JUDGE/SOURCE.jsonl.gz`` (committed; gzip without a time stamp, so judging the
+same rows again writes the same bytes), beside ``judge.json`` (the judge's file sha256 and the
+settings). A source whose file exists is kept (a stopped run resumes); ``--overwrite`` judges
+it again. ``build.py`` reads these files and nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import devsets
+import rows as rowsfile
+
+#: lists or items asked in one batch (progress is printed after each)
+CHUNK = 16
+
+
+def passage_asks(x: dict[str, Any]) -> list[Any]:
+    """The product's calls for a list: position's (the question alone: its baseline call, one
+    per passage), relevance's grade call per passage where the source's grades are fitted,
+    and, with an answer span, position's calls with it as the EXPECTED ANSWER."""
+    from localjudge.data.items import make_item
+    from localjudge.metrics.position import ContextPosition
+    from localjudge.metrics.relevance import ContextRelevance
+
+    question, passages = x["question"], x["passages"]
+    position = ContextPosition().build(
+        make_item({"user_input": question, "retrieved_contexts": passages}, index=0)
+    )
+    assert isinstance(position, list)
+    record = {"user_input": question, "retrieved_contexts": passages, "response": "(none)"}
+    relevance = ContextRelevance().build(make_item(record, index=0))
+    assert isinstance(relevance, list)
+    graded = x["source"] in devsets.KIND_SOURCES["relevance.grade"]
+    grades = [
+        a
+        for a in relevance
+        if graded and a.decision is not None and a.decision.kind == "relevance.grade"
+    ]
+    with_answer: list[Any] = []
+    if x["answer"]:
+        item = {"user_input": question, "retrieved_contexts": passages, "reference": x["answer"]}
+        built = ContextPosition().build(make_item(item, index=0))
+        assert isinstance(built, list)
+        with_answer = [a for a in built if not a.baseline]
+    return [*position, *grades, *with_answer]
+
+
+def recall_asks(x: dict[str, Any]) -> list[Any]:
+    """Recall's calls for an item: one per statement of the reference."""
+    from localjudge.data.items import make_item
+    from localjudge.metrics.recall import ContextRecall
+
+    built = ContextRecall().build(make_item(x["record"], index=0))
+    assert isinstance(built, list)
+    return built
+
+
+def label_of(x: dict[str, Any], kind: str, piece: int) -> int | None:
+    """The people's label of a decision: relevant (0/1), the grade (0-3), supported (0/1)."""
+    if kind == "recall.supported":
+        return int(x["label"])
+    if kind == "relevance.grade":
+        return None if x["grades"] is None else int(x["grades"][piece])
+    return int(x["relevant"][piece])
+
+
+def role_of(x: dict[str, Any], piece: int) -> str:
+    """An XQuAD passage's role (``answer``, ``same``, ``other``); elsewhere empty."""
+    if x["source"] in ("xquad", "xquadshort") and x["grades"]:
+        return devsets.ROLES.get(x["grades"][piece], "")
+    return ""
+
+
+def judge_rows(items: list[dict[str, Any]], judge: Any) -> list[dict[str, Any]]:
+    """One row per decision of every list or recall item of ``items``."""
+    from localjudge.decisions import NO_CUTOFFS, decide_all
+    from localjudge.run.evaluate.grouping import ask_grouped
+
+    recall = "record" in items[0] if items else False
+    all_asks = [recall_asks(x) if recall else passage_asks(x) for x in items]
+    outcomes: list[Any] = []
+    for start in range(0, len(items), CHUNK):
+        chunk = all_asks[start : start + CHUNK]
+        outcomes += ask_grouped(judge, [[a.request for a in asks] for asks in chunk])
+        print(f"  {min(start + CHUNK, len(items))}/{len(items)}", flush=True)
+    out = []
+    for x, asks, gens in zip(items, all_asks, outcomes, strict=True):
+        failed = [g for g in gens if isinstance(g, Exception)]
+        if failed:
+            raise RuntimeError(f"{x['id']}: {failed[0]}")
+        for ask, answer in zip(asks, decide_all(asks, gens, NO_CUTOFFS), strict=True):
+            if ask.baseline or ask.decision is None:
+                continue
+            kind = ask.decision.kind
+            label = label_of(x, kind, ask.at)
+            if label is None:
+                continue
+            out.append(
+                {
+                    "source": x["source"],
+                    "id": x["id"],
+                    "unit": x["unit"],
+                    "part": x["part"],
+                    "lang": x["lang"],
+                    "piece": ask.at,
+                    "role": "" if recall else role_of(x, ask.at),
+                    "kind": kind,
+                    "label": label,
+                    "soft": answer.soft,
+                    "readings": dict(answer.readings or {}),
+                }
+            )
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-m", "--model", required=True, help="a bundled judge's alias")
+    parser.add_argument("-t", "--threads", type=int, default=None)
+    parser.add_argument("--only", nargs="*", choices=devsets.SOURCES, help="these sources")
+    parser.add_argument("--overwrite", action="store_true", help="judge existing files again")
+    parser.add_argument("--src", type=Path, default=devsets.SHARED, help="the shared/data folder")
+    args = parser.parse_args(argv)
+
+    from localjudge import load_judge
+
+    judge = load_judge(args.model, n_threads=args.threads, cache=True)
+    folder = rowsfile.ROWS / args.model
+    folder.mkdir(parents=True, exist_ok=True)
+    meta = {"alias": args.model, "sha256": judge.identity.sha256, "reasons": False}
+    (folder / "judge.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", "utf-8")
+    for source in args.only or devsets.SOURCES:
+        target = folder / f"{source}.jsonl.gz"
+        if target.exists() and not args.overwrite:
+            print(f"{source}: {target} exists, kept")
+            continue
+        started = time.perf_counter()
+        found = judge_rows(devsets.SAMPLES[source](args.src), judge)
+        rowsfile.write(target, found)
+        print(f"{source}: {len(found)} rows in {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
