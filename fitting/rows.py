@@ -33,12 +33,17 @@ def read(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def judges(root: Path = ROWS) -> list[str]:
-    """The judges that have rows, by alias, sorted."""
-    return (
-        sorted(p.name for p in root.iterdir() if (p / "judge.json").is_file())
-        if root.is_dir()
-        else []
+def judges(sources: Iterable[str], root: Path = ROWS) -> list[str]:
+    """The judges whose rows of every one of ``sources`` are written, by alias, sorted (a
+    judge still being judged has some of them only)."""
+    if not root.is_dir():
+        return []
+    wanted = set(sources)
+    return sorted(
+        p.name
+        for p in root.iterdir()
+        if (p / "judge.json").is_file()
+        and wanted <= {f.name.removesuffix(".jsonl.gz") for f in p.glob("*.jsonl.gz")}
     )
 
 

@@ -196,3 +196,31 @@ def test_the_rule_gain_no_source_worse_and_the_obvious():
     lost = ship_rule({"a": up}, obvious_lost=["answer relevant"])
     assert lost.why["obvious kept"] is False
     assert lost.line() == "refused: not obvious kept"
+
+
+sealed = load("fitting/sealed")
+
+
+def test_the_sealed_figures_measure_what_ships_on_the_test_part_only(built):
+    root, _, (shipped, _) = built
+    _, found = rows.of_judge("good", root)
+    figures = sealed.measure(shipped.judges[0], found)
+    llm = figures["position.relevant"]["sources"]["llmjudge"]
+    assert llm["ships"]["units"] == 8  # the test part's units only (u2, u5, ...)
+    assert llm["ships"]["value"] > llm["neutral"]["value"]
+    scrambled = [dict(r, label=0) if r["part"] != "test" else r for r in found]
+    assert sealed.measure(shipped.judges[0], scrambled) == figures
+
+
+def test_the_sealed_figures_are_measured_once_per_shipped_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sealed, "SEALED", tmp_path / "sealed.json")
+    assert sealed.main(["--date", "2026-12-06"]) == 0
+    first = (tmp_path / "sealed.json").read_text("utf-8")
+    assert (
+        json.loads(first)["cutoffs_sha256"]
+        == __import__("hashlib").sha256(SHIPPED_PATH.read_bytes()).hexdigest()
+    )
+    capsys.readouterr()
+    assert sealed.main(["--date", "2099-01-01"]) == 0
+    assert "measured once" in capsys.readouterr().out
+    assert (tmp_path / "sealed.json").read_text("utf-8") == first

@@ -1,0 +1,162 @@
+"""The held-out figures: what ships, measured once on the sealed test part of every source.
+
+    python fitting/sealed.py          # measure, once per change of what ships; write sealed.json
+    python fitting/sealed.py --show   # print what sealed.json holds
+
+Nothing else reads the test part (``devsets.py``): no choice, fit, gate or exception. This
+command runs only when the committed ``cutoffs.json`` is what ``build.py`` makes (what ships is
+frozen), and only once for a given ``cutoffs.json``: ``fitting/sealed.json`` keeps the sha256
+of the one it measured, and a second run for the same file prints the stored figures instead of
+measuring again. Per judge built from rows, per kind and source: the figure (kappa; QWK for
+the grade; balanced accuracy for recall) of what ships and of the neutral cut-offs, with 95%
+bootstrap intervals over the source's units, and the obvious targets on the test part. These
+are the only figures the README calls held out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import rows as rowsfile
+
+import build
+from localjudge.decisions import Combination, neutral
+from localjudge.decisions.combination_fit import combined_soft
+from localjudge.decisions.fit import Observation, hard
+from localjudge.decisions.shipped import SHIPPED_PATH, ShippedKind, read_shipped
+from localjudge.stats.bootstrap import interval
+
+SEALED = Path(__file__).resolve().parent / "sealed.json"
+
+
+def decided(kind: str, shipped: ShippedKind, found: list[dict[str, Any]]) -> list[int]:
+    """The hard values what ships gives ``found`` (the neutral cut-offs on the call's own soft
+    value for a neutral kind)."""
+    graded = build.graded(kind)
+    if shipped.status == "neutral" or shipped.cutoffs is None:
+        soft = [float(r["soft"]) for r in found]
+        cuts: Sequence[float] = neutral(graded)
+    else:
+        cuts = shipped.cutoffs
+        if shipped.combination is None:
+            soft = [float(r["soft"]) for r in found]
+        else:
+            combination = Combination.from_json(kind, shipped.combination.model_dump())
+            soft = combined_soft(combination, build.reads(found), graded=graded)
+    return hard([Observation("", s, 0) for s in soft], cuts, graded=graded)
+
+
+def with_interval(kind: str, found: list[dict[str, Any]], judged: list[int]) -> dict[str, Any]:
+    """The figure and its 95% bootstrap interval over units."""
+    by_unit: dict[str, list[int]] = {}
+    for n, r in enumerate(found):
+        by_unit.setdefault(r["unit"], []).append(n)
+    clusters = list(by_unit.values())
+
+    def value(cs: Sequence[list[int]]) -> float | None:
+        picked = [n for c in cs for n in c]
+        return build.figure(kind, [found[n]["label"] for n in picked], [judged[n] for n in picked])
+
+    return {"value": value(clusters), "ci95": interval(clusters, value), "units": len(clusters)}
+
+
+def measure(shipped_judge: Any, found: list[dict[str, Any]]) -> dict[str, Any]:
+    """One judge's sealed figures, per kind and source."""
+    out: dict[str, Any] = {}
+    test = [r for r in found if r["part"] == "test"]
+    for kind, shipped in shipped_judge.kinds.items():
+        mine = [r for r in test if r["kind"] == kind and r["source"] in build.KIND_SOURCES[kind]]
+        if not mine:
+            continue
+        names = ("judged",) if shipped.combination is None else tuple(shipped.combination.weights)
+        mine = build.usable(kind, names, mine)
+        ships = decided(kind, shipped, mine)
+        base = decided(kind, ShippedKind(status="neutral", why="neutral"), mine)
+        per = {}
+        for source in build.KIND_SOURCES[kind]:
+            idx = [n for n, r in enumerate(mine) if r["source"] == source]
+            if not idx:
+                continue
+            rows_ = [mine[n] for n in idx]
+            per[source] = {
+                "ships": with_interval(kind, rows_, [ships[n] for n in idx]),
+                "neutral": with_interval(kind, rows_, [base[n] for n in idx]),
+                "decisions": len(idx),
+            }
+        obvious = build.obvious(kind, mine, ships)
+        out[kind] = {
+            "status": shipped.status,
+            "sources": per,
+            "obvious": {t: v["share"] for t, v in obvious.items()},
+            "obvious_missed": [t for t, v in obvious.items() if not v["met"]],
+        }
+    return out
+
+
+def table(sealed: dict[str, Any]) -> str:
+    lines = [
+        f"sealed test part, measured {sealed['measured']} for cutoffs.json "
+        f"{sealed['cutoffs_sha256'][:12]}",
+        "| judge | kind | source | ships | neutral | units |",
+        "|---|---|---|---|---|---|",
+    ]
+    for alias, kinds in sealed["judges"].items():
+        for kind, k in kinds.items():
+            for source, f in k["sources"].items():
+                lines.append(
+                    f"| {alias} | {kind} ({k['status']}) | {source} | {cell(f['ships'])} | "
+                    f"{cell(f['neutral'])} | {f['ships']['units']} |"
+                )
+    return "\n".join(lines)
+
+
+def cell(f: dict[str, Any]) -> str:
+    if f["value"] is None:
+        return "-"
+    ci = f["ci95"]
+    return f"{f['value']:.3f}" + ("" if ci is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--show", action="store_true", help="print sealed.json, measure nothing")
+    parser.add_argument("--date", default=None, help="the date to record (default: today)")
+    args = parser.parse_args(argv)
+    stored = json.loads(SEALED.read_text("utf-8")) if SEALED.is_file() else None
+    digest = hashlib.sha256(SHIPPED_PATH.read_bytes()).hexdigest()
+    if args.show or (stored is not None and stored["cutoffs_sha256"] == digest):
+        if stored is None:
+            print("no sealed figures yet", file=sys.stderr)
+            return 1
+        if stored["cutoffs_sha256"] == digest:
+            print("(measured once for this cutoffs.json: the stored figures)")
+        print(table(stored))
+        return 0
+    if build.main(["--check"]) != 0:
+        print("what ships is not what build.py makes: build first, then seal", file=sys.stderr)
+        return 1
+    import datetime
+
+    shipped = read_shipped()
+    judges = {}
+    for alias in rowsfile.judges(build.SOURCES):
+        entry = next(j for j in shipped.judges if j.alias == alias)
+        judges[alias] = measure(entry, rowsfile.of_judge(alias)[1])
+    sealed = {
+        "cutoffs_sha256": digest,
+        "measured": args.date or datetime.date.today().isoformat(),
+        "judges": judges,
+    }
+    SEALED.write_text(json.dumps(sealed, indent=1, ensure_ascii=False) + "\n", "utf-8")
+    print(table(sealed))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
