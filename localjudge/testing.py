@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from localjudge.canonical import compact_json
-from localjudge.judge.decisions import decision_keys
+from localjudge.judge.soft import decision_keys
 from localjudge.judge.protocol import (
     Generation,
     GenerationStats,

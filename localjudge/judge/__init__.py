@@ -5,7 +5,7 @@ At the top, what every other layer may use (each module's docstring says so):
 - :mod:`~localjudge.judge.protocol`: the narrow :class:`~localjudge.judge.protocol.Judge`
   interface every judge implements, and its requests, generations and identity;
 - :mod:`~localjudge.judge.schemas`: strict, bounded output schemas and their worst-case budgets;
-- :mod:`~localjudge.judge.decisions`: soft verdicts, the probability of each allowed value;
+- :mod:`~localjudge.judge.soft`: soft verdicts, the probability of each allowed value;
 - :mod:`~localjudge.judge.isolation`: the supervised child process, the one module that starts
   processes (``eval``, ``bench`` and ``doctor`` judge through it).
 

@@ -41,7 +41,7 @@ server's slots follow the same pattern):
 
 This module keeps the decode loop: the slots, the grammar steps, the schedule of decode calls.
 The rest lives by responsibility in :mod:`~localjudge.judge.engine.kv` (the context and what its
-sequences hold), :mod:`~localjudge.judge.decisions` (soft verdicts),
+sequences hold), :mod:`~localjudge.judge.soft` (soft verdicts),
 :mod:`~localjudge.judge.engine.values` (requests, outputs, counters) and
 :mod:`~localjudge.judge.engine.log` (llama.cpp's log and a Ctrl-C inside it). Imports those,
 the prefix store's type, numpy and :mod:`localjudge.errors`; ``llama_cpp`` and ``llguidance``
@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from localjudge.errors import ConstraintError, LocalJudgeError
-from localjudge.judge.decisions import Decisions
+from localjudge.judge.soft import Decisions
 from localjudge.judge.engine.kv import KVCache
 from localjudge.judge.engine.prefix_store import PrefixStore
 from localjudge.judge.engine.values import N_UBATCH, EngineOutput, EngineRequest, EngineStats

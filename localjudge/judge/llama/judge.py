@@ -39,7 +39,7 @@ from pydantic import BaseModel
 from localjudge.errors import ConstraintError, ContextOverflowError, ModelError, OutputBudgetError
 from localjudge.judge.cache.caching import CachingJudge
 from localjudge.judge.cache.store import open_cache, resolve_cache_path
-from localjudge.judge.decisions import decision_keys
+from localjudge.judge.soft import decision_keys
 from localjudge.judge.engine.batched import DEFAULT_PARALLEL, Engine
 from localjudge.judge.engine.log import raise_pending_interrupt
 from localjudge.judge.engine.prefix_store import PREFIX_DIR, PrefixStore
