@@ -18,7 +18,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from localjudge.canonical import compact_json
-from localjudge.judge.soft import decision_keys
 from localjudge.judge.protocol import (
     Generation,
     GenerationStats,
@@ -35,6 +34,7 @@ from localjudge.judge.protocol import (
     generate_each,
 )
 from localjudge.judge.schemas import json_schema, parse_output, worst_case_tokens
+from localjudge.judge.soft import decision_keys
 
 #: a scripted reply: raw JSON text, a JSON-able value, or a function of (messages, schema)
 Reply = str | Mapping[str, Any] | Callable[[list[dict[str, str]], type[BaseModel]], Any]

@@ -137,6 +137,7 @@ def info_command(model: str, as_json: bool) -> None:
     from localjudge.judge.models import model_info  # noqa: PLC0415
 
     info = model_info(model).as_dict()
+    info["ships"] = ships_of(info["sha256"])
     if as_json:
         click.echo(json.dumps(info, indent=2, ensure_ascii=False))
     else:
@@ -174,6 +175,37 @@ def info_lines(info: dict[str, Any]) -> list[str]:
     return [f"{key}: {value}" for key, value in values.items()]
 
 
+def ships_of(sha256: str) -> dict[str, Any] | None:
+    """What the package ships for the judge file with this sha256 (``cutoffs.json``: how its
+    entry was built, and per kind the status, cut-offs, combination and why), and the kinds the
+    user's ``localjudge calibrate`` replaced; None for a file the package ships nothing for."""
+    from localjudge.decisions import shipped_judge, user_cutoffs  # noqa: PLC0415
+
+    entry = shipped_judge(sha256)
+    mine = user_cutoffs(sha256).kinds
+    if entry is None and not mine:
+        return None
+    out: dict[str, Any] = entry.model_dump(mode="json") if entry is not None else {"kinds": {}}
+    out["calibrated_by_you"] = mine
+    return out
+
+
+def ships_lines(ships: dict[str, Any] | None) -> list[str]:
+    """``models info``'s lines on what ships: one line per kind of decision."""
+    if ships is None:
+        return ["ships: nothing (every decision takes the neutral cut-offs)"]
+    lines = [f"ships: {ships.get('built', 'nothing built-in')}"]
+    for kind, k in ships["kinds"].items():
+        cuts = "" if k["cutoffs"] is None else " " + " / ".join(f"{c:.3f}" for c in k["cutoffs"])
+        readings = " + ".join(k["combination"]["weights"]) if k["combination"] else "own"
+        how = f"{k['status']}{cuts} ({readings})" if k["status"] != "neutral" else "neutral"
+        lines.append(f"  {kind}: {how}: {k['why']}")
+    lines += [
+        f"  {k}: replaced by your own (localjudge calibrate)" for k in ships["calibrated_by_you"]
+    ]
+    return lines
+
+
 def _print_info(info: dict[str, Any]) -> None:
-    for line in info_lines(info):
+    for line in [*info_lines(info), *ships_lines(info.get("ships"))]:
         click.echo(line)

@@ -101,6 +101,20 @@ def test_info_of_the_built_in_default(smollm2: Path) -> None:
     assert got["sha256_ok"] is True
 
 
+def test_info_says_what_ships_for_the_judge(smollm2: Path) -> None:
+    from localjudge.decisions import read_shipped  # noqa: PLC0415
+
+    entry = next(j for j in read_shipped().judges if j.alias == "smollm2-135m")
+    got = info("smollm2-135m")["ships"]
+    assert got["kinds"] == entry.model_dump(mode="json")["kinds"]
+    assert got["calibrated_by_you"] == []
+    lines = ok("models", "info", "smollm2-135m").stdout.splitlines()
+    first = lines.index(f"ships: {entry.built}")
+    for n, (kind, k) in enumerate(entry.kinds.items(), start=first + 1):
+        assert lines[n].startswith(f"  {kind}: {k.status}")
+        assert lines[n].endswith(k.why)
+
+
 def test_info_of_a_path_in_text(tmp_path: Path) -> None:
     path = write_gguf(tmp_path / "tiny.gguf", chat_template=False)
     lines = ok("models", "info", str(path)).stdout.splitlines()

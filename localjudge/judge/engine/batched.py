@@ -60,10 +60,10 @@ from typing import Any
 import numpy as np
 
 from localjudge.errors import ConstraintError, LocalJudgeError
-from localjudge.judge.soft import Decisions
 from localjudge.judge.engine.kv import KVCache
 from localjudge.judge.engine.prefix_store import PrefixStore
 from localjudge.judge.engine.values import N_UBATCH, EngineOutput, EngineRequest, EngineStats
+from localjudge.judge.soft import Decisions
 
 __all__ = ["DEFAULT_PARALLEL", "Engine", "EngineOutput", "EngineRequest", "EngineStats"]
 

@@ -39,7 +39,6 @@ from pydantic import BaseModel
 from localjudge.errors import ConstraintError, ContextOverflowError, ModelError, OutputBudgetError
 from localjudge.judge.cache.caching import CachingJudge
 from localjudge.judge.cache.store import open_cache, resolve_cache_path
-from localjudge.judge.soft import decision_keys
 from localjudge.judge.engine.batched import DEFAULT_PARALLEL, Engine
 from localjudge.judge.engine.log import raise_pending_interrupt
 from localjudge.judge.engine.prefix_store import PREFIX_DIR, PrefixStore
@@ -79,6 +78,7 @@ from localjudge.judge.protocol import (
     check_fits,
 )
 from localjudge.judge.schemas import json_schema, output_budget, parse_output, worst_case_tokens
+from localjudge.judge.soft import decision_keys
 from localjudge.versions import package_version
 
 DEFAULT_N_CTX = 8192
