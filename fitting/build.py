@@ -20,7 +20,7 @@ It also writes the table "What ships, as built" of ``docs/figures.md``.
 2. *Validation part only.* Per source, the paired difference of the figure between the fit
    and the neutral cut-offs on the same decisions, with its 95% bootstrap interval over the
    source's units; pooled, the mean over sources, each draw resampling every source's units.
-   The obvious targets (:data:`OBVIOUS`) are measured under both.
+   The obvious targets (:data:`localjudge.decisions.obvious.TARGETS`) are measured under both.
 3. :func:`localjudge.decisions.ship_rule` decides: gain, no source worse, no obvious target
    that the neutral cut-offs meet and the fit misses. A refused kind takes the neutral
    cut-offs, unless ``fitting/exceptions.json`` names it: then its fit ships as an exception,
@@ -38,7 +38,7 @@ import argparse
 import hashlib
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,8 @@ from devsets import KIND_SOURCES, SOURCES
 
 from localjudge.decisions import Combination, Difference, neutral, ship_rule
 from localjudge.decisions.combination_fit import Reads, combined_soft, fit_combination
-from localjudge.decisions.fit import Observation, fit, hard, split_groups
+from localjudge.decisions.fit import Observation, figure_of, fit, hard, split_groups
+from localjudge.decisions.obvious import target_shares
 from localjudge.decisions.shipped import (
     EVIDENCE_PATH,
     SHIPPED_PATH,
@@ -57,7 +58,6 @@ from localjudge.decisions.shipped import (
     ShippedKind,
     dump,
 )
-from localjudge.stats.agreement import cohen_kappa
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the generated table of docs/figures.md, between these two lines
@@ -80,13 +80,8 @@ def graded(kind: str) -> bool:
 
 
 def figure(kind: str, human: Sequence[int], judged: Sequence[int]) -> float | None:
-    """Kappa (yes/no), quadratic-weighted kappa (the grade), balanced accuracy (recall)."""
-    if kind == "recall.supported":
-        h, j = np.asarray(human), np.asarray(judged)
-        rates = [float(np.mean(j[h == c] == c)) for c in (0, 1) if np.any(h == c)]
-        return float(np.mean(rates)) if len(rates) == 2 else None
-    k = 4 if graded(kind) else 2
-    return cohen_kappa(list(human), list(judged), k, quadratic=graded(kind))
+    """The kind's figure (:func:`localjudge.decisions.fit.figure_of`)."""
+    return figure_of(kind, human, judged)
 
 
 # --------------------------------------------------------------------------- a fit
@@ -224,47 +219,9 @@ def ci(values: list[float]) -> list[float] | None:
     return [float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))]
 
 
-#: the obvious targets: (name, source, role, language or None, what counts as right, share)
-OBVIOUS: dict[str, list[tuple[str, str, str, str | None, Callable[[int], bool], float]]] = {}
-
-
-def _targets(kind: str) -> list[tuple[str, str, str, str | None, Callable[[int], bool], float]]:
-    yes, no = (lambda j: j == 1), (lambda j: j == 0)
-    if kind == "relevance.grade":
-        return [
-            ("answer medium or high", "xquad", "answer", None, lambda j: j >= 2, 0.90),
-            ("other article none", "xquad", "other", None, lambda j: j == 0, 0.90),
-        ]
-    if kind == "recall.supported":
-        return []
-    out: list[tuple[str, str, str, str | None, Callable[[int], bool], float]] = [
-        ("answer relevant", "xquad", "answer", None, yes, 0.95),
-        ("other article not relevant", "xquad", "other", None, no, 0.95),
-        ("same article not relevant", "xquad", "same", None, no, 0.80),
-        ("short: other article not relevant", "xquadshort", "other", None, no, 0.95),
-    ]
-    for lang in ("en", "es", "de", "el", "ru", "tr", "ar", "vi", "zh", "hi"):
-        out.append((f"answer relevant [{lang}]", "xquad", "answer", lang, yes, 0.80))
-        out.append((f"other article not relevant [{lang}]", "xquad", "other", lang, no, 0.80))
-    return out
-
-
-for _kind in KIND_SOURCES:
-    OBVIOUS[_kind] = _targets(_kind)
-
-
 def obvious(kind: str, found: list[dict[str, Any]], judged: list[int]) -> dict[str, Any]:
-    """Each obvious target's share under ``judged`` (None where no row counts)."""
-    out = {}
-    for name, source, role, lang, right, target in OBVIOUS[kind]:
-        picked = [
-            right(j)
-            for r, j in zip(found, judged, strict=True)
-            if r["source"] == source and r["role"] == role and lang in (None, r["lang"])
-        ]
-        share = float(np.mean(picked)) if picked else None
-        out[name] = {"share": share, "target": target, "met": share is not None and share >= target}
-    return out
+    """Each obvious target's share under ``judged`` (:func:`localjudge.decisions.target_shares`)."""
+    return target_shares(kind, found, judged)
 
 
 # --------------------------------------------------------------------------- a kind, a judge

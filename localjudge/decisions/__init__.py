@@ -42,7 +42,15 @@ from localjudge.decisions.kinds import (
     kinds_of,
     neutral,
 )
-from localjudge.decisions.obvious import Decided, ObviousCheck, lost, verdict_word
+from localjudge.decisions.obvious import (
+    TARGETS,
+    Decided,
+    ObviousCheck,
+    Target,
+    lost,
+    target_shares,
+    verdict_word,
+)
 from localjudge.decisions.rule import (
     CONDITIONS,
     Difference,
@@ -71,6 +79,7 @@ __all__ = [
     "LOG_ODDS_CLIP",
     "NO_CUTOFFS",
     "READINGS",
+    "TARGETS",
     "Combination",
     "Cutoffs",
     "Decided",
@@ -82,6 +91,7 @@ __all__ = [
     "Shipped",
     "ShippedJudge",
     "ShippedKind",
+    "Target",
     "Verdict",
     "builtin_cutoffs",
     "cutoffs_of",
@@ -104,6 +114,7 @@ __all__ = [
     "shipped_judge",
     "soft_value",
     "store_cutoffs",
+    "target_shares",
     "user_cutoffs",
     "verdict_word",
 ]

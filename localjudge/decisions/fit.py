@@ -179,6 +179,19 @@ def over_clusters(
     return value
 
 
+#: the agreement figure each kind of decision is fitted for and judged by: balanced accuracy
+#: for recall (its target), quadratic-weighted kappa for the grade, kappa for the others
+FIGURES = {"recall.supported": "balanced_accuracy", "relevance.grade": "qwk"}
+
+
+def figure_of(kind: str, human: Sequence[int], judged: Sequence[int]) -> float | None:
+    """The figure of ``kind`` (:data:`FIGURES`, else kappa) of hard values beside labels."""
+    graded = kind == "relevance.grade"
+    obs = [Observation("", 0.0, int(h)) for h in human]
+    result: float | None = statistics(graded)[FIGURES.get(kind, "kappa")](obs, list(judged))
+    return result
+
+
 # --------------------------------------------------------------------------- fitting
 
 

@@ -1,15 +1,97 @@
 """The obvious-cases check: decisions no person doubts, each right or not, and what a fit
-loses against the cut-offs in use.
+loses against what is in use.
 
-Which cases there are and how they are judged is the caller's: ``localjudge calibrate`` judges
-the bundled contrast items (:mod:`localjudge.run.calibrate.obvious`). Pure values here.
+Two forms, one idea. ``localjudge calibrate`` judges the bundled contrast items one by one
+(:mod:`localjudge.run.calibrate.obvious`) and a fit may lose none that the cut-offs in use get
+right (:func:`lost`). The bundled judges' build reads shares over the development lists of
+XQuAD, by the role of each passage (the answer's, another article's, the same article's
+without the answer) and language (:data:`TARGETS`, :func:`target_shares`), and a fit may miss
+no target the neutral cut-offs meet. Which cases there are and how they are judged is the
+caller's; pure values here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["Decided", "ObviousCheck", "lost", "verdict_word"]
+__all__ = [
+    "OBVIOUS_LANGS",
+    "TARGETS",
+    "Decided",
+    "ObviousCheck",
+    "Target",
+    "lost",
+    "target_shares",
+    "verdict_word",
+]
+
+#: the languages of the per-language targets (XQuAD's ten)
+OBVIOUS_LANGS = ("en", "es", "de", "el", "ru", "tr", "ar", "vi", "zh", "hi")
+
+
+@dataclass(frozen=True)
+class Target:
+    """An obvious target: of the decisions on ``source``'s passages of ``role`` (in ``lang``,
+    or every language), the share whose hard value is one of ``right`` is at least ``share``."""
+
+    name: str
+    source: str
+    role: str
+    right: tuple[int, ...]
+    share: float
+    lang: str | None = None
+
+
+def _position_targets() -> tuple[Target, ...]:
+    yes, no = (1,), (0,)
+    found = [
+        Target("answer relevant", "xquad", "answer", yes, 0.95),
+        Target("other article not relevant", "xquad", "other", no, 0.95),
+        Target("same article not relevant", "xquad", "same", no, 0.80),
+        Target("short: other article not relevant", "xquadshort", "other", no, 0.95),
+    ]
+    for lang in OBVIOUS_LANGS:
+        found.append(Target(f"answer relevant [{lang}]", "xquad", "answer", yes, 0.80, lang))
+        found.append(
+            Target(f"other article not relevant [{lang}]", "xquad", "other", no, 0.80, lang)
+        )
+    return tuple(found)
+
+
+#: each kind's obvious targets (per language: at most one miss in the six lists a part holds)
+TARGETS: Mapping[str, tuple[Target, ...]] = {
+    "position.relevant": _position_targets(),
+    "position.relevant_answer": _position_targets(),
+    "relevance.grade": (
+        Target("answer medium or high", "xquad", "answer", (2, 3), 0.90),
+        Target("other article none", "xquad", "other", (0,), 0.90),
+    ),
+    "recall.supported": (),
+}
+
+
+def target_shares(
+    kind: str, rows: Sequence[Mapping[str, Any]], judged: Sequence[int]
+) -> dict[str, dict[str, Any]]:
+    """Each target of ``kind``: the share of its decisions right under ``judged`` (one hard
+    value per row; a row has ``source``, ``role`` and ``lang``), the target, and whether it
+    is met (None where no row counts: not met)."""
+    out = {}
+    for t in TARGETS.get(kind, ()):
+        picked = [
+            j in t.right
+            for r, j in zip(rows, judged, strict=True)
+            if r["source"] == t.source and r["role"] == t.role and t.lang in (None, r["lang"])
+        ]
+        share = sum(picked) / len(picked) if picked else None
+        out[t.name] = {
+            "share": share,
+            "target": t.share,
+            "met": share is not None and share >= t.share,
+        }
+    return out
 
 
 @dataclass(frozen=True)

@@ -31,3 +31,22 @@ def test_they_cover_languages_and_kinds_of_text() -> None:
     # the answer is not always first: a verdict by place would miss half
     first = Counter(r["labels"]["relevant"][0] for r in items)
     assert abs(first[True] - first[False]) <= 1
+
+
+def test_target_shares_count_a_role_per_language_and_miss_without_rows():
+    from localjudge.decisions import target_shares  # noqa: PLC0415
+
+    rows = [
+        {"source": "xquad", "role": "answer", "lang": "en"},
+        {"source": "xquad", "role": "answer", "lang": "de"},
+        {"source": "xquad", "role": "other", "lang": "en"},
+        {"source": "xquadshort", "role": "answer", "lang": "en"},  # another source: not counted
+    ]
+    found = target_shares("position.relevant", rows, [1, 0, 0, 0])
+    assert found["answer relevant"] == {"share": 0.5, "target": 0.95, "met": False}
+    assert found["answer relevant [en]"]["met"] is True
+    assert found["answer relevant [de]"]["share"] == 0.0
+    assert found["other article not relevant"]["met"] is True
+    assert found["answer relevant [zh]"] == {"share": None, "target": 0.80, "met": False}
+    grade = target_shares("relevance.grade", rows, [2, 3, 0, 0])
+    assert grade["answer medium or high"]["share"] == 1.0
