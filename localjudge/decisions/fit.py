@@ -108,21 +108,25 @@ def _average_ranks(sorted_values: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def statistics(graded: bool) -> dict[str, Statistic]:
-    def arrays(obs: Sequence[Observation], judged: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        return np.asarray([o.human for o in obs], dtype=int), np.asarray(judged, dtype=int)
+#: each figure of hard values beside labels, as a function of the two integer arrays
+FIGURE_OF_ARRAYS: dict[str, Callable[[np.ndarray, np.ndarray], float | None]] = {
+    "kappa": lambda h, j: cohen_kappa(h, j, 2, quadratic=False),
+    "balanced_accuracy": _balanced_accuracy,
+    "qwk": lambda h, j: cohen_kappa(h, j, 4, quadratic=True),
+    "kappa_relevant": lambda h, j: cohen_kappa(*_relevant(h, j), 2, quadratic=False),
+}
 
-    if graded:
-        return {
-            "qwk": lambda o, j: cohen_kappa(*arrays(o, j), 4, quadratic=True),
-            "kappa_relevant": lambda o, j: cohen_kappa(
-                *_relevant(*arrays(o, j)), 2, quadratic=False
-            ),
-        }
-    return {
-        "kappa": lambda o, j: cohen_kappa(*arrays(o, j), 2, quadratic=False),
-        "balanced_accuracy": lambda o, j: _balanced_accuracy(*arrays(o, j)),
-    }
+
+def statistics(graded: bool) -> dict[str, Statistic]:
+    def of(name: str) -> Statistic:
+        def stat(obs: Sequence[Observation], judged: list[int]) -> float | None:
+            human = np.asarray([o.human for o in obs], dtype=int)
+            return FIGURE_OF_ARRAYS[name](human, np.asarray(judged, dtype=int))
+
+        return stat
+
+    names = ("qwk", "kappa_relevant") if graded else ("kappa", "balanced_accuracy")
+    return {name: of(name) for name in names}
 
 
 def agreement(
@@ -186,10 +190,8 @@ FIGURES = {"recall.supported": "balanced_accuracy", "relevance.grade": "qwk"}
 
 def figure_of(kind: str, human: Sequence[int], judged: Sequence[int]) -> float | None:
     """The figure of ``kind`` (:data:`FIGURES`, else kappa) of hard values beside labels."""
-    graded = kind == "relevance.grade"
-    obs = [Observation("", 0.0, int(h)) for h in human]
-    result: float | None = statistics(graded)[FIGURES.get(kind, "kappa")](obs, list(judged))
-    return result
+    figure = FIGURE_OF_ARRAYS[FIGURES.get(kind, "kappa")]
+    return figure(np.asarray(human, dtype=int), np.asarray(judged, dtype=int))
 
 
 # --------------------------------------------------------------------------- fitting
