@@ -246,6 +246,7 @@ def build_kind(kind: str, found: list[dict[str, Any]]) -> tuple[ShippedKind, dic
         status="fitted",
         cutoffs=list(the_fit.cutoffs),
         combination=None if the_fit.combination is None else the_fit.combination.as_json(),
+        ref=f"built-in:build.py@{rows_digest(found)[:12]}",
         why=f"{chosen}; validation pooled difference {fmt(pooled)}; {verdict.line()}",
     )
     evidence = {
@@ -274,6 +275,11 @@ def build_kind(kind: str, found: list[dict[str, Any]]) -> tuple[ShippedKind, dic
     return shipped, evidence, verdict
 
 
+def rows_digest(found: list[dict[str, Any]]) -> str:
+    """The sha256 of a judge's rows (what its entry was built from)."""
+    return hashlib.sha256(json.dumps(found, sort_keys=True).encode()).hexdigest()
+
+
 def fmt(d: Difference) -> str:
     if d.value is None:
         return "none"
@@ -284,6 +290,7 @@ def fmt(d: Difference) -> str:
 def build_judge(
     alias: str, meta: dict[str, Any], found: list[dict[str, Any]], exceptions: list[dict[str, Any]]
 ) -> tuple[ShippedJudge, dict[str, Any]]:
+    found = [r for r in found if r["part"] != "test"]  # the sealed part is never read here
     kinds: dict[str, ShippedKind] = {}
     evidence: dict[str, Any] = {}
     mine = {e["kind"]: e for e in exceptions if e["judge"] == alias}
@@ -297,14 +304,14 @@ def build_judge(
                 raise SystemExit(f"exceptions.json: {alias} {kind} is shipped by the rule; drop it")
             kinds[kind] = shipped
         elif exception is not None:
-            update = {"status": "exception", "why": exception_why(exception)}
+            ref = (shipped.ref or "").replace("built-in:", "exception:", 1)
+            update = {"status": "exception", "why": exception_why(exception), "ref": ref}
             kinds[kind] = shipped.model_copy(update=update)
         else:
             kinds[kind] = ShippedKind(status="neutral", why=f"{verdict.line()}; neutral cut-offs")
     if mine:
         raise SystemExit(f"exceptions.json: {alias} has no rows of {sorted(mine)}")
-    digest = hashlib.sha256(json.dumps(found, sort_keys=True).encode()).hexdigest()
-    built = f"fitting/build.py from rows {digest[:12]}"
+    built = f"fitting/build.py from rows {rows_digest(found)[:12]}"
     return ShippedJudge(alias=alias, sha256=meta["sha256"], built=built, kinds=kinds), evidence
 
 

@@ -49,6 +49,9 @@ class ShippedKind(_Frozen):
     status: Literal["fitted", "neutral", "exception"]
     cutoffs: list[float] | None = None
     combination: ShippedCombination | None = None
+    #: the short reference a run records as the kind's ``cutoffs_source``
+    #: (``origin:file@sha256[:12]``; None for a neutral kind)
+    ref: str | None = None
     why: str = Field(min_length=1)
 
 

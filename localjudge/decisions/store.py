@@ -19,7 +19,7 @@ from importlib import resources
 from typing import Any
 
 from localjudge.decisions.cutoffs import NO_CUTOFFS, Cutoffs, Provenance
-from localjudge.decisions.shipped import Shipped, ShippedJudge
+from localjudge.decisions.shipped import Shipped, ShippedJudge, ShippedKind
 from localjudge.errors import ModelError
 from localjudge.judge.models import read_user_registry, user_registry_path, write_user_registry
 from localjudge.judge.protocol import JudgeIdentity
@@ -66,8 +66,8 @@ def shipped_judge(sha256: str) -> ShippedJudge | None:
 
 
 def cutoffs_of(entry: ShippedJudge | None) -> Cutoffs:
-    """An entry's fitted kinds and exceptions as :class:`Cutoffs`; each kind's provenance says
-    ``built-in`` or, for an exception, ``exception`` (what a run's summary records)."""
+    """An entry's fitted kinds and exceptions as :class:`Cutoffs`, each with its provenance
+    (its ``ref``, what a run records, and its status and why)."""
     if entry is None:
         return NO_CUTOFFS
     values: dict[str, Any] = {}
@@ -80,12 +80,20 @@ def cutoffs_of(entry: ShippedJudge | None) -> Cutoffs:
             values[kind] = k.cutoffs
         if k.combination is not None:
             combinations[kind] = k.combination.model_dump()
-        origin = "exception" if k.status == "exception" else "built-in"
-        sources[kind] = Provenance(origin, file="cutoffs.json", heldout={"why": k.why})
+        sources[kind] = _provenance(k.ref or "built-in", k)
     try:
         return Cutoffs.from_json(values, sources, combinations)
     except ValueError as exc:
         raise ModelError(f"built-in cutoffs.json: {entry.alias}: {exc}") from exc
+
+
+def _provenance(ref: str, kind: ShippedKind) -> Provenance:
+    """A shipped kind's provenance, read back from its ``ref`` (``origin:file@sha256``)."""
+    origin, _, rest = ref.partition(":")
+    file, _, sha = rest.partition("@")
+    return Provenance(
+        origin, file=file, sha256=sha, heldout={"status": kind.status, "why": kind.why}
+    )
 
 
 def user_cutoffs(sha256: str) -> Cutoffs:
