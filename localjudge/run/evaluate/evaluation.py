@@ -36,7 +36,7 @@ from localjudge.judge.protocol import (
     JudgeRequest,
 )
 from localjudge.metrics import METRICS, Metric, MetricResult
-from localjudge.metrics.asks import Answer, Ask, reason_request, sum_stats
+from localjudge.metrics.asks import Answers, Ask, reason_request, sum_stats
 from localjudge.run.evaluate.grouping import ask_grouped
 from localjudge.run.evaluate.truncation import trim_contexts
 from localjudge.run.outcome import Evaluation
@@ -254,7 +254,7 @@ class _Pending:
     asks: list[Ask]
     truncation: dict[str, Any] | None = None
     generations: list[Generation[Any]] = field(default_factory=list)
-    answers: list[Answer] = field(default_factory=list)
+    answers: Answers = field(default_factory=lambda: Answers([], []))
     #: how many of its reason calls did not fit the window (those verdicts have no reason)
     reasons_skipped: int = 0
 
@@ -333,7 +333,8 @@ def _decide(
             )
             if overflow is None:
                 p.generations = [o for o in outs if not isinstance(o, Exception)]
-                p.answers = decide_all(p.asks, p.generations, cutoffs)
+                # decide_all answers in ask order; from here on, an answer is found by its ask
+                p.answers = Answers(p.asks, decide_all(p.asks, p.generations, cutoffs))
                 decided.append(p)
                 continue
             ask, exc = overflow
@@ -400,19 +401,17 @@ def _explain(judge: Judge, decided: Sequence[_Pending]) -> None:
     reasons go into the answers, the calls' generations are added to the job's. A reason call
     that does not fit the window is dropped (counted in the job's ``reasons_skipped``): its
     verdict keeps no reason, and no decision is asked again."""
-    wanted = [
-        [k for k, a in enumerate(p.asks) if a.decision is not None and a.explain] for p in decided
-    ]
+    wanted = [[a for a in p.asks if a.decision is not None and a.explain] for p in decided]
     requests = [
-        [_origin(reason_request(p.asks[k], p.answers[k]), p) for k in ks]
-        for p, ks in zip(decided, wanted, strict=True)
+        [_origin(reason_request(ask, p.answers[ask]), p) for ask in asks]
+        for p, asks in zip(decided, wanted, strict=True)
     ]
-    for p, ks, outs in zip(decided, wanted, ask_grouped(judge, requests), strict=True):
-        for k, out in zip(ks, outs, strict=True):
+    for p, asks, outs in zip(decided, wanted, ask_grouped(judge, requests), strict=True):
+        for ask, out in zip(asks, outs, strict=True):
             if isinstance(out, ContextOverflowError):
                 p.reasons_skipped += 1
                 continue
-            p.answers[k] = replace(p.answers[k], reason=out.value.reason)  # type: ignore[attr-defined]
+            p.answers = p.answers.with_reason(ask, out.value.reason)  # type: ignore[attr-defined]
             p.generations.append(out)
 
 
