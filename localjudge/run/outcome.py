@@ -11,8 +11,8 @@ metric) and :meth:`~Evaluation.assert_thresholds`, which raises a readable
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,14 @@ from localjudge.run.results import (
 )
 from localjudge.run.summary import summarize
 
-__all__ = ["RAGAS_NAMES", "Evaluation", "ThresholdError", "check_thresholds"]
+__all__ = [
+    "RAGAS_NAMES",
+    "Evaluation",
+    "Missed",
+    "ThresholdError",
+    "below_thresholds",
+    "check_thresholds",
+]
 
 #: the metric column names ragas and Mastra users know (``to_pandas(names="ragas")``)
 RAGAS_NAMES: Mapping[str, str] = {
@@ -153,22 +160,45 @@ class Evaluation:
         check_thresholds(self.rows(), thresholds)
 
 
+@dataclass(frozen=True)
+class Missed:
+    """A metric whose mean misses its threshold (``mean`` None: nothing was scored)."""
+
+    metric: str
+    mean: float | None
+    threshold: float
+
+
+def below_thresholds(
+    stats: Mapping[str, Mapping[str, Any]], thresholds: Mapping[str, float]
+) -> list[Missed]:
+    """The one threshold check (``eval --fail-under``, :meth:`Evaluation.assert_thresholds`,
+    :func:`localjudge.testing.assert_scores`): each metric of ``thresholds`` whose mean in
+    ``stats`` (per metric, as ``summary.json`` has them) is below its threshold, or that has
+    no mean, in the order of ``thresholds``."""
+    return [
+        Missed(metric, mean, threshold)
+        for metric, threshold in thresholds.items()
+        if (mean := stats[metric]["mean"]) is None or mean < threshold
+    ]
+
+
 def check_thresholds(rows: Iterable[Mapping[str, Any]], thresholds: Mapping[str, float]) -> None:
-    """The check behind :meth:`Evaluation.assert_thresholds` and
-    :func:`localjudge.testing.assert_scores`, over result rows."""
+    """:func:`below_thresholds` over result rows, raising :class:`ThresholdError` that names
+    the worst items (:meth:`Evaluation.assert_thresholds`,
+    :func:`localjudge.testing.assert_scores`)."""
     by_metric: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
         by_metric.setdefault(row["metric"], []).append(row)
     unknown = sorted(set(thresholds) - set(by_metric))
     if unknown:
         raise ValueError(f"no results for the metric(s) {', '.join(unknown)}")
+    stats = summarize((r for rows in by_metric.values() for r in rows), list(by_metric))
     problems = []
-    for metric, threshold in thresholds.items():
+    for missed in below_thresholds(stats, thresholds):
+        metric, mean, threshold = missed.metric, missed.mean, missed.threshold
         scored = [r for r in by_metric[metric] if r["score"] is not None]
         failed = [r for r in by_metric[metric] if r["error"] is not None]
-        mean = math.fsum(r["score"] for r in scored) / len(scored) if scored else None
-        if mean is not None and mean >= threshold:
-            continue
         head = (
             f"{metric}: mean {number(mean)} < {number(threshold)} ({len(scored)} scored"
             if mean is not None

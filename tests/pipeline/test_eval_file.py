@@ -20,8 +20,9 @@ from localjudge.metrics import METRICS, ContextPosition, ContextRecall, ContextR
 from localjudge.metrics.instructions import baseline_ask
 from localjudge.metrics.statements import split_statements
 from localjudge.run.evaluate.file_run import eval_file, survey
+from localjudge.run.outcome import ThresholdError
 from localjudge.run.results import FORMAT_VERSION
-from localjudge.testing import ScriptedJudge
+from localjudge.testing import ScriptedJudge, assert_scores
 from localjudge.versions import versions
 
 ROW_KEYS = [
@@ -415,6 +416,26 @@ def test_fail_under_thresholds_are_reported(tmp_path, data):
     outcome = run(data, tmp_path / "out", judge, fail_under={"recall": 0.99, "position": 0.01})
     mean = outcome.summary["metrics"]["recall"]["mean"]
     assert outcome.failed_thresholds == [f"recall mean {mean} < 0.99"]
+
+
+def test_fail_under_and_assert_scores_miss_the_same_thresholds(tmp_path, data):
+    """One threshold check: eval's --fail-under and the library's assert_scores agree at the
+    mean itself (a mean equal to its threshold passes) and just above it."""
+    first = run(data, tmp_path / "first", ScriptedJudge(rule_reply)).summary["metrics"]
+    means = {name: first[name]["mean"] for name in METRIC_NAMES}
+    for nudge in (0.0, 1e-9):
+        thresholds = {name: mean + nudge for name, mean in means.items()}
+        out = tmp_path / f"out-{nudge}"
+        outcome = run(data, out, ScriptedJudge(rule_reply), fail_under=thresholds)
+        rows = read_rows(outcome.results_path)
+        for name, threshold in thresholds.items():
+            by_eval = any(line.startswith(f"{name} mean") for line in outcome.failed_thresholds)
+            try:
+                assert_scores(rows, **{name: threshold})
+                by_library = False
+            except ThresholdError:
+                by_library = True
+            assert by_eval == by_library == (nudge > 0), (name, nudge)
 
 
 def test_fail_under_with_no_scored_item_fails(tmp_path):

@@ -41,6 +41,7 @@ from localjudge.run.evaluate.labelled_pass import (
     in_sample,
     score_labelled,
 )
+from localjudge.run.outcome import below_thresholds
 from localjudge.run.results import RESULTS, ItemResult, ResultRow, ResultsWriter, Summary
 from localjudge.run.rundir import finished_run, output_lock, refuse_replacing, run_differences
 from localjudge.run.summary import build_summary, write_summary
@@ -388,13 +389,12 @@ def _summary(run: _Run, writer: ResultsWriter, labelled: Mapping[str, LabelledSc
 def failed_thresholds(
     summary: Summary, fail_under: Mapping[str, float] | None, max_failure_rate: float | None
 ) -> list[str]:
-    """The thresholds a run's summary misses: a mean under ``fail_under``'s, a metric with
-    more failed items than ``max_failure_rate`` allows."""
-    means = {name: stats["mean"] for name, stats in summary["metrics"].items()}
+    """The thresholds a run's summary misses, one line each: a mean under ``fail_under``'s
+    (:func:`~localjudge.run.outcome.below_thresholds`), a metric with more failed items than
+    ``max_failure_rate`` allows."""
     failed = [
-        f"{name} mean {means[name]} < {threshold}"
-        for name, threshold in (fail_under or {}).items()
-        if (mean := means[name]) is None or mean < threshold
+        f"{m.metric} mean {m.mean} < {m.threshold}"
+        for m in below_thresholds(summary["metrics"], fail_under or {})
     ]
     if max_failure_rate is not None:
         for name, stats in summary["metrics"].items():
