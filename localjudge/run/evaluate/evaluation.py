@@ -137,7 +137,7 @@ def evaluate(
     """
     resolved = resolve_metrics(metrics)
     if judge is None:
-        raise ValueError("evaluate() needs a judge: load_judge(), open_judge(...) or a fake")
+        raise ValueError("evaluate() needs a judge: load_judge() or a fake")
     if mapping is not None and column_map is not None:
         raise ValueError("give mapping= or column_map=, not both")
     mapping = mapping if mapping is not None else column_map
