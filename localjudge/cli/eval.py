@@ -19,7 +19,6 @@ import click
 
 from localjudge.cli import progress as drawn
 from localjudge.cli.config import ConfiguredCommand
-from localjudge.cli.deprecation import deprecated_option
 from localjudge.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_THRESHOLD, guarded
 from localjudge.cli.html_out import write_html
 from localjudge.cli.options import (
@@ -100,13 +99,6 @@ from localjudge.errors import (
     is_flag=True,
     help="With --labels: map each row's score to the human scale by an isotonic fit on the "
     "--labels items; adds calibrated_score (score is kept).",
-)
-@deprecated_option(
-    "--calibrate",
-    "--isotonic",
-    "old_calibrate",
-    note="the same isotonic fit of the scores; `localjudge calibrate` fits decision cut-offs",
-    is_flag=True,
 )
 @click.option(
     "--raw-output",
@@ -192,8 +184,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
         )
     scale, truncate, reasons = p.pop("scale"), p.pop("truncate"), p.pop("reasons")
     labels, html, raw_output = p.pop("labels"), p.pop("html"), p.pop("raw_output")
-    # --isotonic or its old spelling --calibrate (warned about as it was parsed); both popped
-    isotonic = any((p.pop("isotonic"), p.pop("old_calibrate")))
+    isotonic = p.pop("isotonic")
     junit_path: Path | None = p.pop("junit")
     overwrite = p.pop("overwrite")
     ray = p.pop("ray")

@@ -11,7 +11,6 @@ the prediction-powered means (:mod:`localjudge.stats.ppi`). The loop itself is
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
@@ -123,7 +122,6 @@ def eval_file(
     chunk_size: int = CHUNK_SIZE,
     only: Mapping[str, Collection[int]] | None = None,
     cutoffs: Cutoffs | None = None,
-    calibrate: bool | None = None,
 ) -> RunOutcome:
     """Score ``data`` with ``metrics`` and write ``results.jsonl`` and ``summary.json`` to
     ``out_dir``. ``fail_under`` maps metric names to thresholds for their mean;
@@ -135,9 +133,7 @@ def eval_file(
     the human-scale mean over ``data`` with its interval (``ppi``, ``ppi_soft``; see
     :mod:`localjudge.stats.ppi`); ``isotonic`` also adds each row's ``calibrated_score``, the
     judge score mapped to the human scale by an isotonic fit on the labelled items (recorded in
-    the run's settings as ``calibrate``, its key before the rename). ``calibrate`` is the
-    deprecated name of ``isotonic`` (a :class:`DeprecationWarning`; ``localjudge calibrate``
-    fits decision cut-offs, another thing).
+    the run's settings as ``isotonic``).
     ``raw_output`` adds each row's raw judge output text (``raw_output``). ``chunk_size``:
     items handed to the judge together per metric (rows do not depend on it; a Ray judge wants
     large chunks, :data:`localjudge.cluster.RAY_CHUNK_SIZE`). ``only``: per metric, the input
@@ -154,7 +150,7 @@ def eval_file(
 
     Pass a :class:`~localjudge.judge.cache.caching.CachingJudge` to cache and resume."""
     mapping = dict(mapping or {})
-    isotonic = _checked_options(metrics, fail_under, labels, isotonic=isotonic, calibrate=calibrate)
+    _check_options(metrics, fail_under, labels, isotonic=isotonic)
     records = read(data, fmt=fmt, mapping=mapping)  # fails now on an unreadable file
     with output_lock(out_dir):
         run = _prepare(
@@ -189,32 +185,21 @@ def eval_file(
         return RunOutcome(writer.path, summary_path, summary, failed, _notes(run))
 
 
-def _checked_options(
+def _check_options(
     metrics: Sequence[Metric],
     fail_under: Mapping[str, float] | None,
     labels: Path | None,
     *,
     isotonic: bool,
-    calibrate: bool | None,
-) -> bool:
-    """Whether the run fits the isotonic map (``calibrate`` is its deprecated name, warned of
-    at :func:`eval_file`'s caller); refuses thresholds on metrics that are not run, and an
-    isotonic fit without labels."""
+) -> None:
+    """Refuse thresholds on metrics that are not run, and an isotonic fit without labels."""
     unknown = set(fail_under or {}) - {m.name for m in metrics}
     if unknown:
         raise UsageError(
             f"--fail-under names metrics that are not run: {', '.join(sorted(unknown))}"
         )
-    if calibrate is not None:
-        warnings.warn(
-            "eval_file(calibrate=...) is deprecated, use isotonic=... (the same isotonic fit)",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        isotonic = isotonic or calibrate
     if isotonic and labels is None:
         raise UsageError("--isotonic needs --labels (the labelled items it is fitted on)")
-    return isotonic
 
 
 @dataclass(frozen=True)
@@ -277,7 +262,7 @@ def _prepare(
             {
                 "labels": str(labels),
                 "labels_sha256": labels_sha,
-                "calibrate": isotonic,  # the key before --isotonic: old runs still match
+                "isotonic": isotonic,
             }
             if labels is not None
             else {}
