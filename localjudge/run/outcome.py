@@ -12,7 +12,7 @@ metric) and :meth:`~Evaluation.assert_thresholds`, which raises a readable
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from localjudge.run.results import (
     ItemResult,
     MetricStats,
     ResultRow,
+    Summary,
     dumps_row,
     result_row,
 )
@@ -32,9 +33,11 @@ __all__ = [
     "RAGAS_NAMES",
     "Evaluation",
     "Missed",
+    "RunOutcome",
     "ThresholdError",
     "below_thresholds",
     "check_thresholds",
+    "failed_thresholds",
 ]
 
 #: the metric column names ragas and Mastra users know (``to_pandas(names="ragas")``)
@@ -50,6 +53,18 @@ WORST_SHOWN = 5
 class ThresholdError(AssertionError):
     """A metric's mean is below its threshold (or nothing was scored); the message lists, per
     failing metric, the mean, the threshold and the worst items with their reasons."""
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What an eval run wrote, and its summary."""
+
+    results_path: Path
+    summary_path: Path
+    summary: Summary
+    failed_thresholds: list[str] = field(default_factory=list)
+    #: what the user should know about the run's figures (the CLI prints them on stderr)
+    warnings: list[str] = field(default_factory=list)
 
 
 class Evaluation:
@@ -181,6 +196,28 @@ def below_thresholds(
         for metric, threshold in thresholds.items()
         if (mean := stats[metric]["mean"]) is None or mean < threshold
     ]
+
+
+def failed_thresholds(
+    summary: Summary, fail_under: Mapping[str, float] | None, max_failure_rate: float | None
+) -> list[str]:
+    """The thresholds a run's summary misses, one line each: a mean under ``fail_under``'s
+    (:func:`below_thresholds`), a metric with more failed items than
+    ``max_failure_rate`` allows."""
+    failed = [
+        f"{m.metric} mean {m.mean} < {m.threshold}"
+        for m in below_thresholds(summary["metrics"], fail_under or {})
+    ]
+    if max_failure_rate is not None:
+        for name, stats in summary["metrics"].items():
+            total = stats["n_scored"] + stats["n_failed"] + stats["n_undefined"]
+            rate = stats["n_failed"] / total if total else 0.0
+            if rate > max_failure_rate:
+                failed.append(
+                    f"{name}: {stats['n_failed']} of {total} items failed ({rate:.1%}), "
+                    f"over --max-failure-rate {max_failure_rate:g}"
+                )
+    return failed
 
 
 def check_thresholds(rows: Iterable[Mapping[str, Any]], thresholds: Mapping[str, float]) -> None:

@@ -133,11 +133,12 @@ def resolve_cutoffs(judge: Judge, cutoffs: Cutoffs | None = None) -> Cutoffs:
     return judge_cutoffs(judge.identity)
 
 
-def neutral_cutoffs_note(judge: Judge, name: str | None = None) -> str:
-    """One line for a judge (called ``name``, else by its identity) with no fitted cut-offs or
-    combinations of its own (its decisions take the neutral cut-offs: the larger probability),
-    saying how to fit and check them; '' for a judge that has some."""
-    if resolve_cutoffs(judge):
+def neutral_cutoffs_note(judge: Judge, cutoffs: Cutoffs, name: str | None = None) -> str:
+    """One line for a judge (called ``name``, else by its identity) whose ``cutoffs`` (its own,
+    :func:`resolve_cutoffs`) hold no fitted cut-offs or combinations (its decisions take the
+    neutral cut-offs: the larger probability), saying how to fit and check them; '' for a
+    judge that has some."""
+    if cutoffs:
         return ""
     return (
         f"judge {name or judge.identity.model} has no fitted cut-offs: its decisions use the "

@@ -7,11 +7,13 @@ import hashlib
 import json
 import signal
 import statistics
+from itertools import islice
 
 import pytest
 from pipeline_rules import EXPECTED, rule_reply
 
 from localjudge.canonical import compact_json
+from localjudge.data.dataset import read_records
 from localjudge.data.items import make_item
 from localjudge.errors import UsageError
 from localjudge.judge.cache.caching import CachingJudge
@@ -19,7 +21,7 @@ from localjudge.judge.cache.store import Cache
 from localjudge.metrics import METRICS, ContextPosition, ContextRecall, ContextRelevance
 from localjudge.metrics.instructions import baseline_ask
 from localjudge.metrics.statements import split_statements
-from localjudge.run.evaluate.file_run import eval_file, survey
+from localjudge.run.evaluate.file_run import eval_file, open_run, survey
 from localjudge.run.outcome import ThresholdError
 from localjudge.run.results import FORMAT_VERSION
 from localjudge.testing import ScriptedJudge, assert_scores
@@ -665,4 +667,6 @@ def test_survey_finds_the_metrics(tmp_path, records, mapping, limit, expected):
     path.write_text("not json\n" + "".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     # the malformed first line takes a place in the limit but gives no field
     effective_limit = None if limit is None else limit + 1
-    assert survey(path, mapping=mapping, limit=effective_limit).metrics == expected
+    with open_run(path, tmp_path / "out", mapping=mapping, limit=effective_limit) as run:
+        assert run.survey().metrics == expected
+    assert survey(islice(read_records(path), effective_limit), mapping).metrics == expected

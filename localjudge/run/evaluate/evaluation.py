@@ -24,7 +24,6 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from localjudge.data.dataset import LIST_FIELDS, read_records
 from localjudge.data.items import Item, make_item
 from localjudge.data.records import Record
 from localjudge.decisions import Cutoffs, decide_all, kinds_of
@@ -49,8 +48,8 @@ __all__ = [
     "OnJudging",
     "RecordLike",
     "evaluate",
+    "judged",
     "metric_settings",
-    "read",
     "resolve_cutoffs",
     "resolve_metrics",
     "score",
@@ -140,25 +139,21 @@ def evaluate(
         raise ValueError("evaluate() needs a judge: load_judge() or a fake")
     if mapping is not None and column_map is not None:
         raise ValueError("give mapping= or column_map=, not both")
-    mapping = mapping if mapping is not None else column_map
-    cutoffs = resolve_cutoffs(judge, cutoffs)
-    entries = (_as_item(r, i, mapping) for i, r in enumerate(_records_of(records)))
-
-    def stream() -> Iterator[ItemResult]:
-        while chunk := list(islice(entries, chunk_size)):
-            jobs = [
-                (entry, metric)
-                for entry in chunk
-                for metric in resolved
-                if only is None or entry.index in only.get(metric.name, ())
-            ]
-            yield from _score_chunk(
-                jobs, judge, truncate, on_result, on_judging=on_judging, cutoffs=used
-            )
-
-    used = cutoffs
+    used = resolve_cutoffs(judge, cutoffs)
+    stream = judged(
+        _records_of(records),
+        resolved,
+        judge,
+        cutoffs=used,
+        mapping=mapping if mapping is not None else column_map,
+        truncate=truncate,
+        chunk_size=chunk_size,
+        on_result=on_result,
+        on_judging=on_judging,
+        only=only,
+    )
     return Evaluation(
-        stream(),
+        stream,
         metrics=[m.name for m in resolved],
         identity=judge.identity,
         settings_by_metric={
@@ -166,6 +161,35 @@ def evaluate(
         },
         keep=keep,
     )
+
+
+def judged(
+    records: Iterable[RecordLike],
+    metrics: Sequence[Metric],
+    judge: Judge,
+    *,
+    cutoffs: Cutoffs,
+    mapping: Mapping[str, str] | None = None,
+    truncate: bool = False,
+    chunk_size: int = CHUNK_SIZE,
+    on_result: Callable[[ItemResult], None] | None = None,
+    on_judging: OnJudging | None = None,
+    only: Mapping[str, Collection[int]] | None = None,
+) -> Iterator[ItemResult]:
+    """:func:`evaluate`'s stream of results, for a caller that has fixed the metrics, the
+    cut-offs and what the rows record itself (``eval_file``'s passes): nothing is resolved
+    again here."""
+    entries = (_as_item(r, i, mapping) for i, r in enumerate(records))
+    while chunk := list(islice(entries, chunk_size)):
+        jobs = [
+            (entry, metric)
+            for entry in chunk
+            for metric in metrics
+            if only is None or entry.index in only.get(metric.name, ())
+        ]
+        yield from _score_chunk(
+            jobs, judge, truncate, on_result, on_judging=on_judging, cutoffs=cutoffs
+        )
 
 
 def metric_settings(metric: Metric, *, truncate: bool, cutoffs: Cutoffs) -> dict[str, Any]:
@@ -413,13 +437,3 @@ def _explain(judge: Judge, decided: Sequence[_Pending]) -> None:
                 continue
             p.answers = p.answers.with_reason(ask, out.value.reason)  # type: ignore[attr-defined]
             p.generations.append(out)
-
-
-# --------------------------------------------------------------------------- reading data
-
-
-def read(data: Path, *, fmt: str | None, mapping: Mapping[str, str]) -> Iterator[Record]:
-    """The dataset's records as every pass of a run reads them: with the run's format, and a
-    mapped contexts column parsed as a list in CSV too."""
-    extra = {mapping["retrieved_contexts"]} if "retrieved_contexts" in mapping else set()
-    return read_records(data, fmt=fmt, list_fields=set(LIST_FIELDS) | extra)
