@@ -35,7 +35,7 @@ from localjudge.metrics import (
 from localjudge.run.evaluate.evaluation import evaluate, score
 from localjudge.run.evaluate.file_run import eval_file
 from localjudge.run.results import ItemResult
-from localjudge.run.settings import JudgeSettings, build_metrics, open_judge
+from localjudge.run.settings import build_metrics
 from localjudge.scoring import RelevancePenalties
 from localjudge.versions import DISTRIBUTION, package_version
 
@@ -58,7 +58,6 @@ __all__ = [
     "Judge",
     "JudgeIdentity",
     "JudgeRequest",
-    "JudgeSettings",
     "LlamaJudge",
     "LocalJudgeError",
     "MetricResult",
@@ -73,6 +72,5 @@ __all__ = [
     "eval_file",
     "evaluate",
     "load_judge",
-    "open_judge",
     "score",
 ]

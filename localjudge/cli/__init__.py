@@ -4,8 +4,7 @@
 ``bench``, ``calibrate``, ``models``, ``cache`` and ``diff`` live in modules of their own. What
 they share has a module per responsibility: exit codes and the mapping of errors to them
 (:mod:`~localjudge.cli.exits`), the typed judge and run options (:mod:`~localjudge.cli.options`),
-the Ray options (:mod:`~localjudge.cli.ray_options`), old option spellings kept for a release
-(:mod:`~localjudge.cli.deprecation`), the progress bar
+the Ray options (:mod:`~localjudge.cli.ray_options`), the progress bar
 (:mod:`~localjudge.cli.progress`), the HTML report (:mod:`~localjudge.cli.html_out`); option
 values from a config file and the environment are in :mod:`~localjudge.cli.config`. The entry point
 (``localjudge = "localjudge.cli:main"``) is :func:`main`.

@@ -17,7 +17,6 @@ from typing import Any
 import click
 
 from localjudge.cli.config import ConfiguredCommand
-from localjudge.cli.deprecation import deprecated_option, either
 from localjudge.cli.exits import guarded
 from localjudge.cli.options import judge_factory, judge_options, judge_settings
 from localjudge.decisions import Provenance
@@ -50,7 +49,6 @@ from localjudge.errors import DataError, UsageError
     help="Store every fitted kind, also those whose held-out gain the rule does not confirm "
     "or that lose an obvious item.",
 )
-@deprecated_option("--force", "--store-anyway", "old_force", is_flag=True)
 @click.option(
     "--reset",
     is_flag=True,
@@ -69,7 +67,6 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     limit: int | None,
     dry_run: bool,
     store_anyway: bool,
-    old_force: bool,
     reset: bool,
     **options: Any,
 ) -> None:
@@ -104,7 +101,6 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     from localjudge.run.calibrate.table import IN_SAMPLE, calibration_table  # noqa: PLC0415
     from localjudge.run.settings import open_judge  # noqa: PLC0415
 
-    store_anyway = either(store_anyway, old_force)
     if reset:
         _reset(ctx, model, metric_names, options)
         return

@@ -236,7 +236,7 @@ def _source(ctx: click.Context, param: click.Parameter, origins: Mapping[str, st
 
 def resolved(ctx: click.Context) -> list[Resolved]:
     """Every option of the command in ``ctx`` (and its arguments), its value and its source; a
-    hidden option (a deprecated spelling) only when something set it."""
+    hidden option only when something set it."""
     origins: Mapping[str, str] = ctx.meta.get(_ORIGINS, {})
     out = []
     for param in ctx.command.params:

@@ -2,8 +2,7 @@
 (registered in :mod:`localjudge.cli`, which maps its errors to exit codes).
 
 The files it writes take a path each, named ``--json-out`` and ``--html-out`` (``--json`` and
-``--html`` are flags elsewhere); ``--json PATH``, ``--html PATH`` and ``--force`` (now
-``--by-id``) still work for one release, with a deprecation line.
+``--html`` are flags elsewhere).
 """
 
 from __future__ import annotations
@@ -13,8 +12,6 @@ import sys
 from pathlib import Path
 
 import click
-
-from localjudge.cli.deprecation import deprecated_option, either
 
 #: a file diff writes (the parent folder is created)
 _FILE = click.Path(path_type=Path, dir_okay=False)
@@ -29,7 +26,6 @@ _FILE = click.Path(path_type=Path, dir_okay=False)
     is_flag=True,
     help="Compare runs of different data: match items by id, and list the items only one run has.",
 )
-@deprecated_option("--force", "--by-id", "old_force", is_flag=True)
 @click.option(
     "--top",
     type=click.IntRange(min=0),
@@ -53,8 +49,6 @@ _FILE = click.Path(path_type=Path, dir_okay=False)
     metavar="PATH",
     help="Also write the diff as one offline HTML page to this file.",
 )
-@deprecated_option("--json", "--json-out", "old_json", type=_FILE, default=None)
-@deprecated_option("--html", "--html-out", "old_html", type=_FILE, default=None)
 def diff_command(  # noqa: PLR0917 (Click passes every option as an argument)
     run_a: Path,
     run_b: Path,
@@ -62,9 +56,6 @@ def diff_command(  # noqa: PLR0917 (Click passes every option as an argument)
     top: int,
     json_path: Path | None,
     html_path: Path | None,
-    old_force: bool,
-    old_json: Path | None,
-    old_html: Path | None,
 ) -> None:
     """What changed from eval run RUN_A to RUN_B (two -o directories of the same data): per
     metric the mean difference B - A with a paired 95% CI and a Wilcoxon test, and the items
@@ -72,9 +63,7 @@ def diff_command(  # noqa: PLR0917 (Click passes every option as an argument)
     from localjudge.console import render  # noqa: PLC0415 (keep --help fast)
     from localjudge.run.report.diff import diff_notes, diff_runs, diff_tables, load_run  # noqa: PLC0415
 
-    json_path, html_path = either(json_path, old_json), either(html_path, old_html)
-    force = either(by_id, old_force)
-    diff = diff_runs(load_run(run_a), load_run(run_b), force=force, top=top)
+    diff = diff_runs(load_run(run_a), load_run(run_b), force=by_id, top=top)
     click.echo(f"A: {run_a}\nB: {run_b}")
     for line in diff_notes(diff):
         click.echo(f"note: {line}")

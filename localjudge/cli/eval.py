@@ -19,7 +19,6 @@ import click
 
 from localjudge.cli import progress as drawn
 from localjudge.cli.config import ConfiguredCommand
-from localjudge.cli.deprecation import deprecated_option
 from localjudge.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_THRESHOLD, guarded
 from localjudge.cli.html_out import write_html
 from localjudge.cli.options import (
@@ -101,13 +100,6 @@ from localjudge.errors import (
     help="With --labels: map each row's score to the human scale by an isotonic fit on the "
     "--labels items; adds calibrated_score (score is kept).",
 )
-@deprecated_option(
-    "--calibrate",
-    "--isotonic",
-    "old_calibrate",
-    note="the same isotonic fit of the scores; `localjudge calibrate` fits decision cut-offs",
-    is_flag=True,
-)
 @click.option(
     "--raw-output",
     is_flag=True,
@@ -164,8 +156,7 @@ def _eval_child(params: dict[str, Any], reporter: Any) -> None:
 def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, reporter: Any) -> None:
     from localjudge.data.dataset import parse_mapping  # noqa: PLC0415 (keep --help fast)
     from localjudge.metrics import MetricSettings  # noqa: PLC0415
-    from localjudge.run.evaluate.file_run import eval_file, survey  # noqa: PLC0415
-    from localjudge.run.rundir import output_lock  # noqa: PLC0415
+    from localjudge.run.evaluate.file_run import open_run  # noqa: PLC0415
     from localjudge.run.settings import build_metrics  # noqa: PLC0415
     from localjudge.run.summary import summary_table  # noqa: PLC0415
 
@@ -178,33 +169,30 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
     thresholds = parse_thresholds(p.pop("fail_under"))
     max_failure_rate = p.pop("max_failure_rate")
     progress = not quiet and drawn.on_terminal()
-    found = (
-        survey(data, fmt=fmt, mapping=mapping, limit=limit)
-        if progress or not metric_names
-        else None
-    )
-    names = list(metric_names) or (found.metrics if found else [])
-    if not names:
-        raise UsageError(
-            f"no metric applies to {data}: records need user_input and retrieved_contexts, plus "
-            "reference (recall) or response (relevance)",
-            hint="name fields with --map, e.g. --map user_input=question",
-        )
     scale, truncate, reasons = p.pop("scale"), p.pop("truncate"), p.pop("reasons")
     labels, html, raw_output = p.pop("labels"), p.pop("html"), p.pop("raw_output")
-    # --isotonic or its old spelling --calibrate (warned about as it was parsed); both popped
-    isotonic = any((p.pop("isotonic"), p.pop("old_calibrate")))
+    isotonic = p.pop("isotonic")
     junit_path: Path | None = p.pop("junit")
     overwrite = p.pop("overwrite")
     ray = p.pop("ray")
-    with output_lock(out_dir):  # before the judge loads: a second run is refused at once
+    # the data (and labels) opened once and the output locked once, before the judge loads: an
+    # unreadable file or a second run into OUT is refused at once
+    with open_run(data, out_dir, mapping=mapping, fmt=fmt, limit=limit, labels=labels) as run:
+        found = run.survey() if progress or not metric_names else None
+        names = list(metric_names) or (found.metrics if found else [])
+        if not names:
+            raise UsageError(
+                f"no metric applies to {data}: records need user_input and retrieved_contexts, "
+                "plus reference (recall) or response (relevance)",
+                hint="name fields with --map, e.g. --map user_input=question",
+            )
         settings = judge_settings(p.pop("model"), **p)
-        judge = _open(settings, ray, factory, quiet=quiet)
+        judge, cutoffs = _open(settings, ray, factory, quiet=quiet)
         metrics = build_metrics(names, MetricSettings(scale=scale, reasons=reasons))
         total = found.n_records if found and progress else None
         junit = None
         if junit_path is not None:
-            run = {
+            recorded = {
                 "data": str(data),
                 "limit": limit,
                 "truncate": truncate,
@@ -215,27 +203,23 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
                 "max_failure_rate": max_failure_rate,
                 **settings.recorded(),
             }
-            junit = _junit_report(junit_path, judge, [m.name for m in metrics], thresholds, run)
+            run_metrics = [m.name for m in metrics]
+            junit = _junit_report(junit_path, judge, run_metrics, thresholds, recorded)
         with (
             progress_bar(total, len(metrics), reporter) as on_progress,
             _stopping(junit),
         ):
             on_result = _each(on_progress, junit_row(junit, judge) if junit else None)
-            outcome = eval_file(
-                data,
-                out_dir,
+            outcome = run.score(
                 judge=judge,
                 metrics=metrics,
-                mapping=mapping,
-                fmt=fmt,
-                limit=limit,
+                cutoffs=cutoffs,
                 truncate=truncate,
                 fail_under=thresholds,
                 max_failure_rate=max_failure_rate,
                 settings=settings.recorded(),
                 on_result=on_result,
                 on_judging=reporter.judging if reporter is not None else None,
-                labels=labels,
                 isotonic=isotonic,
                 raw_output=raw_output,
                 overwrite=overwrite,
@@ -263,15 +247,23 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
     sys.exit(EXIT_THRESHOLD if outcome.failed_thresholds else EXIT_OK)
 
 
-def _open(settings: Any, ray: Any, factory: Callable[[Any], Any] | None, *, quiet: bool) -> Any:
-    """The run's judge (a Ray pool, a test's factory, or loaded here), and one line on stderr
-    (not with -q) when it has no fitted cut-offs or combinations of its own."""
-    from localjudge.run.settings import neutral_cutoffs_note, open_judge  # noqa: PLC0415
+def _open(
+    settings: Any, ray: Any, factory: Callable[[Any], Any] | None, *, quiet: bool
+) -> tuple[Any, Any]:
+    """The run's judge (a Ray pool, a test's factory, or loaded here) and its cut-offs (read
+    once, for the whole run), with one line on stderr (not with -q) when it has no fitted
+    cut-offs or combinations of its own."""
+    from localjudge.run.settings import (  # noqa: PLC0415
+        neutral_cutoffs_note,
+        open_judge,
+        resolve_cutoffs,
+    )
 
     judge = ray.open(settings) if ray is not None else (factory or open_judge)(settings)
-    if not quiet and (note := neutral_cutoffs_note(judge, settings.name)):
+    cutoffs = resolve_cutoffs(judge)
+    if not quiet and (note := neutral_cutoffs_note(judge, cutoffs, settings.name)):
         click.echo(f"localjudge: note: {note}", err=True)
-    return judge
+    return judge, cutoffs
 
 
 def _warn(outcome: Any) -> None:

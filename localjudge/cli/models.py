@@ -11,8 +11,6 @@ from typing import Any
 
 import click
 
-from localjudge.cli.deprecation import deprecated_option, either
-
 
 @click.group("models", invoke_without_command=True)
 @click.pass_context
@@ -93,13 +91,10 @@ def _list_found(as_json: bool) -> None:
 @click.argument("path")
 @click.option("--alias", required=True, help="The name to give it (-m NAME).")
 @click.option("--overwrite", is_flag=True, help="Replace an alias that is already registered.")
-@deprecated_option("--force", "--overwrite", "old_force", is_flag=True)
 @click.option(
     "--description", default=None, help="Shown by `models` (default: from the GGUF metadata)."
 )
-def add_command(
-    path: str, alias: str, overwrite: bool, old_force: bool, description: str | None
-) -> None:
+def add_command(path: str, alias: str, overwrite: bool, description: str | None) -> None:
     """Register the GGUF file PATH as NAME in the user registry, with its sha256. PATH may be
     a store name: ollama:qwen2.5:7b, hf:ORG/REPO/FILE.gguf[@REV], lmstudio:P/R/FILE.gguf.
 
@@ -110,7 +105,7 @@ def add_command(
         user_registry_path,
     )
 
-    info = add_model(path, alias, force=either(overwrite, old_force), description=description)
+    info = add_model(path, alias, force=overwrite, description=description)
     click.echo(f"added {alias} -> {info.path} to {user_registry_path()}")
     _print_info(info.as_dict())
 

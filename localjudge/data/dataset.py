@@ -20,6 +20,7 @@ from localjudge.data.items import ALIASES, FIELDS
 from localjudge.data.records import (
     BOM,
     MAX_RECORD_ENV,
+    ByteReader,
     Record,
     bounded_lines,
     json_kind,
@@ -39,7 +40,12 @@ __all__ = [
     "FORMATS",
     "LIST_FIELDS",
     "MAPPABLE_FIELDS",
+    "checked_format",
     "detect_format",
+    "json_array",
+    "json_records",
+    "jsonl_records",
+    "list_fields",
     "parse_mapping",
     "read_records",
 ]
@@ -119,55 +125,73 @@ def read_records(
     :class:`Record` with ``error`` set instead.
     """
     file = Path(path)
+    kind = checked_format(file, fmt)
+    if kind == "hf":
+        return read_hf_folder(file)
+    open_binary(file).close()  # fail now, not at the first record, when it cannot be opened
+    if kind == "jsonl":
+        return _read_jsonl(file)
+    if kind == "json":
+        with open_binary(file) as fh:
+            return json_records(json_array(fh, file))
+    if kind == "csv":
+        return read_csv(file, frozenset(list_fields))
+    return read_parquet(file)
+
+
+def checked_format(file: Path, fmt: str | None = None) -> str:
+    """:func:`detect_format`, for a dataset that is there: a missing path, or a path that is not
+    a file where the format wants one, is a :class:`~localjudge.errors.DataError`."""
     kind = detect_format(file, fmt)
     if not file.exists():
         raise DataError(
             f"dataset file not found: {str(file)!r}",
             hint="check the path (relative paths start from the current directory)",
         )
-    if kind == "hf":
-        return read_hf_folder(file)
-    if not file.is_file():
+    if kind != "hf" and not file.is_file():
         raise DataError(f"dataset path is not a file: {str(file)!r}", hint="give a file path")
-    open_binary(file).close()  # fail now, not at the first record, when it cannot be opened
-    if kind == "jsonl":
-        return _read_jsonl(file)
-    if kind == "json":
-        return _read_json(file)
-    if kind == "csv":
-        return read_csv(file, frozenset(list_fields))
-    return read_parquet(file)
+    return kind
+
+
+def list_fields(mapping: Mapping[str, str]) -> frozenset[str]:
+    """The CSV columns a run reads as lists: :data:`LIST_FIELDS`, and the column a ``--map
+    retrieved_contexts=...`` option points to."""
+    extra = {mapping["retrieved_contexts"]} if "retrieved_contexts" in mapping else set()
+    return LIST_FIELDS | extra
 
 
 # ---------------------------------------------------------------- JSONL
 
 
 def _read_jsonl(file: Path) -> Iterator[Record]:
-    limit = max_record_bytes()
     with open_binary(file) as fh:
-        index = 0
-        for number, (chunk, size) in enumerate(bounded_lines(fh, limit), start=1):
-            if chunk is None:
-                yield Record(
-                    index=index, line=number, data=None, error=too_long(number, size, limit)
-                )
-                index += 1
-                continue
-            raw = chunk[len(BOM) :] if number == 1 and chunk.startswith(BOM) else chunk
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                error = (
-                    f"line {number}: invalid UTF-8 (byte 0x{raw[exc.start]:02x} "
-                    f"at byte offset {exc.start})"
-                )
-                yield Record(index=index, line=number, data=None, error=error)
-                index += 1
-                continue
-            if not text.strip():
-                continue
-            yield _parse_json_line(text, index=index, number=number, last=not raw.endswith(b"\n"))
+        yield from jsonl_records(fh)
+
+
+def jsonl_records(fh: ByteReader) -> Iterator[Record]:
+    """The records of a JSONL file read through ``fh`` from its start."""
+    limit = max_record_bytes()
+    index = 0
+    for number, (chunk, size) in enumerate(bounded_lines(fh, limit), start=1):
+        if chunk is None:
+            yield Record(index=index, line=number, data=None, error=too_long(number, size, limit))
             index += 1
+            continue
+        raw = chunk[len(BOM) :] if number == 1 and chunk.startswith(BOM) else chunk
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            error = (
+                f"line {number}: invalid UTF-8 (byte 0x{raw[exc.start]:02x} "
+                f"at byte offset {exc.start})"
+            )
+            yield Record(index=index, line=number, data=None, error=error)
+            index += 1
+            continue
+        if not text.strip():
+            continue
+        yield _parse_json_line(text, index=index, number=number, last=not raw.endswith(b"\n"))
+        index += 1
 
 
 def _parse_json_line(text: str, *, index: int, number: int, last: bool) -> Record:
@@ -190,8 +214,10 @@ def _parse_json_line(text: str, *, index: int, number: int, last: bool) -> Recor
 # ---------------------------------------------------------------- JSON
 
 
-def _read_json(file: Path) -> Iterator[Record]:
-    # A JSON document has to be parsed whole; this is the one format that is not streamed.
+def json_array(fh: ByteReader, file: Path) -> list[Any]:
+    """The JSON array of records in ``file``, read whole through ``fh`` from its start (a JSON
+    document has to be parsed whole; this is the one format that is not streamed). A file that
+    is not one, or is over the limit, is a :class:`~localjudge.errors.DataError`."""
     limit = _JSON_FILE_RECORDS * max_record_bytes()
     if (size := file.stat().st_size) > limit:
         raise DataError(
@@ -200,8 +226,7 @@ def _read_json(file: Path) -> Iterator[Record]:
             hint=f"write one record per line to a .jsonl file (streamed), or raise "
             f"{MAX_RECORD_ENV}",
         )
-    with open_binary(file) as fh:
-        blob = fh.read()
+    blob = fh.read()
     try:
         text = blob.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -226,10 +251,11 @@ def _read_json(file: Path) -> Iterator[Record]:
             f"{file.name}: expected a JSON array of records, got {json_kind(value)}",
             hint="wrap the records in [...], or write one JSON object per line to a .jsonl file",
         )
-    return _json_records(value)
+    return value
 
 
-def _json_records(values: list[Any]) -> Iterator[Record]:
+def json_records(values: list[Any]) -> Iterator[Record]:
+    """The records of a JSON array (:func:`json_array`)."""
     for index, value in enumerate(values):
         if isinstance(value, dict):
             yield Record(index=index, line=None, data=value)

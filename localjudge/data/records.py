@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 from localjudge.errors import DataError
 
@@ -20,6 +20,7 @@ __all__ = [
     "BOM",
     "MAX_RECORD_BYTES",
     "MAX_RECORD_ENV",
+    "ByteReader",
     "Record",
     "bounded_lines",
     "json_kind",
@@ -62,7 +63,16 @@ def mib(size: int) -> str:
     return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size} bytes"
 
 
-def bounded_lines(fh: BinaryIO, limit: int) -> Iterator[tuple[bytes | None, int]]:
+class ByteReader(Protocol):
+    """What the readers read a file through: an open binary file, or a run's one handle on its
+    data file (:class:`~localjudge.data.datafile.DataFile`)."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+    def readline(self, size: int = -1, /) -> bytes: ...
+
+
+def bounded_lines(fh: ByteReader, limit: int) -> Iterator[tuple[bytes | None, int]]:
     """The file's lines as (line, size); a line over ``limit`` bytes is (None, its size), read
     past in chunks so that memory stays bounded by ``limit``."""
     while line := fh.readline(limit + 1):

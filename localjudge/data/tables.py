@@ -12,11 +12,12 @@ import importlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from localjudge.data.items import plain
 from localjudge.data.records import (
     BOM,
+    ByteReader,
     Record,
     bounded_lines,
     json_message,
@@ -27,7 +28,14 @@ from localjudge.data.records import (
 )
 from localjudge.errors import DataError
 
-__all__ = ["read_csv", "read_hf_folder", "read_parquet"]
+__all__ = [
+    "csv_records",
+    "open_parquet",
+    "parquet_records",
+    "read_csv",
+    "read_hf_folder",
+    "read_parquet",
+]
 
 _PARQUET_BATCH_ROWS = 1024
 
@@ -36,38 +44,43 @@ _PARQUET_BATCH_ROWS = 1024
 
 
 def read_csv(file: Path, list_fields: frozenset[str]) -> Iterator[Record]:
+    with open_binary(file) as fh:
+        yield from csv_records(fh, list_fields)
+
+
+def csv_records(fh: ByteReader, list_fields: frozenset[str]) -> Iterator[Record]:
+    """The records of a CSV file read through ``fh`` from its start."""
     # surrogateescape keeps reading past invalid UTF-8; the row that holds it becomes an error
     limit = max_record_bytes()
-    with open_binary(file) as fh:
-        lines = _CsvLines(fh, limit)
-        reader = csv.reader(lines)
-        header: list[str] | None = None
-        index = 0
-        start = 1
-        while True:
-            try:
-                row = next(reader)
-            except StopIteration:
-                return
-            except _Oversized as exc:
-                yield Record(index=index, line=start, data=None, error=too_long(start, *exc.args))
-                index += 1
-                start = lines.count + 1
-                continue
-            except csv.Error as exc:
-                error = f"line {start}: invalid CSV: {exc}"
-                yield Record(index=index, line=start, data=None, error=error)
-                index += 1
-                start = lines.count + 1
-                continue
-            number, start = start, lines.count + 1
-            if not any(cell.strip() for cell in row):
-                continue
-            if header is None:
-                header = [name.strip() for name in row]
-                continue
-            yield _csv_record(row, header, list_fields, index=index, number=number)
+    lines = _CsvLines(fh, limit)
+    reader = csv.reader(lines)
+    header: list[str] | None = None
+    index = 0
+    start = 1
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except _Oversized as exc:
+            yield Record(index=index, line=start, data=None, error=too_long(start, *exc.args))
             index += 1
+            start = lines.count + 1
+            continue
+        except csv.Error as exc:
+            error = f"line {start}: invalid CSV: {exc}"
+            yield Record(index=index, line=start, data=None, error=error)
+            index += 1
+            start = lines.count + 1
+            continue
+        number, start = start, lines.count + 1
+        if not any(cell.strip() for cell in row):
+            continue
+        if header is None:
+            header = [name.strip() for name in row]
+            continue
+        yield _csv_record(row, header, list_fields, index=index, number=number)
+        index += 1
 
 
 class _Oversized(Exception):  # noqa: N818 (a signal between two readers, not an error type)
@@ -80,7 +93,7 @@ class _CsvLines:
     line raises :class:`_Oversized` and is read past in bounded chunks. ``count`` is the number
     of physical lines read so far."""
 
-    def __init__(self, fh: BinaryIO, limit: int) -> None:
+    def __init__(self, fh: ByteReader, limit: int) -> None:
         self._lines = bounded_lines(fh, limit)
         self._limit = limit
         self.count = 0
@@ -160,12 +173,7 @@ def _pyarrow(what: str) -> Any:
 
 
 def read_parquet(file: Path) -> Iterator[Record]:
-    pa = _pyarrow("Parquet files")
-    pq: Any = importlib.import_module("pyarrow.parquet")
-    try:
-        parquet = pq.ParquetFile(str(file))
-    except (pa.ArrowException, OSError) as exc:
-        raise DataError(f"{file.name}: cannot read as Parquet: {exc}") from exc
+    parquet = open_parquet(str(file), file.name)
 
     def batches() -> Iterator[Any]:
         try:
@@ -175,7 +183,24 @@ def read_parquet(file: Path) -> Iterator[Record]:
             if callable(close):
                 close()
 
-    return _arrow_records(batches(), pa.ArrowException, "Parquet file")
+    return _arrow_records(batches(), _pyarrow("Parquet files").ArrowException, "Parquet file")
+
+
+def open_parquet(source: Any, name: str) -> Any:
+    """``source`` (a path, or a seekable binary file object) opened as a Parquet file (its
+    metadata read); a file that is not one is a :class:`~localjudge.errors.DataError`."""
+    pa = _pyarrow("Parquet files")
+    pq: Any = importlib.import_module("pyarrow.parquet")
+    try:
+        return pq.ParquetFile(source)
+    except (pa.ArrowException, OSError) as exc:
+        raise DataError(f"{name}: cannot read as Parquet: {exc}") from exc
+
+
+def parquet_records(parquet: Any) -> Iterator[Record]:
+    """The records of a Parquet file :func:`open_parquet` opened, in row batches."""
+    batches = parquet.iter_batches(batch_size=_PARQUET_BATCH_ROWS)
+    return _arrow_records(batches, _pyarrow("Parquet files").ArrowException, "Parquet file")
 
 
 def _arrow_records(

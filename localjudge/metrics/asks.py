@@ -7,6 +7,9 @@ calls and turns each into an :class:`Answer` with the decisions core
 (:func:`localjudge.decisions.decide_all`: the soft value, the readings, the judge's cut-offs).
 With reasons on, the runner then asks for one reason per decision (:func:`reason_request`): a
 call of its own that shows the verdict already made, so a reason never moves a decision.
+The metric gets its answers as :class:`Answers`, each found by what its ask is
+(:attr:`Ask.key`: the kind of decision and the statement or piece it is about), never by its
+place in a list.
 
 Everything here is a pure function of its arguments.
 """
@@ -14,9 +17,9 @@ Everything here is a pure function of its arguments.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, create_model
 
@@ -27,7 +30,9 @@ from localjudge.judge.schemas import StrictModel, text
 __all__ = [
     "REASON_CHARS",
     "Answer",
+    "Answers",
     "Ask",
+    "AskKey",
     "Decision",
     "reason_request",
     "reason_schema",
@@ -96,6 +101,30 @@ class Ask:
     explain: bool = True
     baseline: bool = False
 
+    @property
+    def key(self) -> AskKey:
+        """What this ask is, the key its answer is found by (:class:`Answers`): the baseline;
+        a kind of decision and the statement or piece it is about; or a generated output,
+        by its schema (one per item)."""
+        if self.baseline:
+            return AskKey(BASELINE, None)
+        if self.decision is not None:
+            return AskKey(self.decision.kind, self.at)
+        return AskKey(self.request.schema.__name__, None)
+
+
+#: the ``what`` of the baseline ask's key
+BASELINE = "baseline"
+
+
+class AskKey(NamedTuple):
+    """What an ask is: ``what`` it asks (``"baseline"``, a kind of decision such as
+    ``"relevance.grade"``, or a generated output's schema name) and the statement or piece it
+    is ``at`` (None for what is about the whole item)."""
+
+    what: str
+    at: int | None
+
 
 @dataclass(frozen=True)
 class Answer:
@@ -109,6 +138,47 @@ class Answer:
     reason: str | None = None
     #: the readings the soft value may combine (:func:`readings`); None without soft verdicts
     readings: Mapping[str, float] | None = None
+
+
+class Answers:
+    """An item's answers, each found by what its ask is (:attr:`Ask.key`): a metric asks for
+    "passage 2's grade" (:meth:`to`), never for the answer in some place of a list.
+
+    Built from the asks and the answers :func:`localjudge.decisions.decide_all` gave them, in
+    the asks' order: the one place that order is relied on."""
+
+    def __init__(self, asks: Sequence[Ask], answers: Sequence[Answer]) -> None:
+        self._by_key: dict[AskKey, Answer] = {}
+        for ask, answer in zip(asks, answers, strict=True):
+            if ask.key in self._by_key:
+                raise ValueError(f"two asks of one item are {ask.key}")
+            self._by_key[ask.key] = answer
+
+    def __getitem__(self, ask: Ask) -> Answer:
+        """The answer to ``ask``."""
+        return self._by_key[ask.key]
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def to(self, decision: Decision, at: int) -> Answer:
+        """The answer to the ``decision`` about statement or piece ``at``."""
+        return self._by_key[AskKey(decision.kind, at)]
+
+    def generated(self, schema: type[BaseModel]) -> Answer:
+        """The answer to the item's ask that generates an output of ``schema``."""
+        return self._by_key[AskKey(schema.__name__, None)]
+
+    @property
+    def baseline(self) -> Answer | None:
+        """The answer to the item's baseline ask (None: it has none)."""
+        return self._by_key.get(AskKey(BASELINE, None))
+
+    def with_reason(self, ask: Ask, reason: str) -> Answers:
+        """These answers, ``ask``'s with ``reason``."""
+        new = Answers([], [])
+        new._by_key = {**self._by_key, ask.key: replace(self[ask], reason=reason)}
+        return new
 
 
 def reason_request(ask: Ask, answer: Answer) -> JudgeRequest:

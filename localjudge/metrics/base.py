@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from localjudge.data.items import Item
 from localjudge.judge.protocol import GenerationStats, JudgeRequest, Message
-from localjudge.metrics.asks import REASON_CHARS, Answer, Ask
+from localjudge.metrics.asks import REASON_CHARS, Answers, Ask
 from localjudge.metrics.statements import split_statements
 from localjudge.scoring import RelevancePenalties
 
@@ -180,9 +180,9 @@ class Metric(ABC):
         is needed."""
 
     @abstractmethod
-    def finish(self, item: Item, answers: Sequence[Answer]) -> MetricResult:
-        """Score an item from the answers to its asks, in the order :meth:`build` gave them
-        (a pure function of its arguments)."""
+    def finish(self, item: Item, answers: Answers) -> MetricResult:
+        """Score an item from the answers to its asks, each found by what it asked
+        (:class:`~localjudge.metrics.asks.Answers`; a pure function of its arguments)."""
 
     def settings(self) -> dict[str, Any]:
         """The metric's own settings, recorded in results."""

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from localjudge.data.items import Item
-from localjudge.metrics.asks import Answer, Ask, Decision
+from localjudge.metrics.asks import Answers, Ask, Decision
 from localjudge.metrics.base import (
     FLAGS,
     LabelKind,
@@ -112,10 +112,12 @@ class ContextPosition(Metric):
             ),
         ]
 
-    def finish(self, item: Item, answers: Sequence[Answer]) -> MetricResult:
-        answers = answers[1:]  # the first is the baseline call's
+    def finish(self, item: Item, answers: Answers) -> MetricResult:
+        decision = decision_for(item)
+        n = len(item.contexts(allow_empty="retrieved_contexts" in item.values))
+        relevant_answers = [answers.to(decision, i) for i in range(n)]
         verdicts: list[dict[str, Any]] = []
-        for i, answer in enumerate(answers):
+        for i, answer in enumerate(relevant_answers):
             verdict: dict[str, Any] = {"index": i, "relevant": answer.value == "yes"}
             if answer.reason is not None:
                 verdict["reason"] = answer.reason
@@ -125,13 +127,12 @@ class ContextPosition(Metric):
         relevant = [bool(v["relevant"]) for v in verdicts]
         value = position_score(relevant, scale=self.scale)
         soft = None
-        if all(a.soft is not None for a in answers):
-            p_relevant = [float(a.soft) for a in answers if a.soft is not None]
+        if all(a.soft is not None for a in relevant_answers):
+            p_relevant = [float(a.soft) for a in relevant_answers if a.soft is not None]
             for v, p in zip(verdicts, p_relevant, strict=True):
                 v["probs"] = {"relevant": {"true": p, "false": 1.0 - p}}
             soft = soft_position_score(p_relevant, scale=self.scale)
         hits = [i for i, r in enumerate(relevant) if r]
-        n = len(relevant)
         if not hits:
             reason = f"None of the {n} context pieces is relevant."
         else:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from localjudge.data.items import Item
-from localjudge.metrics.asks import Answer, Ask
+from localjudge.metrics.asks import Answers, Ask
 from localjudge.metrics.base import (
     FRACTION,
     LabelKind,
@@ -88,10 +88,11 @@ class ContextRecall(Metric):
             for i, s in enumerate(self._statements(item))
         ]
 
-    def finish(self, item: Item, answers: Sequence[Answer]) -> MetricResult:
+    def finish(self, item: Item, answers: Answers) -> MetricResult:
         statements = self._statements(item)
+        supported = [answers.to(SUPPORTED, i) for i in range(len(statements))]
         verdicts: list[dict[str, Any]] = []
-        for i, (answer, statement) in enumerate(zip(answers, statements, strict=True)):
+        for i, (answer, statement) in enumerate(zip(supported, statements, strict=True)):
             verdict: dict[str, Any] = {
                 "index": i,
                 "statement": statement,
@@ -102,14 +103,16 @@ class ContextRecall(Metric):
             verdicts.append(verdict)
         value = recall_score([v["attributed"] for v in verdicts])
         soft = None
-        if all(a.soft is not None for a in answers):
-            for v, a in zip(verdicts, answers, strict=True):
+        if all(a.soft is not None for a in supported):
+            for v, a in zip(verdicts, supported, strict=True):
                 assert a.soft is not None
                 v["probs"] = {"attributed": {"1": a.soft, "0": 1.0 - a.soft}}
-            soft = soft_recall_score([float(a.soft) for a in answers if a.soft is not None])
+            soft = soft_recall_score([float(a.soft) for a in supported if a.soft is not None])
         unsupported = [v["statement"] for v in verdicts if not v["attributed"]]
-        supported = len(verdicts) - len(unsupported)
-        reason = f"{supported} of {len(verdicts)} reference statements are supported by the context"
+        n_supported = len(verdicts) - len(unsupported)
+        reason = (
+            f"{n_supported} of {len(verdicts)} reference statements are supported by the context"
+        )
         if unsupported:
             reason += f"; not supported: {quote_list(unsupported)}"
         copied = COPIES.reasons([v.get("reason", "") for v in verdicts], item_data(item))

@@ -12,7 +12,7 @@ from pydantic import BaseModel, create_model
 from localjudge.data.items import Item
 from localjudge.judge.protocol import JudgeRequest
 from localjudge.judge.schemas import StrictModel, bounded_list, text
-from localjudge.metrics.asks import Answer, Ask
+from localjudge.metrics.asks import Answers, Ask
 from localjudge.metrics.base import (
     FLAGS,
     LabelKind,
@@ -172,9 +172,10 @@ class ContextRelevance(Metric):
         )
         return [*asks, Ask(request, None, len(contexts), explain=False)]
 
-    def finish(self, item: Item, answers: Sequence[Answer]) -> MetricResult:
-        *decided, last = answers[1:]  # the first is the baseline call's
-        grades, useds = decided[0::2], decided[1::2]
+    def finish(self, item: Item, answers: Answers) -> MetricResult:
+        n = len(item.contexts())
+        grades = [answers.to(GRADE, i) for i in range(n)]
+        useds = [answers.to(USED, i) for i in range(n)]
         pieces: list[dict[str, Any]] = []
         for i, (grade, used) in enumerate(zip(grades, useds, strict=True)):
             piece: dict[str, Any] = {
@@ -189,14 +190,14 @@ class ContextRelevance(Metric):
             pieces.append(piece)
         data = item_data(item)
         # a missing item that repeats the prompt is about the prompt, not the item: it never counts
-        listed = list(last.value.missing)
+        listed = list(answers.generated(missing_schema()).value.missing)
         discarded = [m for m in listed if COPIES(m, data)]
         missing = [m for m in listed if m not in discarded]
         levels = [p["relevance"] for p in pieces]
         flags = [bool(p["used"]) for p in pieces]
         value = relevance_score(levels, flags, len(missing), self.penalties, self.scale)
         soft = None
-        if all(a.probs is not None and a.soft is not None for a in decided):
+        if all(a.probs is not None and a.soft is not None for a in [*grades, *useds]):
             level_probs = [
                 {GRADE_LEVELS[g]: float((a.probs or {}).get(str(g), 0.0)) for g in GRADE_LEVELS}
                 for a in grades

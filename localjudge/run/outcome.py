@@ -11,8 +11,8 @@ metric) and :meth:`~Evaluation.assert_thresholds`, which raises a readable
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +23,22 @@ from localjudge.run.results import (
     ItemResult,
     MetricStats,
     ResultRow,
+    Summary,
     dumps_row,
     result_row,
 )
 from localjudge.run.summary import summarize
 
-__all__ = ["RAGAS_NAMES", "Evaluation", "ThresholdError", "check_thresholds"]
+__all__ = [
+    "RAGAS_NAMES",
+    "Evaluation",
+    "Missed",
+    "RunOutcome",
+    "ThresholdError",
+    "below_thresholds",
+    "check_thresholds",
+    "failed_thresholds",
+]
 
 #: the metric column names ragas and Mastra users know (``to_pandas(names="ragas")``)
 RAGAS_NAMES: Mapping[str, str] = {
@@ -43,6 +53,18 @@ WORST_SHOWN = 5
 class ThresholdError(AssertionError):
     """A metric's mean is below its threshold (or nothing was scored); the message lists, per
     failing metric, the mean, the threshold and the worst items with their reasons."""
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What an eval run wrote, and its summary."""
+
+    results_path: Path
+    summary_path: Path
+    summary: Summary
+    failed_thresholds: list[str] = field(default_factory=list)
+    #: what the user should know about the run's figures (the CLI prints them on stderr)
+    warnings: list[str] = field(default_factory=list)
 
 
 class Evaluation:
@@ -153,22 +175,67 @@ class Evaluation:
         check_thresholds(self.rows(), thresholds)
 
 
+@dataclass(frozen=True)
+class Missed:
+    """A metric whose mean misses its threshold (``mean`` None: nothing was scored)."""
+
+    metric: str
+    mean: float | None
+    threshold: float
+
+
+def below_thresholds(
+    stats: Mapping[str, Mapping[str, Any]], thresholds: Mapping[str, float]
+) -> list[Missed]:
+    """The one threshold check (``eval --fail-under``, :meth:`Evaluation.assert_thresholds`,
+    :func:`localjudge.testing.assert_scores`): each metric of ``thresholds`` whose mean in
+    ``stats`` (per metric, as ``summary.json`` has them) is below its threshold, or that has
+    no mean, in the order of ``thresholds``."""
+    return [
+        Missed(metric, mean, threshold)
+        for metric, threshold in thresholds.items()
+        if (mean := stats[metric]["mean"]) is None or mean < threshold
+    ]
+
+
+def failed_thresholds(
+    summary: Summary, fail_under: Mapping[str, float] | None, max_failure_rate: float | None
+) -> list[str]:
+    """The thresholds a run's summary misses, one line each: a mean under ``fail_under``'s
+    (:func:`below_thresholds`), a metric with more failed items than
+    ``max_failure_rate`` allows."""
+    failed = [
+        f"{m.metric} mean {m.mean} < {m.threshold}"
+        for m in below_thresholds(summary["metrics"], fail_under or {})
+    ]
+    if max_failure_rate is not None:
+        for name, stats in summary["metrics"].items():
+            total = stats["n_scored"] + stats["n_failed"] + stats["n_undefined"]
+            rate = stats["n_failed"] / total if total else 0.0
+            if rate > max_failure_rate:
+                failed.append(
+                    f"{name}: {stats['n_failed']} of {total} items failed ({rate:.1%}), "
+                    f"over --max-failure-rate {max_failure_rate:g}"
+                )
+    return failed
+
+
 def check_thresholds(rows: Iterable[Mapping[str, Any]], thresholds: Mapping[str, float]) -> None:
-    """The check behind :meth:`Evaluation.assert_thresholds` and
-    :func:`localjudge.testing.assert_scores`, over result rows."""
+    """:func:`below_thresholds` over result rows, raising :class:`ThresholdError` that names
+    the worst items (:meth:`Evaluation.assert_thresholds`,
+    :func:`localjudge.testing.assert_scores`)."""
     by_metric: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
         by_metric.setdefault(row["metric"], []).append(row)
     unknown = sorted(set(thresholds) - set(by_metric))
     if unknown:
         raise ValueError(f"no results for the metric(s) {', '.join(unknown)}")
+    stats = summarize((r for rows in by_metric.values() for r in rows), list(by_metric))
     problems = []
-    for metric, threshold in thresholds.items():
+    for missed in below_thresholds(stats, thresholds):
+        metric, mean, threshold = missed.metric, missed.mean, missed.threshold
         scored = [r for r in by_metric[metric] if r["score"] is not None]
         failed = [r for r in by_metric[metric] if r["error"] is not None]
-        mean = math.fsum(r["score"] for r in scored) / len(scored) if scored else None
-        if mean is not None and mean >= threshold:
-            continue
         head = (
             f"{metric}: mean {number(mean)} < {number(threshold)} ({len(scored)} scored"
             if mean is not None

@@ -85,14 +85,11 @@ def output_lock(out_dir: Path) -> Iterator[None]:
     """Hold ``out_dir``'s lock while a run writes there; another run that wants the same
     directory is refused at once (never two writers, never interleaved rows). The lock is the
     operating system's (``filelock``: ``flock`` / ``msvcrt``), so a killed run never leaves a
-    stale one behind. Nested use in one process (the CLI around the library) shares the lock."""
+    stale one behind. A run takes it once (:func:`~localjudge.run.evaluate.file_run.open_run`,
+    for the CLI and the library alike)."""
     from filelock import FileLock, Timeout  # noqa: PLC0415 (only runs that write need it)
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    where = str(out_dir.resolve())
-    if where in _HELD:
-        yield
-        return
     lock = FileLock(out_dir / LOCK_NAME)
     try:
         lock.acquire(timeout=0)
@@ -101,16 +98,10 @@ def output_lock(out_dir: Path) -> Iterator[None]:
             f"output directory {str(out_dir)!r} is in use by another localjudge run",
             hint="wait for that run to end, or give this one another -o directory",
         ) from None
-    _HELD.add(where)
     try:
         yield
     finally:
-        _HELD.discard(where)
         lock.release()
-
-
-#: the output directories this process holds the lock of
-_HELD: set[str] = set()
 
 
 # --------------------------------------------------------------------------- run directories

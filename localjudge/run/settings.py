@@ -1,7 +1,9 @@
 """The one place a judge, its cache and its metrics are assembled from settings.
 
-``localjudge eval``, ``localjudge bench`` (and its worker processes) and library users all go
-through :func:`open_judge` and :func:`build_metrics`, so every judge option works everywhere.
+``localjudge eval``, ``localjudge bench`` (and its worker processes) all go through
+:func:`open_judge` (the command line's judge options handed to the public
+:func:`~localjudge.judge.llama.load_judge`) and :func:`build_metrics`, so every judge option
+works everywhere.
 """
 
 from __future__ import annotations
@@ -95,9 +97,10 @@ class JudgeSettings:
 
 
 def open_judge(settings: JudgeSettings, *, cached: bool = True) -> Judge:
-    """Load the judge ``settings`` describe, wrapped in its cache unless ``use_cache`` is off
-    (or ``cached`` is: a Ray worker, whose driver caches). With ``use_cache`` the judge keeps
-    its evaluated instructions beside the cache either way.
+    """Load the judge ``settings`` describe with :func:`~localjudge.judge.llama.load_judge`
+    (the one constructor; this only reads the CLI's options for it), wrapped in its cache
+    unless ``use_cache`` is off (or ``cached`` is: a Ray worker, whose driver caches). With
+    ``use_cache`` the judge keeps its evaluated instructions beside the cache either way.
 
     Nothing is downloaded; raises :class:`~localjudge.errors.ModelError` for a model that cannot
     be loaded and :class:`~localjudge.errors.ConstraintError` when constrained decoding is
@@ -105,7 +108,8 @@ def open_judge(settings: JudgeSettings, *, cached: bool = True) -> Judge:
     """
     from localjudge.judge.llama import load_judge  # noqa: PLC0415 (llama_cpp loads only here)
 
-    judge: Judge = load_judge(
+    cache = (settings.cache or True) if settings.use_cache else False
+    return load_judge(
         settings.model,
         n_ctx=settings.n_ctx,
         n_gpu_layers=settings.n_gpu_layers,
@@ -115,12 +119,9 @@ def open_judge(settings: JudgeSettings, *, cached: bool = True) -> Judge:
         flash_attn=settings.flash_attn,
         chat_template_kwargs=settings.chat_template_kwargs,
         parallel=settings.parallel,
-        cache=False,
-        store_prefix=(settings.cache or True) if settings.use_cache else False,
+        cache=cache if cached else False,
+        store_prefix=cache,
     )
-    if settings.use_cache and cached:
-        judge = CachingJudge(judge, open_cache(settings.cache))
-    return judge
 
 
 def resolve_cutoffs(judge: Judge, cutoffs: Cutoffs | None = None) -> Cutoffs:
@@ -132,11 +133,12 @@ def resolve_cutoffs(judge: Judge, cutoffs: Cutoffs | None = None) -> Cutoffs:
     return judge_cutoffs(judge.identity)
 
 
-def neutral_cutoffs_note(judge: Judge, name: str | None = None) -> str:
-    """One line for a judge (called ``name``, else by its identity) with no fitted cut-offs or
-    combinations of its own (its decisions take the neutral cut-offs: the larger probability),
-    saying how to fit and check them; '' for a judge that has some."""
-    if resolve_cutoffs(judge):
+def neutral_cutoffs_note(judge: Judge, cutoffs: Cutoffs, name: str | None = None) -> str:
+    """One line for a judge (called ``name``, else by its identity) whose ``cutoffs`` (its own,
+    :func:`resolve_cutoffs`) hold no fitted cut-offs or combinations (its decisions take the
+    neutral cut-offs: the larger probability), saying how to fit and check them; '' for a
+    judge that has some."""
+    if cutoffs:
         return ""
     return (
         f"judge {name or judge.identity.model} has no fitted cut-offs: its decisions use the "

@@ -13,7 +13,7 @@ import math
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from localjudge.decisions import decide_all, judge_cutoffs
 from localjudge.judge.protocol import Generation, generate_many
 from localjudge.judge.schemas import worst_case_tokens
 from localjudge.metrics import METRICS, ContextPosition, ContextRelevance, Metric, MetricResult
-from localjudge.metrics.asks import Answer, Ask, reason_request
+from localjudge.metrics.asks import Answers, Ask, reason_request
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "rag.jsonl"
@@ -107,23 +107,22 @@ def judged(judge: Any, metric: Metric, record: Mapping[str, Any]) -> Judged:
     assert not isinstance(asks, MetricResult), "expected judge calls"
     assert asks, "expected at least one ask"
     generations: list[Generation[Any]] = []
-    answers: list[Answer] = []
     for ask in asks:
         [gen] = generate_many(judge, [ask.request])  # with its read span, as the runner asks
         assert isinstance(gen, Generation)
         _check_output(judge, gen, ask.request.schema)
         generations.append(gen)
     # decided as the product decides: with the judge's own cut-offs and combinations
-    answers = decide_all(asks, generations, judge_cutoffs(judge.identity))
+    answers = Answers(asks, decide_all(asks, generations, judge_cutoffs(judge.identity)))
     if metric.reasons:
-        for k, ask in enumerate(asks):
+        for ask in asks:
             if ask.decision is None or not ask.explain:
                 continue
-            request = reason_request(ask, answers[k])
+            request = reason_request(ask, answers[ask])
             gen = judge.generate(request.messages, request.schema)
             _check_output(judge, gen, request.schema)
             generations.append(gen)
-            answers[k] = replace(answers[k], reason=gen.value.reason)
+            answers = answers.with_reason(ask, gen.value.reason)
     n = len(record["retrieved_contexts"])
     if isinstance(metric, (ContextPosition, ContextRelevance)):
         # the baseline call first: the QUESTION after no passage, read
@@ -137,7 +136,7 @@ def judged(judge: Any, metric: Metric, record: Mapping[str, Any]) -> Judged:
         # a grade and a used call per piece, in order, then the item's one missing call
         assert [a.at for a in asks[1:-1]] == [i for i in range(n) for _ in (0, 1)]
         assert asks[-1].decision is None
-        assert len(answers[-1].value.missing) <= 3
+        assert len(answers[asks[-1]].value.missing) <= 3
     result = metric.finish(item, answers)
     if isinstance(metric, (ContextPosition, ContextRelevance)):
         assert [v["index"] for v in result.verdicts] == list(range(n))

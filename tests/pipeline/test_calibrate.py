@@ -291,22 +291,15 @@ def test_a_gain_the_rule_does_not_confirm_is_stored_only_anyway(tmp_path, regist
     }
 
 
-def test_calibrate_force_is_the_old_spelling_of_store_anyway(tmp_path, registry):
+def test_calibrate_force_the_old_spelling_of_store_anyway_is_refused(tmp_path, registry):
     data = write_labelled(tmp_path / "labelled.jsonl", labelled())
     judge = Decisive()
     obj = {"open_judge": lambda settings: judge}
     old = CliRunner().invoke(main, ["calibrate", str(data), "--no-cache", "--force"], obj=obj)
-    assert old.exit_code == 0, old.output
-    assert old.stderr.splitlines() == [
-        "localjudge: --force is deprecated for 'calibrate'; use --store-anyway"
-    ]
-    assert set(user_cutoffs(judge.identity.sha256).values) == {
-        "recall.supported",
-        "position.relevant_answer",
-    }
-    shown = CliRunner().invoke(main, ["calibrate", "--help"]).stdout
-    assert "--store-anyway" in shown
-    assert "--force" not in shown
+    assert old.exit_code == 2
+    assert "No such option: --force" in old.stderr
+    assert judge.calls == []
+    assert not user_cutoffs(judge.identity.sha256)
 
 
 def test_reset_restores_the_shipped_cutoffs_kind_by_kind(registry):

@@ -150,18 +150,9 @@ def test_bench_models_from_the_environment(project: Path, monkeypatch) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "env", "warned"),
-    [
-        ("[eval]\nisotonic = true\n", None, None),
-        ("[eval]\ncalibrate = true\n", None, "the config key 'calibrate' is deprecated for "
-         "'eval'; use 'isotonic'"),
-        ("", "LOCALJUDGE_EVAL_ISOTONIC", None),
-        ("", "LOCALJUDGE_EVAL_CALIBRATE", "LOCALJUDGE_EVAL_CALIBRATE is deprecated for "
-         "'eval'; use LOCALJUDGE_EVAL_ISOTONIC"),
-    ],
-)  # fmt: skip
-def test_isotonic_and_its_old_key_from_file_and_environment(project, monkeypatch, text, env,
-                                                            warned) -> None:  # fmt: skip
+    ("text", "env"), [("[eval]\nisotonic = true\n", None), ("", "LOCALJUDGE_EVAL_ISOTONIC")]
+)
+def test_isotonic_from_file_and_environment(project, monkeypatch, text, env) -> None:
     write(project / "localjudge.toml", text)
     if env is not None:
         monkeypatch.setenv(env, "1")
@@ -170,15 +161,18 @@ def test_isotonic_and_its_old_key_from_file_and_environment(project, monkeypatch
                  "-q", "--labels", str(project / "labelled.jsonl"))  # fmt: skip
     assert result.exit_code == 0, result.stderr
     summary = json.loads((out / "summary.json").read_text("utf-8"))
-    assert summary["run"]["settings"]["calibrate"] is True  # the fit was asked for
-    if warned is None:
-        assert "deprecated" not in result.stderr
-    else:
-        assert f"localjudge: {warned}" in " ".join(result.stderr.split())
-    shown = show(run(Factory(), "eval", "--show-config"))
-    assert shown["--isotonic"][0] == ("False" if warned else "True")
-    # the old spelling is listed only when something set it
-    assert ("--calibrate" in shown) == (warned is not None)
+    assert summary["run"]["settings"]["isotonic"] is True  # the fit was asked for
+    assert "calibrate" not in summary["run"]["settings"]
+    assert show(run(Factory(), "eval", "--show-config"))["--isotonic"][0] == "True"
+
+
+def test_the_old_config_key_calibrate_is_refused(project: Path) -> None:
+    path = write(project / "localjudge.toml", "[eval]\ncalibrate = true\n")
+    result = run(Factory(), "eval", str(project / "data.jsonl"), "-o", str(project / "o"),
+                 "--no-cache", "-q", "--labels", str(project / "labelled.jsonl"))  # fmt: skip
+    assert result.exit_code == 2
+    assert f"unknown key 'calibrate' in {path} [eval]" in " ".join(result.stderr.split())
+    assert not (project / "o" / "summary.json").exists()
 
 
 # ---------------------------------------------------------------- calibrate
@@ -224,19 +218,17 @@ def test_calibrate_precedence_command_line_over_environment_over_file(project, m
     assert got["--threads"] == ("1", "command line")
 
 
-def test_calibrate_config_names_its_options_and_its_old_key(project: Path) -> None:
+def test_calibrate_config_names_its_options_and_refuses_its_old_key(project: Path) -> None:
     path = write(project / "localjudge.toml", "[calibrate]\nfail-under = {recall = 1}\n")
     refused = run(Factory(), "calibrate", str(project / "labelled.jsonl"))
     assert refused.exit_code == 2
     assert f"unknown key 'fail-under' in {path} [calibrate]" in " ".join(refused.stderr.split())
-    write(project / "localjudge.toml", "[calibrate]\nforce = true\n")
-    _, old = calibrate(project)
-    assert old.stderr.splitlines() == [
-        "localjudge: the config key 'force' is deprecated for 'calibrate'; use 'store-anyway'"
-    ]
+    write(project / "localjudge.toml", "[calibrate]\nforce = true\n")  # the name before 0.1
+    old = run(Factory(), "calibrate", str(project / "labelled.jsonl"))
+    assert old.exit_code == 2
+    assert f"unknown key 'force' in {path} [calibrate]" in " ".join(old.stderr.split())
     write(project / "localjudge.toml", "[calibrate]\nstore-anyway = true\n")
-    _, new = calibrate(project)
-    assert "deprecated" not in new.stderr
+    calibrate(project)  # accepted
 
 
 # ---------------------------------------------------------------- which file

@@ -59,7 +59,6 @@ def test_diff_prints_the_change_and_writes_json_and_html(two_runs, tmp_path) -> 
     result = invoke("diff", str(a), str(b), "--json-out", str(out_json), "--html-out",
                     str(out_html))  # fmt: skip
     assert result.exit_code == 0, result.stderr
-    assert "deprecated" not in result.stderr
     doc = json.loads(out_json.read_text("utf-8"))
     position = doc["metrics"]["position"]
     # position is 1.0 when the relevant piece comes first: both runs rank 'yes fact' first
@@ -112,23 +111,17 @@ def test_diff_needs_two_eval_runs(two_runs, tmp_path) -> None:
     assert "no run directory" in result.stderr
 
 
-def test_diff_old_spellings_still_work_with_one_deprecation_line_each(two_runs, tmp_path) -> None:
+@pytest.mark.parametrize(
+    "old", [["--force"], ["--json", "d.json"], ["--html", "d.html"]], ids=lambda o: o[0]
+)
+def test_diff_old_spellings_are_refused(two_runs, tmp_path, monkeypatch, old) -> None:
     a, b = two_runs
-    new_json, new_html = tmp_path / "new.json", tmp_path / "new.html"
-    invoke("diff", str(a), str(b), "--by-id", "--json-out", str(new_json), "--html-out",
-           str(new_html))  # fmt: skip
-    old_json, old_html = tmp_path / "old.json", tmp_path / "old.html"
-    old = invoke("diff", str(a), str(b), "--force", "--json", str(old_json), "--html",
-                 str(old_html))  # fmt: skip
-    assert old.exit_code == 0, old.stderr
-    assert old.stderr.splitlines() == [
-        "localjudge: --force is deprecated for 'diff'; use --by-id",
-        "localjudge: --json is deprecated for 'diff'; use --json-out",
-        "localjudge: --html is deprecated for 'diff'; use --html-out",
-    ]
-    assert old_json.read_text("utf-8") == new_json.read_text("utf-8")
-    assert old_html.read_text("utf-8") == new_html.read_text("utf-8")
-    assert f"json: {old_json}" in old.stdout
+    monkeypatch.chdir(tmp_path)
+    result = invoke("diff", str(a), str(b), *old)
+    assert result.exit_code == 2
+    assert f"No such option: {old[0]}" in result.stderr
+    assert not (tmp_path / "d.json").exists()
+    assert not (tmp_path / "d.html").exists()
 
 
 def test_diff_help_shows_the_new_spellings_only() -> None:

@@ -7,11 +7,13 @@ import hashlib
 import json
 import signal
 import statistics
+from itertools import islice
 
 import pytest
 from pipeline_rules import EXPECTED, rule_reply
 
 from localjudge.canonical import compact_json
+from localjudge.data.dataset import read_records
 from localjudge.data.items import make_item
 from localjudge.errors import UsageError
 from localjudge.judge.cache.caching import CachingJudge
@@ -19,9 +21,10 @@ from localjudge.judge.cache.store import Cache
 from localjudge.metrics import METRICS, ContextPosition, ContextRecall, ContextRelevance
 from localjudge.metrics.instructions import baseline_ask
 from localjudge.metrics.statements import split_statements
-from localjudge.run.evaluate.file_run import eval_file, survey
+from localjudge.run.evaluate.file_run import eval_file, open_run, survey
+from localjudge.run.outcome import ThresholdError
 from localjudge.run.results import FORMAT_VERSION
-from localjudge.testing import ScriptedJudge
+from localjudge.testing import ScriptedJudge, assert_scores
 from localjudge.versions import versions
 
 ROW_KEYS = [
@@ -417,6 +420,26 @@ def test_fail_under_thresholds_are_reported(tmp_path, data):
     assert outcome.failed_thresholds == [f"recall mean {mean} < 0.99"]
 
 
+def test_fail_under_and_assert_scores_miss_the_same_thresholds(tmp_path, data):
+    """One threshold check: eval's --fail-under and the library's assert_scores agree at the
+    mean itself (a mean equal to its threshold passes) and just above it."""
+    first = run(data, tmp_path / "first", ScriptedJudge(rule_reply)).summary["metrics"]
+    means = {name: first[name]["mean"] for name in METRIC_NAMES}
+    for nudge in (0.0, 1e-9):
+        thresholds = {name: mean + nudge for name, mean in means.items()}
+        out = tmp_path / f"out-{nudge}"
+        outcome = run(data, out, ScriptedJudge(rule_reply), fail_under=thresholds)
+        rows = read_rows(outcome.results_path)
+        for name, threshold in thresholds.items():
+            by_eval = any(line.startswith(f"{name} mean") for line in outcome.failed_thresholds)
+            try:
+                assert_scores(rows, **{name: threshold})
+                by_library = False
+            except ThresholdError:
+                by_library = True
+            assert by_eval == by_library == (nudge > 0), (name, nudge)
+
+
 def test_fail_under_with_no_scored_item_fails(tmp_path):
     path = tmp_path / "none.jsonl"
     path.write_text(json.dumps({"user_input": "q", "retrieved_contexts": ["c"]}) + "\n", "utf-8")
@@ -644,4 +667,6 @@ def test_survey_finds_the_metrics(tmp_path, records, mapping, limit, expected):
     path.write_text("not json\n" + "".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     # the malformed first line takes a place in the limit but gives no field
     effective_limit = None if limit is None else limit + 1
-    assert survey(path, mapping=mapping, limit=effective_limit).metrics == expected
+    with open_run(path, tmp_path / "out", mapping=mapping, limit=effective_limit) as run:
+        assert run.survey().metrics == expected
+    assert survey(islice(read_records(path), effective_limit), mapping).metrics == expected

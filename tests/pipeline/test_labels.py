@@ -90,8 +90,7 @@ def test_isotonic_adds_a_column_and_keeps_score(tmp_path, files):
         labels=labels,
         isotonic=True,
     )
-    # recorded under its key from before the rename, so earlier runs still match
-    assert outcome.summary["run"]["settings"]["calibrate"] is True
+    assert outcome.summary["run"]["settings"]["isotonic"] is True
     rows = lines(out / "results.jsonl")
     assert [r["score"] for r in rows] == pytest.approx([expected_recall(r) for r in DATA])
     pairs = sorted((r["score"], r["calibrated_score"]) for r in rows)
@@ -114,16 +113,17 @@ def calibrated(rows: list[dict[str, Any]]) -> list[tuple[float, float | None]]:
     return [(r["score"], r["calibrated_score"]) for r in rows]
 
 
-def test_the_old_keyword_calibrate_still_works_with_a_deprecation_warning(tmp_path, files):
+def test_the_old_keyword_calibrate_is_refused(tmp_path, files):
     data, labels = files
-    run = {"metrics": [ContextRecall()], "labels": labels}
-    eval_file(data, tmp_path / "new", judge=ScriptedJudge(rule_reply), isotonic=True, **run)
-    with pytest.warns(DeprecationWarning, match=r"calibrate=.*isotonic=") as caught:
-        eval_file(data, tmp_path / "old", judge=ScriptedJudge(rule_reply), calibrate=True, **run)
-    assert caught[0].filename == __file__  # the warning names the caller's line
-    old, new = (calibrated(lines(tmp_path / d / "results.jsonl")) for d in ("old", "new"))
-    assert old == new
-    assert all(c is not None for _, c in old)
+    with pytest.raises(TypeError, match="calibrate"):
+        eval_file(
+            data,
+            tmp_path / "old",
+            judge=ScriptedJudge(rule_reply),
+            metrics=[ContextRecall()],
+            labels=labels,
+            calibrate=True,
+        )
 
 
 def cli_eval(tmp_path: Path, files: tuple[Path, Path], *extra: str) -> Any:
@@ -137,19 +137,15 @@ def cli_eval(tmp_path: Path, files: tuple[Path, Path], *extra: str) -> Any:
     )
 
 
-def test_cli_isotonic_and_its_old_spelling_calibrate(tmp_path, files):
-    help_text = CliRunner().invoke(main, ["eval", "--help"]).output
-    assert "--isotonic" in help_text
-    assert "--calibrate" not in help_text  # the old spelling is hidden
+def test_cli_isotonic_and_the_refused_old_spelling_calibrate(tmp_path, files):
+    assert "--isotonic" in CliRunner().invoke(main, ["eval", "--help"]).output
     new = cli_eval(tmp_path, files, "--isotonic")
     assert new.exit_code == 0, new.output
-    assert "deprecated" not in new.stderr
     rows = calibrated(lines(tmp_path / "out" / "results.jsonl"))
     assert all(c is not None for _, c in rows)
     old = cli_eval(tmp_path, files, "--calibrate")
-    assert old.exit_code == 0, old.output
-    assert "localjudge: --calibrate is deprecated for 'eval'; use --isotonic" in old.stderr
-    assert calibrated(lines(tmp_path / "out" / "results.jsonl")) == rows
+    assert old.exit_code == 2
+    assert "No such option: --calibrate" in old.stderr
 
 
 def test_a_bad_label_is_refused_before_anything_is_judged(tmp_path, files):

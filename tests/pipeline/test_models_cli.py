@@ -198,18 +198,16 @@ def test_an_existing_alias_needs_overwrite(tmp_path: Path, registry_file: Path) 
     assert (entry["path"], entry["sha256"]) == (str(second), file_sha256(second))
 
 
-def test_add_force_is_the_old_spelling_of_overwrite(tmp_path: Path, registry_file: Path) -> None:
+def test_add_force_the_old_spelling_of_overwrite_is_refused(
+    tmp_path: Path, registry_file: Path
+) -> None:
     first, second = write_gguf(tmp_path / "one.gguf"), write_gguf(tmp_path / "two.gguf", weights=8)
     ok("models", "add", str(first), "--alias", "judge")
-    old = ok("models", "add", str(second), "--alias", "judge", "--force")
-    assert old.stderr.splitlines() == [
-        "localjudge: --force is deprecated for 'models add'; use --overwrite"
-    ]
+    old = invoke("models", "add", str(second), "--alias", "judge", "--force")
+    assert old.exit_code == 2
+    assert "No such option: --force" in old.stderr
     [entry] = json.loads(registry_file.read_text("utf-8"))["judges"]
-    assert entry["path"] == str(second)
-    shown = ok("models", "add", "--help").stdout
-    assert "--overwrite" in shown
-    assert "--force" not in shown
+    assert entry["path"] == str(first)
 
 
 def test_a_built_in_alias_is_shadowed_only_with_overwrite_and_comes_back_on_rm(

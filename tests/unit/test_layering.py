@@ -439,6 +439,14 @@ def test_each_room_of_judge_says_what_it_owns_and_offers():
             assert "any layer may use it" in " ".join((module.__doc__ or "").split()), path.name
 
 
+def test_the_public_api_has_one_judge_constructor():
+    """``load_judge`` is the library's one way to load a judge; the CLI's settings-driven
+    composition (``run.settings.open_judge``) is not public and goes through it."""
+    constructors = sorted(n for n in localjudge.__all__ if n.endswith("_judge"))
+    assert constructors == ["load_judge"]
+    assert "JudgeSettings" not in localjudge.__all__
+
+
 #: what starts a process: the modules, and the os functions
 SPAWNING_MODULES = {"multiprocessing", "subprocess", "concurrent.futures.process"}
 SPAWNING_OS = ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "popen", "spawn", "exec")

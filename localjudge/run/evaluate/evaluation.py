@@ -24,7 +24,6 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from localjudge.data.dataset import LIST_FIELDS, read_records
 from localjudge.data.items import Item, make_item
 from localjudge.data.records import Record
 from localjudge.decisions import Cutoffs, decide_all, kinds_of
@@ -36,7 +35,7 @@ from localjudge.judge.protocol import (
     JudgeRequest,
 )
 from localjudge.metrics import METRICS, Metric, MetricResult
-from localjudge.metrics.asks import Answer, Ask, reason_request, sum_stats
+from localjudge.metrics.asks import Answers, Ask, reason_request, sum_stats
 from localjudge.run.evaluate.grouping import ask_grouped
 from localjudge.run.evaluate.truncation import trim_contexts
 from localjudge.run.outcome import Evaluation
@@ -49,8 +48,8 @@ __all__ = [
     "OnJudging",
     "RecordLike",
     "evaluate",
+    "judged",
     "metric_settings",
-    "read",
     "resolve_cutoffs",
     "resolve_metrics",
     "score",
@@ -137,28 +136,24 @@ def evaluate(
     """
     resolved = resolve_metrics(metrics)
     if judge is None:
-        raise ValueError("evaluate() needs a judge: load_judge(), open_judge(...) or a fake")
+        raise ValueError("evaluate() needs a judge: load_judge() or a fake")
     if mapping is not None and column_map is not None:
         raise ValueError("give mapping= or column_map=, not both")
-    mapping = mapping if mapping is not None else column_map
-    cutoffs = resolve_cutoffs(judge, cutoffs)
-    entries = (_as_item(r, i, mapping) for i, r in enumerate(_records_of(records)))
-
-    def stream() -> Iterator[ItemResult]:
-        while chunk := list(islice(entries, chunk_size)):
-            jobs = [
-                (entry, metric)
-                for entry in chunk
-                for metric in resolved
-                if only is None or entry.index in only.get(metric.name, ())
-            ]
-            yield from _score_chunk(
-                jobs, judge, truncate, on_result, on_judging=on_judging, cutoffs=used
-            )
-
-    used = cutoffs
+    used = resolve_cutoffs(judge, cutoffs)
+    stream = judged(
+        _records_of(records),
+        resolved,
+        judge,
+        cutoffs=used,
+        mapping=mapping if mapping is not None else column_map,
+        truncate=truncate,
+        chunk_size=chunk_size,
+        on_result=on_result,
+        on_judging=on_judging,
+        only=only,
+    )
     return Evaluation(
-        stream(),
+        stream,
         metrics=[m.name for m in resolved],
         identity=judge.identity,
         settings_by_metric={
@@ -166,6 +161,35 @@ def evaluate(
         },
         keep=keep,
     )
+
+
+def judged(
+    records: Iterable[RecordLike],
+    metrics: Sequence[Metric],
+    judge: Judge,
+    *,
+    cutoffs: Cutoffs,
+    mapping: Mapping[str, str] | None = None,
+    truncate: bool = False,
+    chunk_size: int = CHUNK_SIZE,
+    on_result: Callable[[ItemResult], None] | None = None,
+    on_judging: OnJudging | None = None,
+    only: Mapping[str, Collection[int]] | None = None,
+) -> Iterator[ItemResult]:
+    """:func:`evaluate`'s stream of results, for a caller that has fixed the metrics, the
+    cut-offs and what the rows record itself (``eval_file``'s passes): nothing is resolved
+    again here."""
+    entries = (_as_item(r, i, mapping) for i, r in enumerate(records))
+    while chunk := list(islice(entries, chunk_size)):
+        jobs = [
+            (entry, metric)
+            for entry in chunk
+            for metric in metrics
+            if only is None or entry.index in only.get(metric.name, ())
+        ]
+        yield from _score_chunk(
+            jobs, judge, truncate, on_result, on_judging=on_judging, cutoffs=cutoffs
+        )
 
 
 def metric_settings(metric: Metric, *, truncate: bool, cutoffs: Cutoffs) -> dict[str, Any]:
@@ -254,7 +278,7 @@ class _Pending:
     asks: list[Ask]
     truncation: dict[str, Any] | None = None
     generations: list[Generation[Any]] = field(default_factory=list)
-    answers: list[Answer] = field(default_factory=list)
+    answers: Answers = field(default_factory=lambda: Answers([], []))
     #: how many of its reason calls did not fit the window (those verdicts have no reason)
     reasons_skipped: int = 0
 
@@ -333,7 +357,8 @@ def _decide(
             )
             if overflow is None:
                 p.generations = [o for o in outs if not isinstance(o, Exception)]
-                p.answers = decide_all(p.asks, p.generations, cutoffs)
+                # decide_all answers in ask order; from here on, an answer is found by its ask
+                p.answers = Answers(p.asks, decide_all(p.asks, p.generations, cutoffs))
                 decided.append(p)
                 continue
             ask, exc = overflow
@@ -400,27 +425,15 @@ def _explain(judge: Judge, decided: Sequence[_Pending]) -> None:
     reasons go into the answers, the calls' generations are added to the job's. A reason call
     that does not fit the window is dropped (counted in the job's ``reasons_skipped``): its
     verdict keeps no reason, and no decision is asked again."""
-    wanted = [
-        [k for k, a in enumerate(p.asks) if a.decision is not None and a.explain] for p in decided
-    ]
+    wanted = [[a for a in p.asks if a.decision is not None and a.explain] for p in decided]
     requests = [
-        [_origin(reason_request(p.asks[k], p.answers[k]), p) for k in ks]
-        for p, ks in zip(decided, wanted, strict=True)
+        [_origin(reason_request(ask, p.answers[ask]), p) for ask in asks]
+        for p, asks in zip(decided, wanted, strict=True)
     ]
-    for p, ks, outs in zip(decided, wanted, ask_grouped(judge, requests), strict=True):
-        for k, out in zip(ks, outs, strict=True):
+    for p, asks, outs in zip(decided, wanted, ask_grouped(judge, requests), strict=True):
+        for ask, out in zip(asks, outs, strict=True):
             if isinstance(out, ContextOverflowError):
                 p.reasons_skipped += 1
                 continue
-            p.answers[k] = replace(p.answers[k], reason=out.value.reason)  # type: ignore[attr-defined]
+            p.answers = p.answers.with_reason(ask, out.value.reason)  # type: ignore[attr-defined]
             p.generations.append(out)
-
-
-# --------------------------------------------------------------------------- reading data
-
-
-def read(data: Path, *, fmt: str | None, mapping: Mapping[str, str]) -> Iterator[Record]:
-    """The dataset's records as every pass of a run reads them: with the run's format, and a
-    mapped contexts column parsed as a list in CSV too."""
-    extra = {mapping["retrieved_contexts"]} if "retrieved_contexts" in mapping else set()
-    return read_records(data, fmt=fmt, list_fields=set(LIST_FIELDS) | extra)

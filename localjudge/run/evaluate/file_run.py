@@ -1,76 +1,59 @@
-"""Running an eval file to file (:func:`eval_file`): ``results.jsonl`` and ``summary.json``
-from a data file, with the survey of the data before it and the labelled items of PPI.
+"""Running an eval file to file: ``results.jsonl`` and ``summary.json`` from a data file, with
+the survey of the data before it and the labelled items of PPI.
 
-:func:`eval_file` streams rows to ``results.jsonl.partial`` as chunks finish and renames it to
-``results.jsonl`` when the run completes; every judge call is in the cache the moment it returns,
-so an interrupted run, started again with the same command, re-judges nothing it had finished.
-With ``labels``, the labelled items are scored first (``labelled.jsonl``) and the summary gains
-the prediction-powered means (:mod:`localjudge.stats.ppi`). The loop itself is
-:func:`localjudge.run.evaluate.evaluation.evaluate`'s.
+:func:`open_run` opens a run's files once: it takes the output directory's lock and opens the
+data file (and the labels file) as :class:`~localjudge.data.datafile.DataFile` s, so the
+survey, the judged records and the manifest's sha256 all read one handle, and the lock is
+taken once. :meth:`EvalRun.score` then runs it: it fixes the cut-offs, the settings each
+metric's rows record and the run's manifest once, judges the labelled items
+(``labelled.jsonl``), then the data, streaming rows to ``results.jsonl.partial`` as chunks
+finish and renaming it to ``results.jsonl`` when the run completes. Every judge call is in the
+cache the moment it returns, so an interrupted run, started again with the same command,
+re-judges nothing it had finished. :func:`eval_file` is the two in one call. The loop itself is
+:func:`localjudge.run.evaluate.evaluation.judged`'s.
 """
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from localjudge.canonical import canonical_json, file_sha256, sha256_text
+from localjudge.data.datafile import DataFile
+from localjudge.data.dataset import list_fields
 from localjudge.data.items import ALIASES, FIELDS
 from localjudge.data.records import Record
 from localjudge.decisions import Cutoffs
 from localjudge.errors import UsageError
-from localjudge.judge.isolation import InterruptLatch
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, Metric
-from localjudge.run.evaluate.evaluation import (
-    CHUNK_SIZE,
-    OnJudging,
-    evaluate,
-    metric_settings,
-    read,
-    resolve_cutoffs,
+from localjudge.run.evaluate.evaluation import CHUNK_SIZE, OnJudging
+from localjudge.run.evaluate.labelled_pass import LabelledScores, calibrations, in_sample
+from localjudge.run.evaluate.phases import (
+    RunFiles,
+    data_pass,
+    labelled_pass,
+    notes,
+    prepare,
+    summary_of,
 )
-from localjudge.run.evaluate.labelled_pass import (
-    LabelledScores,
-    calibrations,
-    corrected,
-    in_sample,
-    score_labelled,
-)
-from localjudge.run.results import RESULTS, ItemResult, ResultRow, ResultsWriter, Summary
-from localjudge.run.rundir import finished_run, output_lock, refuse_replacing, run_differences
-from localjudge.run.summary import build_summary, write_summary
+from localjudge.run.outcome import RunOutcome, failed_thresholds
+from localjudge.run.results import ItemResult
+from localjudge.run.rundir import output_lock
+from localjudge.run.summary import write_summary
 
 __all__ = [
     "DataSurvey",
+    "EvalRun",
     "LabelledScores",
-    "RunOutcome",
     "eval_file",
-    "failed_thresholds",
     "in_sample",
+    "open_run",
     "survey",
 ]
-
-
-def _selection_sha256(only: Mapping[str, Collection[int]]) -> str:
-    """What identifies a per-metric selection of items in a run's settings."""
-    return sha256_text(canonical_json({m: sorted(set(ix)) for m, ix in only.items()}))
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    """What an eval run wrote, and its summary."""
-
-    results_path: Path
-    summary_path: Path
-    summary: Summary
-    failed_thresholds: list[str] = field(default_factory=list)
-    #: what the user should know about the run's figures (the CLI prints them on stderr)
-    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -81,14 +64,11 @@ class DataSurvey:
     metrics: list[str]
 
 
-def survey(
-    data: Path, *, fmt: str | None = None, mapping: Mapping[str, str], limit: int | None
-) -> DataSurvey:
-    """Count the records (up to ``limit``) and find every metric whose required fields some
-    record has."""
+def survey(records: Iterable[Record], mapping: Mapping[str, str]) -> DataSurvey:
+    """Count ``records`` and find every metric whose required fields some record has."""
     present: set[str] = set()
     n = 0
-    for rec in islice(read(data, fmt=fmt, mapping=mapping), limit):
+    for rec in records:
         n += 1
         if rec.data is None:
             continue
@@ -98,6 +78,95 @@ def survey(
                 present.add(ours)
     metrics = [name for name, cls in METRICS.items() if set(cls.required) <= present]
     return DataSurvey(n_records=n, metrics=metrics)
+
+
+@contextmanager
+def open_run(
+    data: Path,
+    out_dir: Path,
+    *,
+    mapping: Mapping[str, str] | None = None,
+    fmt: str | None = None,
+    limit: int | None = None,
+    labels: Path | None = None,
+) -> Iterator[EvalRun]:
+    """The eval run of ``data`` (its first ``limit`` records, read with ``fmt`` and
+    ``mapping``) into ``out_dir``, its files open: the data and ``labels`` files opened once
+    (a file that cannot be read raises :class:`~localjudge.errors.DataError` now), then the
+    output directory's lock taken (another run that writes there is refused at once). Open it
+    before the judge loads; both are released when the block ends."""
+    mapping = dict(mapping or {})
+    columns = list_fields(mapping)
+    with ExitStack() as stack:
+        source = stack.enter_context(DataFile(data, fmt=fmt, list_fields=columns))
+        labelled = None
+        if labels is not None:
+            labelled = stack.enter_context(DataFile(labels, list_fields=columns))
+        stack.enter_context(output_lock(out_dir))
+        yield EvalRun(RunFiles(source, out_dir, mapping, fmt, limit, labelled))
+
+
+class EvalRun:
+    """An eval run whose files are open (:func:`open_run`): :meth:`survey` looks at its data,
+    :meth:`score` judges it and writes its files."""
+
+    def __init__(self, files: RunFiles) -> None:
+        self.files = files
+
+    def records(self) -> Iterator[Record]:
+        """A pass over the run's records (the first ``limit``)."""
+        return islice(self.files.source.records(), self.files.limit)
+
+    def survey(self) -> DataSurvey:
+        """How many records the run has, and which metrics apply to them."""
+        return survey(self.records(), self.files.mapping)
+
+    def score(
+        self,
+        *,
+        judge: Judge,
+        metrics: Sequence[Metric],
+        truncate: bool = False,
+        fail_under: Mapping[str, float] | None = None,
+        max_failure_rate: float | None = None,
+        settings: Mapping[str, Any] | None = None,
+        on_result: Callable[[ItemResult], None] | None = None,
+        on_judging: OnJudging | None = None,
+        isotonic: bool = False,
+        raw_output: bool = False,
+        overwrite: bool = False,
+        chunk_size: int = CHUNK_SIZE,
+        only: Mapping[str, Collection[int]] | None = None,
+        cutoffs: Cutoffs | None = None,
+    ) -> RunOutcome:
+        """Judge the run and write its files; the options are :func:`eval_file`'s."""
+        _check_options(metrics, fail_under, self.files.labels, isotonic=isotonic)
+        run = prepare(
+            self.files,
+            judge=judge,
+            metrics=metrics,
+            cutoffs=cutoffs,
+            settings=settings,
+            only=only,
+            isotonic=isotonic,
+            truncate=truncate,
+            raw_output=raw_output,
+            chunk_size=chunk_size,
+            overwrite=overwrite,
+        )
+        labelled = labelled_pass(run)
+        writer = data_pass(
+            run,
+            self.records(),
+            calibrations(labelled) if isotonic else {},
+            only=only,
+            on_result=on_result,
+            on_judging=on_judging,
+        )
+        summary = summary_of(run, writer, labelled)
+        summary_path = write_summary(self.files.out_dir, summary)
+        failed = failed_thresholds(summary, fail_under, max_failure_rate)
+        return RunOutcome(writer.path, summary_path, summary, failed, notes(run))
 
 
 def eval_file(
@@ -122,7 +191,6 @@ def eval_file(
     chunk_size: int = CHUNK_SIZE,
     only: Mapping[str, Collection[int]] | None = None,
     cutoffs: Cutoffs | None = None,
-    calibrate: bool | None = None,
 ) -> RunOutcome:
     """Score ``data`` with ``metrics`` and write ``results.jsonl`` and ``summary.json`` to
     ``out_dir``. ``fail_under`` maps metric names to thresholds for their mean;
@@ -134,9 +202,7 @@ def eval_file(
     the human-scale mean over ``data`` with its interval (``ppi``, ``ppi_soft``; see
     :mod:`localjudge.stats.ppi`); ``isotonic`` also adds each row's ``calibrated_score``, the
     judge score mapped to the human scale by an isotonic fit on the labelled items (recorded in
-    the run's settings as ``calibrate``, its key before the rename). ``calibrate`` is the
-    deprecated name of ``isotonic`` (a :class:`DeprecationWarning`; ``localjudge calibrate``
-    fits decision cut-offs, another thing).
+    the run's settings as ``isotonic``).
     ``raw_output`` adds each row's raw judge output text (``raw_output``). ``chunk_size``:
     items handed to the judge together per metric (rows do not depend on it; a Ray judge wants
     large chunks, :data:`localjudge.cluster.RAY_CHUNK_SIZE`). ``only``: per metric, the input
@@ -151,265 +217,42 @@ def eval_file(
     ``cutoffs``: as :func:`evaluate` takes them (by default the judge's own), resolved once: the
     data, the labelled items and each metric's recorded settings all use the same ones.
 
-    Pass a :class:`~localjudge.judge.cache.caching.CachingJudge` to cache and resume."""
-    mapping = dict(mapping or {})
-    isotonic = _checked_options(metrics, fail_under, labels, isotonic=isotonic, calibrate=calibrate)
-    records = read(data, fmt=fmt, mapping=mapping)  # fails now on an unreadable file
-    with output_lock(out_dir):
-        run = _prepare(
-            data,
-            out_dir,
+    Pass a :class:`~localjudge.judge.cache.caching.CachingJudge` to cache and resume.
+
+    The data file is opened once and the output directory locked once (:func:`open_run`;
+    :meth:`EvalRun.score` is the rest)."""
+    _check_options(metrics, fail_under, labels, isotonic=isotonic)  # before a folder is made
+    with open_run(data, out_dir, mapping=mapping, fmt=fmt, limit=limit, labels=labels) as run:
+        return run.score(
             judge=judge,
             metrics=metrics,
-            mapping=mapping,
-            cutoffs=cutoffs,
-            labels=labels,
-            settings=settings,
-            run_options={"limit": limit, "map": mapping, "format": fmt},
-            only=only,
-            isotonic=isotonic,
             truncate=truncate,
-            raw_output=raw_output,
-            chunk_size=chunk_size,
-            overwrite=overwrite,
-        )
-        labelled = _labelled_pass(run)
-        writer = _data_pass(
-            run,
-            islice(records, limit),
-            calibrations(labelled) if isotonic else {},
-            only=only,
+            fail_under=fail_under,
+            max_failure_rate=max_failure_rate,
+            settings=settings,
             on_result=on_result,
             on_judging=on_judging,
+            isotonic=isotonic,
+            raw_output=raw_output,
+            overwrite=overwrite,
+            chunk_size=chunk_size,
+            only=only,
+            cutoffs=cutoffs,
         )
-        summary = _summary(run, writer, labelled)
-        summary_path = write_summary(out_dir, summary)
-        failed = failed_thresholds(summary, fail_under, max_failure_rate)
-        return RunOutcome(writer.path, summary_path, summary, failed, _notes(run))
 
 
-def _checked_options(
+def _check_options(
     metrics: Sequence[Metric],
     fail_under: Mapping[str, float] | None,
-    labels: Path | None,
+    labels: Path | DataFile | None,
     *,
     isotonic: bool,
-    calibrate: bool | None,
-) -> bool:
-    """Whether the run fits the isotonic map (``calibrate`` is its deprecated name, warned of
-    at :func:`eval_file`'s caller); refuses thresholds on metrics that are not run, and an
-    isotonic fit without labels."""
+) -> None:
+    """Refuse thresholds on metrics that are not run, and an isotonic fit without labels."""
     unknown = set(fail_under or {}) - {m.name for m in metrics}
     if unknown:
         raise UsageError(
             f"--fail-under names metrics that are not run: {', '.join(sorted(unknown))}"
         )
-    if calibrate is not None:
-        warnings.warn(
-            "eval_file(calibrate=...) is deprecated, use isotonic=... (the same isotonic fit)",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        isotonic = isotonic or calibrate
     if isotonic and labels is None:
         raise UsageError("--isotonic needs --labels (the labelled items it is fitted on)")
-    return isotonic
-
-
-@dataclass(frozen=True)
-class _Run:
-    """What the phases of one :func:`eval_file` run share, fixed before anything is judged."""
-
-    data: Path
-    data_sha256: str
-    out_dir: Path
-    judge: Judge
-    metrics: Sequence[Metric]
-    mapping: Mapping[str, str]
-    #: the cut-offs every pass uses and the settings record (resolved once)
-    cutoffs: Cutoffs
-    labels: Path | None
-    labels_sha256: str | None
-    #: per metric, the settings its rows record
-    settings_by_metric: Mapping[str, Mapping[str, Any]]
-    #: the run's settings as ``summary.json`` records them
-    settings: Mapping[str, Any]
-    truncate: bool
-    raw_output: bool
-    chunk_size: int
-
-
-def _prepare(
-    data: Path,
-    out_dir: Path,
-    *,
-    judge: Judge,
-    metrics: Sequence[Metric],
-    mapping: Mapping[str, str],
-    cutoffs: Cutoffs | None,
-    labels: Path | None,
-    settings: Mapping[str, Any] | None,
-    run_options: Mapping[str, Any],
-    only: Mapping[str, Collection[int]] | None,
-    isotonic: bool,
-    truncate: bool,
-    raw_output: bool,
-    chunk_size: int,
-    overwrite: bool,
-) -> _Run:
-    """The run's hashes, cut-offs and settings; refuses to replace a finished run in
-    ``out_dir`` that is another run."""
-    data_sha = file_sha256(data)
-    used = resolve_cutoffs(judge, cutoffs)
-    labels_sha = file_sha256(labels) if labels is not None else None
-    settings_by_metric = {
-        m.name: metric_settings(m, truncate=truncate, cutoffs=used) for m in metrics
-    }
-    run_settings = {
-        **(settings or {}),
-        "metrics": settings_by_metric,
-        **run_options,
-        **({"only_sha256": _selection_sha256(only)} if only is not None else {}),
-        # a judge without fitted cut-offs or combinations: its verdicts are the neutral ones
-        **({} if used else {"neutral_cutoffs": True}),
-        **(
-            {
-                "labels": str(labels),
-                "labels_sha256": labels_sha,
-                "calibrate": isotonic,  # the key before --isotonic: old runs still match
-            }
-            if labels is not None
-            else {}
-        ),
-    }
-    previous = None if overwrite else finished_run(out_dir)
-    if previous is not None:
-        refuse_replacing(
-            out_dir,
-            run_differences(
-                previous,
-                data_sha256=data_sha,
-                judge=judge.identity.as_dict(),
-                settings=run_settings,
-            ),
-        )
-    return _Run(
-        data,
-        data_sha,
-        out_dir,
-        judge,
-        metrics,
-        mapping,
-        used,
-        labels,
-        labels_sha,
-        settings_by_metric,
-        run_settings,
-        truncate,
-        raw_output,
-        chunk_size,
-    )
-
-
-def _labelled_pass(run: _Run) -> dict[str, LabelledScores]:
-    """The labelled items scored like the data (``labelled.jsonl``), paired with the people's
-    (none without labels)."""
-    if run.labels is None:
-        return {}
-    return score_labelled(
-        run.labels,
-        run.out_dir,
-        judge=run.judge,
-        metrics=run.metrics,
-        mapping=run.mapping,
-        truncate=run.truncate,
-        settings_by_metric=run.settings_by_metric,
-        raw_output=run.raw_output,
-        chunk_size=run.chunk_size,
-        cutoffs=run.cutoffs,
-    )
-
-
-def _data_pass(
-    run: _Run,
-    records: Iterable[Record],
-    calibrated: Mapping[str, Callable[[ResultRow], float | None]],
-    *,
-    only: Mapping[str, Collection[int]] | None,
-    on_result: Callable[[ItemResult], None] | None,
-    on_judging: OnJudging | None,
-) -> ResultsWriter:
-    """The data scored through the writer of ``results.jsonl`` (renamed from its partial file
-    once every row is written); the closed writer, with its tallies."""
-    with (
-        InterruptLatch() as interrupted,
-        ResultsWriter(
-            run.out_dir / RESULTS.name,
-            run.judge.identity,
-            run.settings_by_metric,
-            dict(calibrated),
-            raw_output=run.raw_output,
-        ) as writer,
-    ):
-        for res in evaluate(
-            records,
-            run.metrics,
-            run.judge,
-            mapping=run.mapping,
-            truncate=run.truncate,
-            on_result=on_result,
-            on_judging=on_judging,
-            chunk_size=run.chunk_size,
-            keep=False,
-            only=only,
-            cutoffs=run.cutoffs,  # the cut-offs the settings record and the labelled pass used
-        ):
-            writer.write(res)
-            interrupted.check()  # a Ctrl-C some library swallowed stops the run here
-        interrupted.check()  # never a finished run after an interrupt
-    return writer
-
-
-def _summary(run: _Run, writer: ResultsWriter, labelled: Mapping[str, LabelledScores]) -> Summary:
-    """The run's summary, with the prediction-powered means of the labelled metrics."""
-    summary = build_summary(
-        writer,
-        data=run.data,
-        data_sha256=run.data_sha256,
-        judge=run.judge,
-        settings=run.settings,
-    )
-    for name, pairs in labelled.items():
-        tally = writer.tallies[name]
-        summary["metrics"][name].update(corrected(pairs, tally.scores, tally.soft_scores))  # type: ignore[typeddict-item]
-    return summary
-
-
-def failed_thresholds(
-    summary: Summary, fail_under: Mapping[str, float] | None, max_failure_rate: float | None
-) -> list[str]:
-    """The thresholds a run's summary misses: a mean under ``fail_under``'s, a metric with
-    more failed items than ``max_failure_rate`` allows."""
-    means = {name: stats["mean"] for name, stats in summary["metrics"].items()}
-    failed = [
-        f"{name} mean {means[name]} < {threshold}"
-        for name, threshold in (fail_under or {}).items()
-        if (mean := means[name]) is None or mean < threshold
-    ]
-    if max_failure_rate is not None:
-        for name, stats in summary["metrics"].items():
-            total = stats["n_scored"] + stats["n_failed"] + stats["n_undefined"]
-            rate = stats["n_failed"] / total if total else 0.0
-            if rate > max_failure_rate:
-                failed.append(
-                    f"{name}: {stats['n_failed']} of {total} items failed ({rate:.1%}), "
-                    f"over --max-failure-rate {max_failure_rate:g}"
-                )
-    return failed
-
-
-def _notes(run: _Run) -> list[str]:
-    """What the user should know about the run's figures: labels the cut-offs were fitted on."""
-    if not run.labels or not run.labels_sha256:
-        return []
-    return in_sample(run.labels, run.labels_sha256, run.cutoffs, [m.name for m in run.metrics])

@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from localjudge.data.records import Record
 from localjudge.decisions import Cutoffs, kinds_of
 from localjudge.errors import DataError
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, Metric
-from localjudge.run.evaluate.evaluation import CHUNK_SIZE, evaluate, read
+from localjudge.run.evaluate.evaluation import CHUNK_SIZE, judged
 from localjudge.run.labels import canonical, item_where, label_problem, n_pieces, refuse_labels
 from localjudge.run.results import LABELLED, ResultRow, ResultsWriter
 from localjudge.stats.ppi import fit_calibration, ppi_mean
@@ -56,6 +57,7 @@ class LabelledScores:
 
 
 def score_labelled(
+    records: Sequence[Record],
     labels: Path,
     out_dir: Path,
     *,
@@ -64,16 +66,15 @@ def score_labelled(
     mapping: Mapping[str, str],
     truncate: bool,
     settings_by_metric: Mapping[str, Mapping[str, Any]],
+    cutoffs: Cutoffs,
     raw_output: bool = False,
     chunk_size: int = CHUNK_SIZE,
-    cutoffs: Cutoffs | None = None,
 ) -> dict[str, LabelledScores]:
-    """Score the labelled file (bench's format: records with ``labels``) like the data, write
-    its rows to ``out_dir/labelled.jsonl``, and pair each judge score with the metric's formula
-    applied to the human labels. Items without labels for a metric are left out of it; a label
-    refused (:mod:`localjudge.run.labels`) raises :class:`~localjudge.errors.DataError` before
-    anything is judged."""
-    records = list(read(labels, fmt=None, mapping=mapping))
+    """Score the records of the labelled file ``labels`` (bench's format: records with
+    ``labels``) like the data, write their rows to ``out_dir/labelled.jsonl``, and pair each
+    judge score with the metric's formula applied to the human labels. Items without labels
+    for a metric are left out of it; a label refused (:mod:`localjudge.run.labels`) raises
+    :class:`~localjudge.errors.DataError` before anything is judged."""
     field = mapping.get("retrieved_contexts", "retrieved_contexts")
     checked = {rec.index: rec.data for rec in records if rec.data and "labels" in rec.data}
     refuse_labels(
@@ -97,15 +98,14 @@ def score_labelled(
     with ResultsWriter(
         out_dir / LABELLED.name, judge.identity, settings_by_metric, raw_output=raw_output
     ) as writer:
-        for res in evaluate(
+        for res in judged(
             records,
             metrics,
             judge,
+            cutoffs=cutoffs,
             mapping=mapping,
             truncate=truncate,
             chunk_size=chunk_size,
-            keep=False,
-            cutoffs=cutoffs,
         ):
             row = writer.write(res)
             h = human.get((res.index, res.metric))

@@ -1,0 +1,228 @@
+"""The phases of one eval run whose files are open (:class:`RunFiles`, from
+:func:`~localjudge.run.evaluate.file_run.open_run`), in order: :func:`prepare` fixes the
+cut-offs, the settings each metric's rows record and the run's manifest once (and refuses to
+replace a finished run that is another run); :func:`labelled_pass` judges the labelled items
+(``labelled.jsonl``); :func:`data_pass` judges the data through the writer of
+``results.jsonl``; :func:`summary_of` is ``summary.json``; :func:`notes`, what the user should
+know about the figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from localjudge.canonical import canonical_json, sha256_text
+from localjudge.data.datafile import DataFile
+from localjudge.data.records import Record
+from localjudge.decisions import Cutoffs
+from localjudge.judge.isolation import InterruptLatch
+from localjudge.judge.protocol import Judge
+from localjudge.metrics import Metric
+from localjudge.run.evaluate.evaluation import OnJudging, judged, metric_settings, resolve_cutoffs
+from localjudge.run.evaluate.labelled_pass import (
+    LabelledScores,
+    corrected,
+    in_sample,
+    score_labelled,
+)
+from localjudge.run.results import RESULTS, ItemResult, ResultRow, ResultsWriter, Summary
+from localjudge.run.rundir import finished_run, refuse_replacing, run_differences
+from localjudge.run.summary import build_summary
+
+__all__ = [
+    "Plan",
+    "RunFiles",
+    "data_pass",
+    "labelled_pass",
+    "notes",
+    "prepare",
+    "summary_of",
+]
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """A run's open files and what picks its records."""
+
+    #: the data file, opened once
+    source: DataFile
+    out_dir: Path
+    mapping: Mapping[str, str]
+    fmt: str | None
+    limit: int | None
+    #: the labelled file of ``--labels``, opened once
+    labels: DataFile | None
+
+
+def _selection_sha256(only: Mapping[str, Collection[int]]) -> str:
+    """What identifies a per-metric selection of items in a run's settings."""
+    return sha256_text(canonical_json({m: sorted(set(ix)) for m, ix in only.items()}))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the phases of one run share, fixed before anything is judged (:func:`prepare`)."""
+
+    files: RunFiles
+    judge: Judge
+    metrics: Sequence[Metric]
+    #: the cut-offs every pass uses and the settings record (resolved once)
+    cutoffs: Cutoffs
+    #: the labelled file's records (read once, before anything is judged)
+    labelled: Sequence[Record]
+    #: per metric, the settings its rows record (built once)
+    settings_by_metric: Mapping[str, Mapping[str, Any]]
+    #: the run's settings as ``summary.json`` records them
+    settings: Mapping[str, Any]
+    truncate: bool
+    raw_output: bool
+    chunk_size: int
+
+
+def prepare(
+    files: RunFiles,
+    *,
+    judge: Judge,
+    metrics: Sequence[Metric],
+    cutoffs: Cutoffs | None,
+    settings: Mapping[str, Any] | None,
+    only: Mapping[str, Collection[int]] | None,
+    isotonic: bool,
+    truncate: bool,
+    raw_output: bool,
+    chunk_size: int,
+    overwrite: bool,
+) -> Plan:
+    """The run's cut-offs and settings; refuses to replace a finished run in ``out_dir`` that
+    is another run (the data's sha256 is read for that comparison only; otherwise the data pass
+    hashes the file as it reads it)."""
+    used = resolve_cutoffs(judge, cutoffs)
+    labels = files.labels
+    labelled = list(labels.records()) if labels is not None else []
+    settings_by_metric = {
+        m.name: metric_settings(m, truncate=truncate, cutoffs=used) for m in metrics
+    }
+    run_settings = {
+        **(settings or {}),
+        "metrics": settings_by_metric,
+        "limit": files.limit,
+        "map": files.mapping,
+        "format": files.fmt,
+        **({"only_sha256": _selection_sha256(only)} if only is not None else {}),
+        # a judge without fitted cut-offs or combinations: its verdicts are the neutral ones
+        **({} if used else {"neutral_cutoffs": True}),
+        **(
+            {"labels": str(labels.path), "labels_sha256": labels.sha256, "isotonic": isotonic}
+            if labels is not None
+            else {}
+        ),
+    }
+    previous = None if overwrite else finished_run(files.out_dir)
+    if previous is not None:
+        refuse_replacing(
+            files.out_dir,
+            run_differences(
+                previous,
+                data_sha256=files.source.sha256,
+                judge=judge.identity.as_dict(),
+                settings=run_settings,
+            ),
+        )
+    return Plan(
+        files,
+        judge,
+        metrics,
+        used,
+        labelled,
+        settings_by_metric,
+        run_settings,
+        truncate,
+        raw_output,
+        chunk_size,
+    )
+
+
+def labelled_pass(run: Plan) -> dict[str, LabelledScores]:
+    """The labelled items scored like the data (``labelled.jsonl``), paired with the people's
+    (none without labels)."""
+    labels = run.files.labels
+    if labels is None:
+        return {}
+    return score_labelled(
+        run.labelled,
+        labels.path,
+        run.files.out_dir,
+        judge=run.judge,
+        metrics=run.metrics,
+        mapping=run.files.mapping,
+        truncate=run.truncate,
+        settings_by_metric=run.settings_by_metric,
+        raw_output=run.raw_output,
+        chunk_size=run.chunk_size,
+        cutoffs=run.cutoffs,
+    )
+
+
+def data_pass(
+    run: Plan,
+    records: Iterable[Record],
+    calibrated: Mapping[str, Callable[[ResultRow], float | None]],
+    *,
+    only: Mapping[str, Collection[int]] | None,
+    on_result: Callable[[ItemResult], None] | None,
+    on_judging: OnJudging | None,
+) -> ResultsWriter:
+    """The data scored through the writer of ``results.jsonl`` (renamed from its partial file
+    once every row is written); the closed writer, with its tallies."""
+    with (
+        InterruptLatch() as interrupted,
+        ResultsWriter(
+            run.files.out_dir / RESULTS.name,
+            run.judge.identity,
+            run.settings_by_metric,
+            dict(calibrated),
+            raw_output=run.raw_output,
+        ) as writer,
+    ):
+        for res in judged(
+            records,
+            run.metrics,
+            run.judge,
+            cutoffs=run.cutoffs,  # the cut-offs the settings record and the labelled pass used
+            mapping=run.files.mapping,
+            truncate=run.truncate,
+            chunk_size=run.chunk_size,
+            on_result=on_result,
+            on_judging=on_judging,
+            only=only,
+        ):
+            writer.write(res)
+            interrupted.check()  # a Ctrl-C some library swallowed stops the run here
+        interrupted.check()  # never a finished run after an interrupt
+    return writer
+
+
+def summary_of(run: Plan, writer: ResultsWriter, labelled: Mapping[str, LabelledScores]) -> Summary:
+    """The run's summary, with the prediction-powered means of the labelled metrics."""
+    summary = build_summary(
+        writer,
+        data=run.files.source.path,
+        data_sha256=run.files.source.sha256,  # hashed by the data pass as it read the file
+        judge=run.judge,
+        settings=run.settings,
+    )
+    for name, pairs in labelled.items():
+        tally = writer.tallies[name]
+        summary["metrics"][name].update(corrected(pairs, tally.scores, tally.soft_scores))  # type: ignore[typeddict-item]
+    return summary
+
+
+def notes(run: Plan) -> list[str]:
+    """What the user should know about the run's figures: labels the cut-offs were fitted on."""
+    labels = run.files.labels
+    if labels is None:
+        return []
+    return in_sample(labels.path, labels.sha256, run.cutoffs, [m.name for m in run.metrics])
