@@ -369,6 +369,27 @@ def test_summary(tmp_path, data):
     assert outcome.failed_thresholds == []
 
 
+def test_the_summary_names_an_exception_and_the_rows_do_not_move(tmp_path, data):
+    from localjudge.decisions import Cutoffs, Provenance  # noqa: PLC0415
+
+    def cutoffs(status):
+        source = Provenance("built-in", "fit.py", "ab" * 32, heldout={"status": status, "why": "w"})
+        return Cutoffs.from_json({"position.relevant": 0.4}, {"position.relevant": source})
+
+    kept = run(data, tmp_path / "kept", ScriptedJudge(rule_reply), cutoffs=cutoffs("exception"))
+    fitted = run(data, tmp_path / "fit", ScriptedJudge(rule_reply), cutoffs=cutoffs("fitted"))
+    assert kept.summary["run"]["settings"]["exceptions"] == {"position.relevant": "w"}
+    assert "exceptions" not in fitted.summary["run"]["settings"]
+    rows = [
+        [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in lines]
+        for lines in (
+            (tmp_path / d / "results.jsonl").read_text("utf-8").splitlines()
+            for d in ("kept", "fit")
+        )
+    ]
+    assert rows[0] == rows[1]
+
+
 def test_ci95_is_seeded(tmp_path, data):
     first = run(data, tmp_path / "one", ScriptedJudge(rule_reply)).summary
     second = run(data, tmp_path / "two", ScriptedJudge(rule_reply)).summary

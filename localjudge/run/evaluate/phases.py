@@ -17,7 +17,7 @@ from typing import Any
 from localjudge.canonical import canonical_json, sha256_text
 from localjudge.data.datafile import DataFile
 from localjudge.data.records import Record
-from localjudge.decisions import Cutoffs
+from localjudge.decisions import Cutoffs, kinds_of
 from localjudge.judge.isolation import InterruptLatch
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import Metric
@@ -55,6 +55,17 @@ class RunFiles:
     limit: int | None
     #: the labelled file of ``--labels``, opened once
     labels: DataFile | None
+
+
+def exceptions_of(cutoffs: Cutoffs, metrics: Sequence[Metric]) -> dict[str, str]:
+    """The kinds of ``metrics``' decisions whose shipped cut-offs are an exception to their
+    rule (``fitting/exceptions.json``), each with its one line of why."""
+    kinds = kinds_of([m.name for m in metrics])
+    return {
+        k: str(cutoffs.source(k).heldout.get("why", ""))
+        for k in sorted(kinds & set(cutoffs.kinds))
+        if cutoffs.source(k).heldout.get("status") == "exception"
+    }
 
 
 def _selection_sha256(only: Mapping[str, Collection[int]]) -> str:
@@ -114,6 +125,8 @@ def prepare(
         **({"only_sha256": _selection_sha256(only)} if only is not None else {}),
         # a judge without fitted cut-offs or combinations: its verdicts are the neutral ones
         **({} if used else {"neutral_cutoffs": True}),
+        # the kinds that ship as an exception to their rule, each with its reason
+        **({"exceptions": found} if (found := exceptions_of(used, metrics)) else {}),
         **(
             {"labels": str(labels.path), "labels_sha256": labels.sha256, "isotonic": isotonic}
             if labels is not None
