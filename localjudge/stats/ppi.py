@@ -1,4 +1,4 @@
-"""Honest means from an imperfect judge: prediction-powered inference and calibration.
+"""Honest means from an imperfect judge: prediction-powered inference and the isotonic map.
 
 A judge's mean score carries the judge's bias, and its bootstrap interval says nothing about
 that bias. With human labels on a few items that the judge scored too, prediction-powered
@@ -26,7 +26,7 @@ much larger than n the two intervals agree; with a small data set the population
 too narrow for its items' own mean (the coverage benchmark shows it), and ``data_ci95`` is the
 honest one.
 
-:func:`fit_calibration` is the item-level counterpart: an isotonic map (scikit-learn's
+:func:`fit_isotonic` is the item-level counterpart: an isotonic map (scikit-learn's
 ``IsotonicRegression``) from judge score to human score fitted on the labelled items.
 """
 
@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PPIEstimate", "fit_calibration", "ppi_mean"]
+__all__ = ["PPIEstimate", "fit_isotonic", "ppi_mean"]
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def _clipped(centre: float, half: float) -> list[float]:
     return [max(0.0, centre - half), min(1.0, centre + half)]
 
 
-def fit_calibration(
+def fit_isotonic(
     judge: Sequence[float], human: Sequence[float]
 ) -> Callable[[float], float] | None:
     """An increasing map from judge score to human score, fitted on labelled pairs (isotonic
@@ -134,7 +134,7 @@ def fit_calibration(
     model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
     model.fit(np.asarray(judge, dtype=float), np.asarray(human, dtype=float))
 
-    def calibrated(score: float) -> float:
+    def mapped(score: float) -> float:
         return float(model.predict(np.asarray([score], dtype=float))[0])
 
-    return calibrated
+    return mapped

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import t as scipy_t
 
-from localjudge.stats.ppi import fit_calibration, ppi_mean
+from localjudge.stats.ppi import fit_isotonic, ppi_mean
 
 scores = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 
@@ -118,10 +118,10 @@ def test_data_interval_covers_the_mean_of_a_small_data_set():
 
 
 def test_calibration_is_monotone_and_fits_the_labels():
-    cal = fit_calibration([0.1, 0.4, 0.6, 0.9], [0.0, 0.2, 0.8, 1.0])
+    cal = fit_isotonic([0.1, 0.4, 0.6, 0.9], [0.0, 0.2, 0.8, 1.0])
     assert cal is not None
     values = [cal(x) for x in np.linspace(0, 1, 21)]
     assert values == sorted(values)
     assert cal(0.9) == pytest.approx(1.0)
     assert cal(0.1) == pytest.approx(0.0)
-    assert fit_calibration([0.5, 0.5], [0.0, 1.0]) is None
+    assert fit_isotonic([0.5, 0.5], [0.0, 1.0]) is None

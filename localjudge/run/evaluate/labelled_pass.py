@@ -19,7 +19,7 @@ from localjudge.metrics import METRICS, Metric
 from localjudge.run.evaluate.evaluation import CHUNK_SIZE, judged
 from localjudge.run.labels import canonical, item_where, label_problem, n_pieces, refuse_labels
 from localjudge.run.results import LABELLED, ResultRow, ResultsWriter
-from localjudge.stats.ppi import fit_calibration, ppi_mean
+from localjudge.stats.ppi import fit_isotonic, ppi_mean
 
 __all__ = ["LabelledScores", "calibrations", "corrected", "in_sample", "score_labelled"]
 
@@ -45,7 +45,7 @@ class LabelledScores:
         from the same kind of score; None when it has none). None when nothing can be fitted."""
         soft = self.soft_scores()
         key = "soft_score" if soft is not None else "score"
-        fitted = fit_calibration(soft if soft is not None else self.hard, self.human)
+        fitted = fit_isotonic(soft if soft is not None else self.hard, self.human)
         if fitted is None:
             return None
 
