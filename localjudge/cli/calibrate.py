@@ -97,7 +97,7 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     from localjudge.data.dataset import read_records  # noqa: PLC0415
     from localjudge.decisions import store_cutoffs  # noqa: PLC0415
     from localjudge.judge.models import user_registry_path  # noqa: PLC0415
-    from localjudge.run.calibrate.fitting import calibrate, check_labels  # noqa: PLC0415
+    from localjudge.run.calibrate.calibration import calibrate, check_labels  # noqa: PLC0415
     from localjudge.run.calibrate.table import IN_SAMPLE, calibration_table  # noqa: PLC0415
     from localjudge.run.settings import open_judge  # noqa: PLC0415
 

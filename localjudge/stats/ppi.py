@@ -122,9 +122,7 @@ def _clipped(centre: float, half: float) -> list[float]:
     return [max(0.0, centre - half), min(1.0, centre + half)]
 
 
-def fit_isotonic(
-    judge: Sequence[float], human: Sequence[float]
-) -> Callable[[float], float] | None:
+def fit_isotonic(judge: Sequence[float], human: Sequence[float]) -> Callable[[float], float] | None:
     """An increasing map from judge score to human score, fitted on labelled pairs (isotonic
     regression, clipped at the ends). None with fewer than two distinct judge scores."""
     if len(set(judge)) < 2:

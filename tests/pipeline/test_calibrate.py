@@ -20,13 +20,13 @@ from localjudge.judge.cache.store import open_cache
 from localjudge.judge.protocol import Generation, SoftDecision
 from localjudge.judge.schemas import parse_output
 from localjudge.metrics import ContextPosition
-from localjudge.run.calibrate.check import Group, group_of
-from localjudge.run.calibrate.fitting import (
+from localjudge.run.calibrate.calibration import (
     calibrate,
     check_labels,
     fit_cutoffs,
     judge_labelled,
 )
+from localjudge.run.calibrate.check import Group, group_of
 from localjudge.run.calibrate.table import calibration_table
 from localjudge.run.evaluate.evaluation import evaluate
 from localjudge.testing import ScriptedJudge, prompt_data

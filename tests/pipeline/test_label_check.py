@@ -15,7 +15,7 @@ from localjudge.errors import DataError, LocalJudgeError, UsageError
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.run.bench.runner import bench_file
-from localjudge.run.calibrate.fitting import check_labels
+from localjudge.run.calibrate.calibration import check_labels
 from localjudge.run.evaluate.file_run import eval_file
 from localjudge.run.settings import JudgeSettings
 from localjudge.stats import agreement

@@ -1,6 +1,6 @@
 """``localjudge calibrate``: a judge's cut-offs fitted on a labelled file, kept only under a rule.
 
-Owns :mod:`~localjudge.run.calibrate.fitting` (``calibrate``, ``check_labels``,
+Owns :mod:`~localjudge.run.calibrate.calibration` (``calibrate``, ``check_labels``,
 ``fit_cutoffs``: judging the labelled items and the held-out checks),
 :mod:`~localjudge.run.calibrate.check` (what a labelled file can be fitted on, and the groups
 of its held-out split),

@@ -49,7 +49,8 @@ MIN_DECISIONS = 20
 
 
 class LabelledKind(Protocol):
-    """A kind of decision as the check sees it (:class:`localjudge.run.calibrate.fitting.Kind`)."""
+    """A kind of decision as the check sees it
+    (:class:`localjudge.run.calibrate.calibration.Kind`)."""
 
     @property
     def name(self) -> str: ...
@@ -184,7 +185,8 @@ def check_kinds(
     path: str | None = None,
 ) -> LabelCheck:
     """Check the labels ``kinds`` read in ``records`` and what each kind can be fitted on
-    (:func:`localjudge.run.calibrate.fitting.check_labels`, for the kinds of decision ``kinds``)."""
+    (:func:`localjudge.run.calibrate.calibration.check_labels`, for the kinds of decision
+    ``kinds``)."""
     names = list(dict.fromkeys(k.metric for k in kinds))
     prefix = f"{path}: " if path else ""
     labelled = [n for n, r in enumerate(records) if "labels" in r]

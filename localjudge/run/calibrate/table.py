@@ -1,5 +1,5 @@
 """What ``localjudge calibrate`` prints: the held-out checks of
-:func:`~localjudge.run.calibrate.fitting.calibrate` as Markdown tables."""
+:func:`~localjudge.run.calibrate.calibration.calibrate` as Markdown tables."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from localjudge.console import number
-from localjudge.run.calibrate.fitting import Calibration
+from localjudge.run.calibrate.calibration import Calibration
 
 __all__ = ["IN_SAMPLE", "calibration_table"]
 
