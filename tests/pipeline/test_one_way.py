@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,29 +20,6 @@ from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.run.evaluate.file_run import eval_file
 from localjudge.run.rundir import LOCK_NAME
 from localjudge.testing import ScriptedJudge
-
-#: the paths opened while a test counts them (sys.addaudithook cannot be removed: one hook,
-#: installed once, that counts only while a test holds the counter)
-_COUNTING: list[Counter[str]] = []
-
-
-def _audit(event: str, args: tuple[Any, ...]) -> None:
-    if event == "open" and _COUNTING and isinstance(args[0], (str, bytes, Path)):
-        _COUNTING[-1][str(Path(str(args[0])).resolve())] += 1
-
-
-sys.addaudithook(_audit)
-
-
-@pytest.fixture
-def opened() -> Iterator[Counter[str]]:
-    """The files this process opens (any way: open, Path.open, os.open), by resolved path."""
-    counter: Counter[str] = Counter()
-    _COUNTING.append(counter)
-    try:
-        yield counter
-    finally:
-        _COUNTING.remove(counter)
 
 
 def write(path: Path, records: list[dict[str, Any]]) -> Path:
