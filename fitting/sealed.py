@@ -26,42 +26,21 @@ from typing import Any
 import rows as rowsfile
 
 import build
-from localjudge.decisions import Combination, neutral
-from localjudge.decisions.combination_fit import combined_soft
-from localjudge.decisions.fit import Observation, hard
-from localjudge.decisions.shipped import SHIPPED_PATH, ShippedKind, read_shipped
+from localjudge.decisions import target_shares
+from localjudge.decisions.fit import figure_of
+from localjudge.decisions.shipped import SHIPPED_PATH, read_shipped
 from localjudge.stats.bootstrap import interval
 
 SEALED = Path(__file__).resolve().parent / "sealed.json"
 
 
-def decided(kind: str, shipped: ShippedKind, found: list[dict[str, Any]]) -> list[int]:
-    """The hard values what ships gives ``found`` (the neutral cut-offs on the call's own soft
-    value for a neutral kind)."""
-    graded = build.graded(kind)
-    if shipped.status == "neutral" or shipped.cutoffs is None:
-        soft = [float(r["soft"]) for r in found]
-        cuts: Sequence[float] = neutral(graded)
-    else:
-        cuts = shipped.cutoffs
-        if shipped.combination is None:
-            soft = [float(r["soft"]) for r in found]
-        else:
-            combination = Combination.from_json(kind, shipped.combination.model_dump())
-            soft = combined_soft(combination, build.reads(found), graded=graded)
-    return hard([Observation("", s, 0) for s in soft], cuts, graded=graded)
-
-
 def with_interval(kind: str, found: list[dict[str, Any]], judged: list[int]) -> dict[str, Any]:
     """The figure and its 95% bootstrap interval over units."""
-    by_unit: dict[str, list[int]] = {}
-    for n, r in enumerate(found):
-        by_unit.setdefault(r["unit"], []).append(n)
-    clusters = list(by_unit.values())
+    clusters = build.units(found)
 
     def value(cs: Sequence[list[int]]) -> float | None:
         picked = [n for c in cs for n in c]
-        return build.figure(kind, [found[n]["label"] for n in picked], [judged[n] for n in picked])
+        return figure_of(kind, [found[n]["label"] for n in picked], [judged[n] for n in picked])
 
     return {"value": value(clusters), "ci95": interval(clusters, value), "units": len(clusters)}
 
@@ -76,8 +55,8 @@ def measure(shipped_judge: Any, found: list[dict[str, Any]]) -> dict[str, Any]:
             continue
         names = ("judged",) if shipped.combination is None else tuple(shipped.combination.weights)
         mine = build.usable(kind, names, mine)
-        ships = decided(kind, shipped, mine)
-        base = decided(kind, ShippedKind(status="neutral", why="neutral"), mine)
+        ships = build.Fit.shipped(kind, shipped).hard(mine)
+        base = build.Fit(kind, None, None).hard(mine)
         per = {}
         for source in build.KIND_SOURCES[kind]:
             idx = [n for n, r in enumerate(mine) if r["source"] == source]
@@ -89,7 +68,7 @@ def measure(shipped_judge: Any, found: list[dict[str, Any]]) -> dict[str, Any]:
                 "neutral": with_interval(kind, rows_, [base[n] for n in idx]),
                 "decisions": len(idx),
             }
-        obvious = build.obvious(kind, mine, ships)
+        obvious = target_shares(kind, mine, ships)
         out[kind] = {
             "status": shipped.status,
             "sources": per,

@@ -31,10 +31,12 @@ from localjudge.stats.agreement import cohen_kappa
 from localjudge.stats.bootstrap import interval
 
 __all__ = [
+    "FIGURES",
     "MAX_EXCESS_SHARE",
     "Observation",
     "agreement",
     "clusters_of",
+    "figure_of",
     "fit",
     "fit_folds",
     "hard",
