@@ -197,7 +197,7 @@ class Cutoffs:
 
     def record(self) -> dict[str, Any]:
         """What a run records: the cut-offs, the combinations (when there are any) and a short
-        reference to each kind's source (a kind not named takes the baseline, the larger
+        reference to each kind's source (a kind not named takes the neutral cut-offs, the larger
         probability of the decision call's own answer)."""
         out = {"cutoffs": self.as_json(), "cutoffs_source": self.refs()}
         if self.combinations:

@@ -12,7 +12,7 @@ neutral cut-offs, the larger probability (:func:`~localjudge.decisions.kinds.neu
   grade, never letting a grade's share rise more than :data:`MAX_EXCESS_SHARE` above theirs.
 
 :func:`two_fold` fits on half of the groups and measures on the other half, and the other way
-round, beside the baseline on the same halves, with bootstrap intervals over groups.
+round, beside the neutral cut-offs on the same halves, with bootstrap intervals over groups.
 
 Whether fitted cut-offs are stored is :mod:`localjudge.decisions.rule`'s to say.
 """
@@ -70,7 +70,7 @@ def hard(
     obs: Sequence[Observation], cutoffs: Sequence[float] | None, *, graded: bool = False
 ) -> list[int]:
     """The hard values: the soft values against ``cutoffs`` (the number reached), or against
-    the baseline (the larger probability) without them."""
+    the neutral ones (the larger probability) without them."""
     cuts = np.asarray(cutoffs if cutoffs is not None else neutral(graded))
     return [int(np.sum(o.soft >= cuts)) for o in obs]
 
@@ -134,7 +134,7 @@ def statistics(graded: bool) -> dict[str, Statistic]:
 def agreement(
     obs: Sequence[Observation], cutoffs: Sequence[float] | None, *, graded: bool
 ) -> dict[str, Any]:
-    """Agreement of the hard values (with ``cutoffs``, or the baseline) with the people, each
+    """Agreement of the hard values (with ``cutoffs``, or the neutral ones) with the people, each
     figure with its bootstrap interval over groups; the soft values' ROC AUC (yes/no) and the
     judge's and the people's share of each value."""
     judged = hard(obs, cutoffs, graded=graded)
@@ -294,8 +294,8 @@ def two_fold(
     obs: Sequence[Observation], *, graded: bool, objective: str = "kappa"
 ) -> dict[str, Any]:
     """Fit on one half of the groups, measure on the other, and the other way round; each fold
-    beside the baseline on the same half (under the key ``argmax``); ``mean`` averages the two
-    folds' figures."""
+    beside the neutral cut-offs on the same half (under the key ``argmax``); ``mean`` averages
+    the two folds' figures."""
     first = split_groups([o.group for o in obs])
     halves = [
         [o for o in obs if o.group in first],
@@ -307,7 +307,7 @@ def two_fold(
         folds.append(
             {
                 "cutoffs": list(cuts),
-                "argmax": agreement(measure_on, None, graded=graded),  # the baseline
+                "argmax": agreement(measure_on, None, graded=graded),  # the neutral cut-offs
                 "fitted": agreement(measure_on, cuts, graded=graded),
             }
         )

@@ -118,7 +118,7 @@ class HeldOutCheck:
             "difference_ci95": self.difference_ci95,
             "decisions": self.n,
             "groups": self.groups,
-            "against": "baseline" if self.current_cutoffs is None else list(self.current_cutoffs),
+            "against": "neutral" if self.current_cutoffs is None else list(self.current_cutoffs),
         }
 
 

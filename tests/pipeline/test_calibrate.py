@@ -174,7 +174,7 @@ def test_the_cli_prints_the_check_stores_the_cutoffs_and_eval_uses_them(tmp_path
     dry = runner.invoke(main, ["calibrate", str(data), "--dry-run", "--no-cache"], obj=obj)
     assert dry.exit_code == 0, dry.output
     assert "position.relevant_answer" in dry.output
-    assert "baseline" in dry.output
+    assert "neutral" in dry.output
     assert "nothing stored (--dry-run)" in dry.output
     assert not registry.exists()
     assert "in-sample" not in dry.output  # nothing stored: nothing to measure in-sample

@@ -203,14 +203,14 @@ def test_the_rule_stores_a_cutoff_that_clearly_wins_held_out():
     check = held_out_check(binary(), None, graded=False)
     assert check.current is not None
     assert check.fitted is not None
-    assert check.current == pytest.approx(0.0)  # the baseline never says yes
+    assert check.current == pytest.approx(0.0)  # the neutral cut-off never says yes
     assert check.fitted > 0.7
     assert check.difference == pytest.approx(check.fitted - check.current)
     low, high = check.difference_ci95
     assert 0.0 < low <= check.difference <= high
     assert check.store
     evidence = check.as_json()
-    assert (evidence["groups"], evidence["against"]) == (40, "baseline")
+    assert (evidence["groups"], evidence["against"]) == (40, "neutral")
     assert (evidence["figure"], evidence["ci95"]) == ("kappa", check.fitted_ci95)
 
 
@@ -224,7 +224,7 @@ def test_the_rule_compares_with_the_cutoffs_in_use():
 
 
 def calibrated(n: int, seed: int) -> list[Observation]:
-    """A judge whose P(yes) is the true probability: its baseline (P >= 0.5) is the best cut
+    """A judge whose P(yes) is the true probability: its neutral cut-off (P >= 0.5) is the best cut
     there is, so fitting can only add noise."""
     rng = np.random.default_rng(seed)
     soft = rng.uniform(0, 1, n)
@@ -235,15 +235,15 @@ def calibrated(n: int, seed: int) -> list[Observation]:
     ]
 
 
-def test_the_rule_rarely_ships_noise_where_the_baseline_is_best():
-    """The old rule (the mean of the two folds above the baseline by any amount) shipped such
+def test_the_rule_rarely_ships_noise_where_the_neutral_cutoff_is_best():
+    """The old rule (the mean of the two folds above the neutral cut-off by any amount) shipped such
     a judge's cut-off about a quarter of the time; the paired lower bound keeps it rare."""
     runs = [held_out_check(calibrated(106, seed), None, graded=False,
                            objective="balanced_accuracy") for seed in range(30)]  # fmt: skip
     stored = sum(r.store for r in runs)
     old_rule = sum(
         (r.fitted or 0) > (r.current or 0) for r in runs
-    )  # a paired point estimate above 0, what a mean-beats-baseline rule looks at
+    )  # a paired point estimate above 0, what a mean-beats-neutral rule looks at
     assert stored <= 3, stored
     assert old_rule > stored  # the point estimate alone is often above 0 on noise
 

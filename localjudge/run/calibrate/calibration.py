@@ -9,7 +9,7 @@ round on held-out halves (:func:`~localjudge.decisions.fit.two_fold`: fit on hal
 groups, measure on the other) and finally fitted on the whole file. A kind's fitted cut-offs
 are stored only under the one rule (:func:`~localjudge.decisions.held_out_check`): the
 paired held-out difference, cut-offs fitted on the other half minus the cut-offs in use now
-(the baseline where none), has a lower 95% bound (bootstrap over groups) above 0; otherwise the
+(the neutral ones where none), has a lower 95% bound (bootstrap over groups) above 0; otherwise the
 value in use is kept (:meth:`Calibration.stored`; ``force`` stores regardless). Every figure is
 measured on groups the fit did not see; agreement measured later on this same file is
 in-sample.
@@ -302,7 +302,7 @@ def fit_cutoffs(
     current: Cutoffs = NO_CUTOFFS,
 ) -> Calibration:
     """The held-out checks and the cut-offs of every kind of decision ``results`` hold:
-    ``current`` are the cut-offs the storing rule compares with (none: the baseline); a kind
+    ``current`` are the cut-offs the storing rule compares with (none: the neutral ones); a kind
     with too few labelled decisions, one class, or fewer than two groups on a side of the
     held-out split is left out (``skipped`` says why). Where ``current`` combines a kind's
     readings (``results`` were judged with that combination), the fitted cut-offs apply to the

@@ -20,12 +20,12 @@ IN_SAMPLE = (
 
 
 def calibration_table(calibration: Calibration, *, force: bool = False) -> str:
-    """The held-out check as Markdown: per kind and fold, the baseline (the larger
+    """The held-out check as Markdown: per kind and fold, the neutral cut-offs (the larger
     probability) and the cut-offs fitted on the other half, with 95% bootstrap intervals; then
     the storing rule per kind (cross-fitted against what is in use now, the paired difference)
     and what is stored."""
     lines = [
-        "| decision | fold | cut-offs (fitted on the other half) | figure | baseline | fitted |",
+        "| decision | fold | cut-offs (fitted on the other half) | figure | neutral | fitted |",
         "|---|---|---|---|---|---|",
     ]
     for name, check in calibration.checks.items():
@@ -49,7 +49,7 @@ def calibration_table(calibration: Calibration, *, force: bool = False) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for name, rule in calibration.rules.items():
-        now = "baseline" if rule.current_cutoffs is None else "current"
+        now = "neutral" if rule.current_cutoffs is None else "current"
         verdict = "yes" if rule.store else ("yes (--store-anyway)" if force else "no: kept")
         lines.append(
             f"| {name} | {rule.objective} | {rule.groups} | "

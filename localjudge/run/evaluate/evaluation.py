@@ -195,7 +195,7 @@ def judged(
 def metric_settings(metric: Metric, *, truncate: bool, cutoffs: Cutoffs) -> dict[str, Any]:
     """What a run records of ``metric``'s settings: its own, ``truncate``, and the cut-offs of
     its kinds of decision with a short reference to their sources (a kind not named takes the
-    baseline)."""
+    neutral cut-offs)."""
     return {"truncate": truncate, **metric.settings(), **_cutoffs_of(metric, cutoffs)}
 
 
