@@ -34,45 +34,40 @@ import rows as rowsfile
 CHUNK = 16
 
 
+def asks_of(metric: Any, record: dict[str, Any]) -> list[Any]:
+    """The calls ``metric`` (the product's) makes for ``record``."""
+    from localjudge.data.items import make_item
+
+    built = metric.build(make_item(record, index=0))
+    assert isinstance(built, list), record
+    return built
+
+
 def passage_asks(x: dict[str, Any]) -> list[Any]:
     """The product's calls for a list: position's (the question alone: its baseline call, one
     per passage), relevance's grade call per passage where the source's grades are fitted,
     and, with an answer span, position's calls with it as the EXPECTED ANSWER."""
-    from localjudge.data.items import make_item
     from localjudge.metrics.position import ContextPosition
     from localjudge.metrics.relevance import ContextRelevance
 
-    question, passages = x["question"], x["passages"]
-    position = ContextPosition().build(
-        make_item({"user_input": question, "retrieved_contexts": passages}, index=0)
-    )
-    assert isinstance(position, list)
-    record = {"user_input": question, "retrieved_contexts": passages, "response": "(none)"}
-    relevance = ContextRelevance().build(make_item(record, index=0))
-    assert isinstance(relevance, list)
-    graded = x["source"] in devsets.KIND_SOURCES["relevance.grade"]
-    grades = [
-        a
-        for a in relevance
-        if graded and a.decision is not None and a.decision.kind == "relevance.grade"
-    ]
+    record = {"user_input": x["question"], "retrieved_contexts": x["passages"]}
+    position = asks_of(ContextPosition(), record)
+    grades: list[Any] = []
+    if x["source"] in devsets.KIND_SOURCES["relevance.grade"]:
+        relevance = asks_of(ContextRelevance(), {**record, "response": "(none)"})
+        grades = [a for a in relevance if a.decision and a.decision.kind == "relevance.grade"]
     with_answer: list[Any] = []
     if x["answer"]:
-        item = {"user_input": question, "retrieved_contexts": passages, "reference": x["answer"]}
-        built = ContextPosition().build(make_item(item, index=0))
-        assert isinstance(built, list)
+        built = asks_of(ContextPosition(), {**record, "reference": x["answer"]})
         with_answer = [a for a in built if not a.baseline]
     return [*position, *grades, *with_answer]
 
 
 def recall_asks(x: dict[str, Any]) -> list[Any]:
     """Recall's calls for an item: one per statement of the reference."""
-    from localjudge.data.items import make_item
     from localjudge.metrics.recall import ContextRecall
 
-    built = ContextRecall().build(make_item(x["record"], index=0))
-    assert isinstance(built, list)
-    return built
+    return asks_of(ContextRecall(), x["record"])
 
 
 def label_of(x: dict[str, Any], kind: str, piece: int) -> int | None:
