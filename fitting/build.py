@@ -43,9 +43,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 import rows as rowsfile
 from devsets import KIND_SOURCES, SOURCES
-
 from localjudge.decisions import KINDS, Combination, Difference, Verdict, ship_rule
 from localjudge.decisions.combination_fit import Reads, combined_soft, fit_combination
 from localjudge.decisions.fit import FIGURES, Observation, figure_of, fit, hard, split_groups

@@ -23,9 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import rows as rowsfile
-
 import build
+import rows as rowsfile
 from localjudge.decisions import target_shares
 from localjudge.decisions.fit import figure_of
 from localjudge.decisions.shipped import SHIPPED_PATH, read_shipped
