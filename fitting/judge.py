@@ -9,9 +9,10 @@ through the decisions core (:func:`localjudge.decisions.decide_all` with no cut-
 readings and the call's own soft value), one row per decision:
 
     {"source", "id", "unit", "part", "lang", "piece", "role", "kind", "label", "soft",
-     "readings"}
+     "readings", "raw"}
 
-(no source text: ids, labels, readings and soft values). Each source's rows go to
+(no source text: ids, labels, readings, soft values, and in ``raw`` the log-probabilities the
+readings are made of). Each source's rows go to
 ``fitting/rows/JUDGE/SOURCE.jsonl.gz`` (committed; gzip without a time stamp, so judging the
 same rows again writes the same bytes), beside ``judge.json`` (the judge's file sha256 and the
 settings). A source whose file exists is kept (a stopped run resumes); ``--overwrite`` judges
@@ -82,8 +83,20 @@ def label_of(x: dict[str, Any], kind: str, piece: int) -> int | None:
 def role_of(x: dict[str, Any], piece: int) -> str:
     """An XQuAD passage's role (``answer``, ``same``, ``other``); elsewhere empty."""
     if x["source"] in ("xquad", "xquadshort") and x["grades"]:
-        return devsets.ROLES.get(x["grades"][piece], "")
+        return devsets.ROLES.get(int(x["grades"][piece]), "")
     return ""
+
+
+def raw_of(read: Any, alone: Any) -> dict[str, list[float]]:
+    """What the readings are made of, for readings a later build may weigh without judging
+    again: the QUESTION's log-probability and token count after this passage (``read``) and
+    after no passage (``alone``, the item's baseline call), where the calls read them."""
+    raw: dict[str, list[float]] = {}
+    if read is not None and read.tokens:
+        raw["read"] = [read.logprob, read.tokens]
+    if alone is not None and alone.tokens:
+        raw["alone"] = [alone.logprob, alone.tokens]
+    return raw
 
 
 def judge_rows(items: list[dict[str, Any]], judge: Any) -> list[dict[str, Any]]:
@@ -103,7 +116,9 @@ def judge_rows(items: list[dict[str, Any]], judge: Any) -> list[dict[str, Any]]:
         failed = [g for g in gens if isinstance(g, Exception)]
         if failed:
             raise RuntimeError(f"{x['id']}: {failed[0]}")
-        for ask, answer in zip(asks, decide_all(asks, gens, NO_CUTOFFS), strict=True):
+        pairs = list(zip(asks, gens, strict=True))
+        alone = next((g.reading for a, g in pairs if a.baseline and g.reading), None)
+        for ask, gen, answer in zip(asks, gens, decide_all(asks, gens, NO_CUTOFFS), strict=True):
             if ask.baseline or ask.decision is None:
                 continue
             kind = ask.decision.kind
@@ -123,6 +138,7 @@ def judge_rows(items: list[dict[str, Any]], judge: Any) -> list[dict[str, Any]]:
                     "label": label,
                     "soft": answer.soft,
                     "readings": dict(answer.readings or {}),
+                    "raw": raw_of(gen.reading, alone),
                 }
             )
     return out
