@@ -16,6 +16,7 @@ import pytest
 from store_layouts import hf_file, lmstudio_file, ollama_model, place
 
 from localjudge import ModelError, load_judge
+from localjudge.decisions.shipped import read_shipped
 from localjudge.judge.models.registry import builtin_registry, resolve_model
 from localjudge.metrics import ContextPosition
 from localjudge.run.evaluate.evaluation import score
@@ -87,13 +88,16 @@ def test_eval_by_store_name_and_a_changed_store_file_refused(
     assert proc.returncode == 0, proc.stderr
     run = json.loads((out / "summary.json").read_text("utf-8"))["run"]
     assert run["judge"]["sha256"] == SMOLLM2.sha256
-    # the judge is known by its file, not its name: a store's copy of SmolLM2 takes the fit
-    # the bundled one ships (position with a reference), and no neutral cut-off note is given
+    # the judge is known by its file, not its name: a store's copy of SmolLM2 takes the
+    # cut-offs the bundled one ships for position, and no neutral cut-off note is given
+    ships = next(j for j in read_shipped().judges if j.alias == "smollm2-135m").kinds
+    fitted = {k for k, v in ships.items() if k.startswith("position.") and v.status != "neutral"}
+    assert fitted, "SmolLM2 ships no fitted position cut-off: this test then shows nothing"
     assert "no fitted cut-offs" not in proc.stderr
     assert "neutral_cutoffs" not in run["settings"]
     position = run["settings"]["metrics"]["position"]
-    assert set(position["cutoffs"]) == {"position.relevant_answer"}
-    assert position["cutoffs_source"]["position.relevant_answer"].startswith("built-in:")
+    assert set(position["cutoffs"]) == fitted
+    assert all(position["cutoffs_source"][k].startswith("built-in:") for k in fitted)
 
     registry = Path(os.environ["LOCALJUDGE_MODELS"])  # the isolated one: absent until written
     entry = {"alias": "mine", "store": SPECS["ollama"], "sha256": "0" * 64}
