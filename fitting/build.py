@@ -3,6 +3,7 @@ rows and the committed exceptions: a pure function of those files, loading no ju
 
     python fitting/build.py          # writes cutoffs.json and evidence.json (judge/models/)
     python fitting/build.py --check  # exits 1 when the committed files differ from the build
+    python fitting/build.py --against OLD/cutoffs.json  # also the validation figures, before/after
 
 It also writes the table "What ships, as built" of ``docs/figures.md``.
 
@@ -390,6 +391,58 @@ def figures_table(shipped: Shipped, evidence: dict[str, Any]) -> str:
     return "\n".join([*lines, "", END])
 
 
+def against(old: Shipped, new: Shipped) -> str:
+    """For each judge built from rows: per kind and source, the validation figure of what
+    shipped in ``old`` and of what ships in ``new``, and the paired difference with its interval
+    over units; then the obvious targets under each. The table a change in what ships is
+    committed with."""
+    lines = [
+        "| judge | kind | source | before | after | after - before |",
+        "|---|---|---|---|---|---|",
+    ]
+    for alias in rowsfile.judges(SOURCES):
+        was = next((j for j in old.judges if j.alias == alias), None)
+        now = next(j for j in new.judges if j.alias == alias)
+        found = [r for r in rowsfile.of_judge(alias)[1] if r["part"] == "validation"]
+        for kind, k in now.kinds.items():
+            before = None if was is None else was.kinds.get(kind)
+            if before is None or same(before, k):
+                continue
+            names = {"judged"} | {
+                n for x in (k, before) if x.combination for n in x.combination.weights
+            }
+            mine = usable(
+                kind, tuple(sorted(names)), [r for r in found if r["source"] in KIND_SOURCES[kind]]
+            )
+            after_h, before_h = (
+                Fit.shipped(kind, k).hard(mine),
+                Fit.shipped(kind, before).hard(mine),
+            )
+            per, pooled, figures = paired(kind, mine, after_h, before_h)
+            for source, f in figures.items():
+                lines.append(
+                    f"| {alias} | {kind} ({before.status} -> {k.status}) | {source} | "
+                    f"{value(f['neutral'])} | {value(f['fit'])} | {fmt(per[source])} |"
+                )
+            lines.append(f"| {alias} | {kind} | pooled | | | {fmt(pooled)} |")
+            shares = (target_shares(kind, mine, before_h), target_shares(kind, mine, after_h))
+            for t, b in shares[0].items():
+                a = shares[1][t]
+                lines.append(f"| {alias} | {kind} | {t} | {b['share']:.2f} | {a['share']:.2f} | |")
+    return "\n".join(lines)
+
+
+def same(a: ShippedKind, b: ShippedKind) -> bool:
+    """Whether two entries of a kind decide alike (their lines of why aside)."""
+    if "neutral" in (a.status, b.status):
+        return a.status == b.status
+    return (a.cutoffs, a.combination) == (b.cutoffs, b.combination)
+
+
+def value(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
 def with_table(text: str, table: str) -> str:
     """``text`` (docs/figures.md) with its generated table replaced by ``table``."""
     start, end = text.index(BEGIN), text.index(END) + len(END)
@@ -399,8 +452,16 @@ def with_table(text: str, table: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="compare, write nothing")
+    parser.add_argument(
+        "--against",
+        type=Path,
+        default=None,
+        help="a cutoffs.json of before: print the validation figures before and after",
+    )
     args = parser.parse_args(argv)
     shipped, evidence = build()
+    if args.against is not None:
+        print(against(Shipped.model_validate_json(args.against.read_text("utf-8")), shipped))
     texts = {
         SHIPPED_PATH: dump(shipped.model_dump(mode="json")),
         EVIDENCE_PATH: dump(evidence),

@@ -174,6 +174,23 @@ def test_the_check_fails_when_the_committed_file_differs(tmp_path, monkeypatch):
     assert build.main(["--check"]) == 1
 
 
+def test_the_figures_before_and_after_name_what_changed():
+    shipped = read_shipped()
+    header = 2
+    assert len(build.against(shipped, shipped).splitlines()) == header  # nothing changed
+    built = [j.alias for j in shipped.judges if j.built.startswith("fitting/build.py")]
+    assert built, "no bundled judge is built from rows"
+    judge = next(j for j in shipped.judges if j.alias == built[0])
+    kind = next(k for k, v in judge.kinds.items() if v.status != "neutral")
+    neutral = judge.kinds[kind].model_copy(update={"status": "neutral", "combination": None})
+    was = judge.model_copy(update={"kinds": {**judge.kinds, kind: neutral}})
+    old = shipped.model_copy(update={"judges": [was if j is judge else j for j in shipped.judges]})
+    lines = build.against(old, shipped).splitlines()[header:]
+    assert lines
+    assert all(f"| {judge.alias} | {kind}" in line for line in lines)
+    assert any(f"(neutral -> {judge.kinds[kind].status})" in line for line in lines)
+
+
 def test_what_ships_is_small_and_typed():
     assert len(SHIPPED_PATH.read_text("utf-8").splitlines()) <= 400
     shipped = read_shipped()
