@@ -2,7 +2,8 @@
 per kind of text, through the product's own path (``evaluate``, the judge's shipped cut-offs).
 
     python benchmarks/quality/obvious.py [-m MODEL] [-t THREADS] [--per-lang 6]
-        [--short-per-lang 6] [--relevance-langs en de ru zh] [--recall-per-lang 3] [--json OUT]
+        [--short-per-lang 6] [--relevance-langs en de ru zh] [--recall-per-lang 3]
+        [--shapes-per-lang 6] [--shapes-only] [--json OUT]
 
 Data (the validation part of ``fitting/devsets.py`` only: no choice or fit reads it, and the
 sealed test part is left alone):
@@ -18,6 +19,9 @@ sealed test part is left alone):
   passage about something else, in the same language and form): short facts in ten
   languages, config and code, chat, web pages, tables and lists.
 - ``examples/labelled.jsonl``: the README's examples with the project's labels.
+
+- The lists users meet (``shapes.py``, from the same validation part and contrast items): each
+  passage alone, lists where every passage states the answer, lists where none does.
 
 Printed per language and per kind: the share of answer passages judged relevant, of
 other-subject passages judged not relevant, of same-subject passages without the answer judged
@@ -38,11 +42,20 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "fitting"))  # the fits' sources: fitting/devsets.py
 
+from shapes import (  # noqa: E402
+    SHAPE_HEAD,
+    as_asked,
+    contrast_shapes,
+    roles_of,
+    shape_lines,
+    shape_rows,
+    xquad_shapes,
+)
+
 from devsets import LANGS, SHARED, read_jsonl, xquad  # noqa: E402
 
 CONTRAST = ROOT / "localjudge" / "run" / "calibrate" / "obvious.jsonl"
 EXAMPLES = ROOT / "examples" / "labelled.jsonl"
-ROLE = {"high": "answer", "low": "same", "none": "other"}
 LEVELS = ("high", "medium", "low", "none")
 
 
@@ -67,7 +80,9 @@ def _records(lists: Iterable[dict[str, Any]], with_response: bool) -> list[dict[
         }
         if with_response:
             record["response"] = r["response"]
-        out.append({"record": record, "lang": x["lang"], "kind": "encyclopedic", **_roles(r)})
+        out.append(
+            {"record": record, "lang": x["lang"], "kind": "encyclopedic", "roles": roles_of(r)}
+        )
     return out
 
 
@@ -80,10 +95,6 @@ def _all(name: str) -> list[dict[str, Any]]:
     return _CACHE[name]
 
 
-def _roles(r: dict[str, Any]) -> dict[str, Any]:
-    return {"roles": [ROLE.get(level, "answer") for level in r["labels"]["levels"]]}
-
-
 def _contrast(with_answer: str | None) -> list[dict[str, Any]]:
     out = []
     for r in read_jsonl(CONTRAST):
@@ -91,7 +102,9 @@ def _contrast(with_answer: str | None) -> list[dict[str, Any]]:
         if with_answer:
             record[with_answer] = r[with_answer]
         src = r["source"]
-        out.append({"record": record, "lang": src["lang"], "kind": src["kind"], **_roles(r)})
+        out.append(
+            {"record": record, "lang": src["lang"], "kind": src["kind"], "roles": roles_of(r)}
+        )
     return out
 
 
@@ -214,13 +227,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--relevance-langs", nargs="*", default=["en", "de", "ru", "zh"])
     parser.add_argument("--relevance-per-lang", type=int, default=6)
     parser.add_argument("--recall-per-lang", type=int, default=3)
+    parser.add_argument("--shapes-per-lang", type=int, default=6)
+    parser.add_argument("--shapes-only", action="store_true", help="only the lists users meet")
     parser.add_argument("--json", type=Path, help="write every row here")
     args = parser.parse_args(argv)
     from localjudge import load_judge
 
     judge = load_judge(args.model, n_threads=args.threads, cache=True)
     print(f"judge: {judge.identity.model} ({judge.identity.sha256[:12]})")
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"shapes": shapes(judge, args.shapes_per_lang)}
+    if args.shapes_only:
+        if args.json:
+            args.json.write_text(json.dumps(out), "utf-8")
+        return
 
     para_lists = _validation_lists("xquad", args.per_lang)
     para = pieces(run(judge, _records(para_lists, False), "position"), "position")
@@ -288,6 +307,39 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     if args.json:
         args.json.write_text(json.dumps(out), "utf-8")
+
+
+def shapes(judge: Any, per_lang: int) -> dict[str, list[dict[str, Any]]]:
+    """The lists users meet (``shapes.py``): each passage alone, lists where every passage
+    answers, lists where none does; XQuAD per language, the contrast items per kind of text;
+    position with the QUESTION alone and with the expected answer, relevance's grade alone."""
+    paragraphs = [
+        {**raw, "lang": x["lang"]}
+        for x in _validation_lists("xquad", per_lang)
+        for raw in [_by_id("position_relevance")[x["id"]]]
+    ]
+    found: dict[str, list[dict[str, Any]]] = {}
+    for name, cases, key in (
+        ("XQuAD (validation part)", xquad_shapes(paragraphs, _by_id("short")), "lang"),
+        ("contrast items", contrast_shapes(read_jsonl(CONTRAST)), "kind"),
+    ):
+        for asked, field in (("QUESTION alone", None), ("with the expected answer", "reference")):
+            rows = shape_rows(run(judge, as_asked(cases, field), "position"), "position")
+            _table(
+                f"Lists users meet, position, {asked}: {name}",
+                [key, *SHAPE_HEAD],
+                shape_lines(rows, key),
+            )
+            found[f"{name}, {asked}"] = rows
+        alone = [c for c in cases if c["shape"] == "alone"]
+        rows = shape_rows(run(judge, as_asked(alone, "response"), "relevance"), "relevance")
+        relevance_table(f"Lists users meet, relevance, each passage alone: {name}", rows, key)
+        found[f"{name}, relevance alone"] = rows
+    return found
+
+
+def _by_id(name: str) -> dict[str, dict[str, Any]]:
+    return {r["id"]: r for r in _all(name)}
 
 
 def _mean(values: list[bool]) -> str:
