@@ -46,9 +46,9 @@ from shapes import (  # noqa: E402
     SHAPE_HEAD,
     as_asked,
     contrast_shapes,
+    fraction,
     roles_of,
     shape_lines,
-    shape_rows,
     xquad_shapes,
 )
 
@@ -70,7 +70,7 @@ def _validation_lists(source: str, per_lang: int) -> list[dict[str, Any]]:
 def _records(lists: Iterable[dict[str, Any]], with_response: bool) -> list[dict[str, Any]]:
     """Input records of XQuAD lists: the id, question, passages and roles (by level)."""
     out = []
-    raw = {r["id"]: r for name in ("position_relevance", "short") for r in _all(name)}
+    raw = _by_id("position_relevance") | _by_id("short")
     for x in lists:
         r = raw[x["id"]]
         record = {
@@ -124,11 +124,14 @@ def run(judge: Any, cases: list[dict[str, Any]], metric: str) -> list[dict[str, 
 
 
 def pieces(cases: list[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
-    """One row per passage: language, kind, role and the verdict."""
+    """One row per passage: language, kind, role, the list's shape where it has one
+    (``shapes.py``), and the verdict."""
     rows = []
     for c in cases:
         for role, v in zip(c["roles"], c[metric].verdicts, strict=True):
             row = {"lang": c["lang"], "kind": c["kind"], "role": role, "id": c["record"]["id"]}
+            if "shape" in c:
+                row["shape"] = c["shape"]
             if metric == "position":
                 row["relevant"] = bool(v["relevant"])
                 row["p"] = v.get("probs", {}).get("relevant", {}).get("true")
@@ -142,11 +145,7 @@ def pieces(cases: list[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
 
 
 def share(rows: Sequence[dict[str, Any]], role: str, ok: Callable[[dict], bool]) -> str:
-    picked = [r for r in rows if r["role"] == role]
-    if not picked:
-        return "-"
-    hits = sum(ok(r) for r in picked)
-    return f"{hits / len(picked):.2f} ({hits}/{len(picked)})"
+    return fraction([ok(r) for r in rows if r["role"] == role])
 
 
 def _table(title: str, head: Sequence[str], lines: list[list[str]]) -> None:
@@ -269,8 +268,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     lines = [
         [
             name,
-            _mean([r["ok"] for r in rs if r["want"] == 1]),
-            _mean([r["ok"] for r in rs if r["want"] == 0]),
+            fraction([r["ok"] for r in rs if r["want"] == 1]),
+            fraction([r["ok"] for r in rs if r["want"] == 0]),
         ]
         for name, rs in _split(recall, "lang")
     ]
@@ -313,18 +312,15 @@ def shapes(judge: Any, per_lang: int) -> dict[str, list[dict[str, Any]]]:
     """The lists users meet (``shapes.py``): each passage alone, lists where every passage
     answers, lists where none does; XQuAD per language, the contrast items per kind of text;
     position with the QUESTION alone and with the expected answer, relevance's grade alone."""
-    paragraphs = [
-        {**raw, "lang": x["lang"]}
-        for x in _validation_lists("xquad", per_lang)
-        for raw in [_by_id("position_relevance")[x["id"]]]
-    ]
+    raw = _by_id("position_relevance")
+    paragraphs = [{**raw[x["id"]], "lang": x["lang"]} for x in _validation_lists("xquad", per_lang)]
     found: dict[str, list[dict[str, Any]]] = {}
     for name, cases, key in (
         ("XQuAD (validation part)", xquad_shapes(paragraphs, _by_id("short")), "lang"),
         ("contrast items", contrast_shapes(read_jsonl(CONTRAST)), "kind"),
     ):
         for asked, field in (("QUESTION alone", None), ("with the expected answer", "reference")):
-            rows = shape_rows(run(judge, as_asked(cases, field), "position"), "position")
+            rows = pieces(run(judge, as_asked(cases, field), "position"), "position")
             _table(
                 f"Lists users meet, position, {asked}: {name}",
                 [key, *SHAPE_HEAD],
@@ -332,7 +328,7 @@ def shapes(judge: Any, per_lang: int) -> dict[str, list[dict[str, Any]]]:
             )
             found[f"{name}, {asked}"] = rows
         alone = [c for c in cases if c["shape"] == "alone"]
-        rows = shape_rows(run(judge, as_asked(alone, "response"), "relevance"), "relevance")
+        rows = pieces(run(judge, as_asked(alone, "response"), "relevance"), "relevance")
         relevance_table(f"Lists users meet, relevance, each passage alone: {name}", rows, key)
         found[f"{name}, relevance alone"] = rows
     return found
@@ -340,10 +336,6 @@ def shapes(judge: Any, per_lang: int) -> dict[str, list[dict[str, Any]]]:
 
 def _by_id(name: str) -> dict[str, dict[str, Any]]:
     return {r["id"]: r for r in _all(name)}
-
-
-def _mean(values: list[bool]) -> str:
-    return f"{sum(values) / len(values):.2f} ({sum(values)}/{len(values)})" if values else "-"
 
 
 def recall_rows(judge: Any, per_lang: int) -> list[dict[str, Any]]:
@@ -389,7 +381,7 @@ def examples(judge: Any) -> dict[str, str]:
                 clear.append(ok)
                 if not ok:
                     print(f"  missed: {r['id']} passage #{v['index']} ({level})")
-    return {"every passage": _mean(every), "clear-cut (high or none)": _mean(clear)}
+    return {"every passage": fraction(every), "clear-cut (high or none)": fraction(clear)}
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The shapes of list users meet that a list of one answer among distractors never shows: each
 passage alone (a top-1 retriever, a reranker's pick, a user checking one chunk), lists where
 every passage states the answer (a good retriever, overlapping chunks), and lists where none
-does (a failed retrieval). ``obvious.py`` judges them and prints the tables; here they are built.
+does (a failed retrieval). ``obvious.py`` judges them; here they are built and their table
+lines made.
 
 From the validation part of XQuAD (``fitting/devsets.py``, split by article), per language:
 
@@ -129,34 +130,12 @@ def as_asked(cases: Iterable[Mapping[str, Any]], field: str | None) -> list[dict
     return out
 
 
-def shape_rows(cases: Sequence[Mapping[str, Any]], metric: str) -> list[dict[str, Any]]:
-    """One row per passage of each judged case (``case[metric]``, the product's result): its
-    shape, language, kind, role, verdict, and the case's id and score."""
-    rows = []
-    for c in cases:
-        result = c[metric]
-        for role, v in zip(c["roles"], result.verdicts, strict=True):
-            row = {
-                "id": c["record"]["id"],
-                "shape": c["shape"],
-                "lang": c["lang"],
-                "kind": c["kind"],
-                "role": role,
-                "score": result.value,
-            }
-            if metric == "position":
-                row["relevant"] = bool(v["relevant"])
-            else:
-                row["level"] = v["relevance"]
-            rows.append(row)
-    return rows
-
-
 def shape_lines(rows: Sequence[Mapping[str, Any]], key: str) -> list[list[str]]:
-    """Per value of ``key`` (language or kind) and overall: alone, the answer's passage judged
-    relevant, another article's and the same article's not; where every passage answers, the
-    passages judged relevant and the lists with none judged so; where none does, the passages
-    judged not relevant and the lists with one judged relevant."""
+    """Per value of ``key`` (language or kind) and overall, over the rows of judged cases (one
+    per passage: its ``shape``, ``role``, ``id`` and verdict ``relevant``): alone, the answer's
+    passage judged relevant, another article's and the same article's not; where every passage
+    answers, the passages judged relevant and the lists with none judged so; where none does,
+    the passages judged not relevant and the lists with one judged relevant."""
     groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for r in rows:
         groups[r[key]].append(r)
@@ -168,13 +147,13 @@ def shape_lines(rows: Sequence[Mapping[str, Any]], key: str) -> list[list[str]]:
         lines.append(
             [
                 name,
-                _share([r["relevant"] for r in alone if r["role"] == "answer"]),
-                _share([not r["relevant"] for r in alone if r["role"] == "other"]),
-                _share([not r["relevant"] for r in alone if r["role"] == "same"]),
-                _share([r["relevant"] for r in every]),
-                _share(_lists(every, any, negate=True)),
-                _share([not r["relevant"] for r in none]),
-                _share(_lists(none, any)),
+                fraction([r["relevant"] for r in alone if r["role"] == "answer"]),
+                fraction([not r["relevant"] for r in alone if r["role"] == "other"]),
+                fraction([not r["relevant"] for r in alone if r["role"] == "same"]),
+                fraction([r["relevant"] for r in every]),
+                fraction([not any(v) for v in _per_list(every)]),
+                fraction([not r["relevant"] for r in none]),
+                fraction([any(v) for v in _per_list(none)]),
             ]
         )
     return lines
@@ -191,14 +170,16 @@ SHAPE_HEAD = (
 )
 
 
-def _lists(rows: Iterable[Mapping[str, Any]], how: Any, negate: bool = False) -> list[bool]:
+def _per_list(rows: Iterable[Mapping[str, Any]]) -> list[list[bool]]:
+    """Each list's verdicts (relevant or not), by the case's id."""
     by_id: dict[str, list[bool]] = defaultdict(list)
     for r in rows:
         by_id[r["id"]].append(r["relevant"])
-    return [(not how(v)) if negate else how(v) for v in by_id.values()]
+    return list(by_id.values())
 
 
-def _share(values: Sequence[bool]) -> str:
+def fraction(values: Sequence[bool]) -> str:
+    """The share of true values, with the counts ("0.83 (5/6)"; "-" for none)."""
     if not values:
         return "-"
     return f"{sum(values) / len(values):.2f} ({sum(values)}/{len(values)})"

@@ -87,3 +87,31 @@ def test_contrast_items_in_every_shape_per_kind_of_text():
             assert c["record"]["retrieved_contexts"][1] == c["record"]["reference"]
         if c["shape"] == "none":
             assert c["roles"] == ["other", "other"]
+
+
+def test_the_table_counts_passages_and_lists_of_each_shape():
+    def row(case, shape, role, relevant):
+        return {"id": case, "shape": shape, "role": role, "lang": "en", "relevant": relevant}
+
+    rows = [
+        row("a", "alone", "answer", True),
+        row("b", "alone", "other", True),
+        row("c", "every", "answer", True),
+        row("c", "every", "answer", False),
+        row("d", "every", "answer", False),
+        row("d", "every", "answer", False),
+        row("e", "none", "other", False),
+        row("e", "none", "other", True),
+    ]
+    en, overall = shapes.shape_lines(rows, "lang")
+    assert (en[0], overall[0]) == ("en", "all")
+    assert en[1:] == overall[1:]
+    assert en[1:] == [
+        "1.00 (1/1)",
+        "0.00 (0/1)",
+        "-",
+        "0.25 (1/4)",
+        "0.50 (1/2)",
+        "0.50 (1/2)",
+        "1.00 (1/1)",
+    ]
