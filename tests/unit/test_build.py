@@ -91,7 +91,7 @@ def built(tmp_path_factory):
     write_judge(root, "noise", make_rows(signal=0.0, seed=4), "b" * 64)
     none = tmp_path_factory.mktemp("exceptions") / "none.json"
     none.write_text("[]", "utf-8")
-    return root, none, build.build(root, none, None)
+    return root, none, build.build(root, none)
 
 
 def test_an_informative_judge_ships_fits_and_a_noisy_one_the_neutral_cutoffs(built):
@@ -111,7 +111,7 @@ def test_an_informative_judge_ships_fits_and_a_noisy_one_the_neutral_cutoffs(bui
 
 def test_the_build_is_a_pure_function_of_its_rows(built):
     root, none, (shipped, evidence) = built
-    again = build.build(root, none, None)
+    again = build.build(root, none)
     assert again[0] == shipped
     assert json.dumps(again[1], sort_keys=True) == json.dumps(evidence, sort_keys=True)
 
@@ -127,7 +127,7 @@ def test_the_sealed_test_part_is_never_read(built, tmp_path):
             for r in found
         ]
         write_judge(tmp_path, alias, scrambled, "a" * 64 if alias == "good" else "b" * 64)
-    other, _ = build.build(tmp_path, none, None)
+    other, _ = build.build(tmp_path, none)
     assert [j.kinds for j in other.judges] == [j.kinds for j in shipped.judges]
 
 
@@ -142,14 +142,14 @@ def test_an_exception_ships_a_refused_fit_with_its_reason(built, tmp_path):
         "reason": "a test",
     }
     path.write_text(json.dumps([exception]), "utf-8")
-    shipped, _ = build.build(root, path, None)
+    shipped, _ = build.build(root, path)
     kind = shipped.judges[1].kinds["position.relevant"]
     assert kind.status == "exception"
     assert kind.cutoffs is not None
     assert kind.why == "exception decided 2026-12-06: a test"
     path.write_text(json.dumps([dict(exception, judge="good")]), "utf-8")
     with pytest.raises(SystemExit, match="shipped by the rule"):
-        build.build(root, path, None)
+        build.build(root, path)
 
 
 def test_the_committed_files_are_what_the_build_makes():
