@@ -241,3 +241,12 @@ def test_the_sealed_figures_are_measured_once_per_shipped_file(tmp_path, monkeyp
     assert sealed.main(["--date", "2099-01-01"]) == 0
     assert "measured once" in capsys.readouterr().out
     assert (tmp_path / "sealed.json").read_text("utf-8") == first
+
+
+def test_the_committed_held_out_figures_are_those_of_what_ships():
+    """The README's held-out figures come from ``fitting/sealed.json``: it must have measured
+    the committed ``cutoffs.json`` (a change of what ships is sealed again, once)."""
+    stored = json.loads(sealed.SEALED.read_text("utf-8"))
+    digest = __import__("hashlib").sha256(SHIPPED_PATH.read_bytes()).hexdigest()
+    assert stored["cutoffs_sha256"] == digest
+    assert set(stored["judges"]) == {j.alias for j in read_shipped().judges}
