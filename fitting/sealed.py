@@ -101,13 +101,18 @@ def cell(f: dict[str, Any]) -> str:
     return f"{f['value']:.3f}" + ("" if ci is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]")
 
 
+def shipped_sha256() -> str:
+    """The sha256 of the committed ``cutoffs.json``: what ``sealed.json`` says it measured."""
+    return hashlib.sha256(SHIPPED_PATH.read_bytes()).hexdigest()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--show", action="store_true", help="print sealed.json, measure nothing")
     parser.add_argument("--date", default=None, help="the date to record (default: today)")
     args = parser.parse_args(argv)
     stored = json.loads(SEALED.read_text("utf-8")) if SEALED.is_file() else None
-    digest = hashlib.sha256(SHIPPED_PATH.read_bytes()).hexdigest()
+    digest = shipped_sha256()
     if args.show or (stored is not None and stored["cutoffs_sha256"] == digest):
         if stored is None:
             print("no sealed figures yet", file=sys.stderr)

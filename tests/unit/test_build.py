@@ -16,6 +16,7 @@ from benchmark_scripts import ROOT, load
 
 from localjudge.decisions import Difference, read_shipped, ship_rule
 from localjudge.decisions.shipped import SHIPPED_PATH
+from localjudge.judge.models.registry import builtin_registry
 
 build = load("fitting/build")
 rows = load("fitting/rows")
@@ -200,6 +201,9 @@ def test_what_ships_is_small_and_typed():
         "gemma3-270m",
         "smollm2-135m",
     }
+    # every bundled judge is built from its rows: none is carried from an older registry
+    assert {j.alias for j in shipped.judges} == {j.alias for j in builtin_registry()}
+    assert all(j.built.startswith("fitting/build.py from rows") for j in shipped.judges)
 
 
 def test_the_rule_gain_no_source_worse_and_the_obvious():
@@ -233,10 +237,7 @@ def test_the_sealed_figures_are_measured_once_per_shipped_file(tmp_path, monkeyp
     monkeypatch.setattr(sealed, "SEALED", tmp_path / "sealed.json")
     assert sealed.main(["--date", "2026-12-06"]) == 0
     first = (tmp_path / "sealed.json").read_text("utf-8")
-    assert (
-        json.loads(first)["cutoffs_sha256"]
-        == __import__("hashlib").sha256(SHIPPED_PATH.read_bytes()).hexdigest()
-    )
+    assert json.loads(first)["cutoffs_sha256"] == sealed.shipped_sha256()
     capsys.readouterr()
     assert sealed.main(["--date", "2099-01-01"]) == 0
     assert "measured once" in capsys.readouterr().out
@@ -247,6 +248,5 @@ def test_the_committed_held_out_figures_are_those_of_what_ships():
     """The README's held-out figures come from ``fitting/sealed.json``: it must have measured
     the committed ``cutoffs.json`` (a change of what ships is sealed again, once)."""
     stored = json.loads(sealed.SEALED.read_text("utf-8"))
-    digest = __import__("hashlib").sha256(SHIPPED_PATH.read_bytes()).hexdigest()
-    assert stored["cutoffs_sha256"] == digest
+    assert stored["cutoffs_sha256"] == sealed.shipped_sha256()
     assert set(stored["judges"]) == {j.alias for j in read_shipped().judges}
