@@ -1,6 +1,7 @@
 """The held-out figures: what ships, measured once on the sealed test part of every source.
 
     python fitting/sealed.py          # measure, once per change of what ships; write sealed.json
+    python fitting/sealed.py --against OLD/cutoffs.json  # the same, beside an earlier release
     python fitting/sealed.py --show   # print what sealed.json holds
 
 Nothing else reads the test part (``devsets.py``): no choice, fit, gate or exception. This
@@ -9,7 +10,9 @@ frozen), and only once for a given ``cutoffs.json``: ``fitting/sealed.json`` kee
 of the one it measured, and a second run for the same file prints the stored figures instead of
 measuring again. Per judge built from rows, per kind and source: the figure (kappa; QWK for
 the grade; balanced accuracy for recall) of what ships and of the neutral cut-offs, with 95%
-bootstrap intervals over the source's units, and the obvious targets on the test part. These
+bootstrap intervals over the source's units, each one's yes-share beside the people's, and the
+obvious targets on the test part; with ``--against``, also the earlier release's figures on the
+same decisions and the paired difference, what ships minus that release. These
 are the only figures the README calls held out.
 """
 
@@ -25,9 +28,9 @@ from typing import Any
 
 import build
 import rows as rowsfile
-from localjudge.decisions import target_shares
+from localjudge.decisions import KINDS, target_shares
 from localjudge.decisions.fit import figure_of
-from localjudge.decisions.shipped import SHIPPED_PATH, read_shipped
+from localjudge.decisions.shipped import SHIPPED_PATH, Shipped, read_shipped
 from localjudge.stats.bootstrap import interval
 
 SEALED = Path(__file__).resolve().parent / "sealed.json"
@@ -44,29 +47,59 @@ def with_interval(kind: str, found: list[dict[str, Any]], judged: list[int]) -> 
     return {"value": value(clusters), "ci95": interval(clusters, value), "units": len(clusters)}
 
 
-def measure(shipped_judge: Any, found: list[dict[str, Any]]) -> dict[str, Any]:
-    """One judge's sealed figures, per kind and source."""
+def yes_share(kind: str, values: Sequence[int]) -> float | None:
+    """The share of decisions that say yes (a grade: medium or high)."""
+    if not values:
+        return None
+    graded = KINDS[kind].graded
+    return sum((v >= 2) if graded else (v == 1) for v in values) / len(values)
+
+
+def reads(shipped: Any) -> tuple[str, ...]:
+    """The readings a shipped kind decides from."""
+    return ("judged",) if shipped.combination is None else tuple(shipped.combination.weights)
+
+
+def measure(
+    shipped_judge: Any, found: list[dict[str, Any]], release: Any | None = None
+) -> dict[str, Any]:
+    """One judge's sealed figures, per kind and source: what ships, the neutral cut-offs and,
+    given ``release`` (the judge's entry in an earlier ``cutoffs.json``), that release on the
+    same decisions with the paired difference; and each one's yes-share beside the people's."""
     out: dict[str, Any] = {}
     test = [r for r in found if r["part"] == "test"]
     for kind, shipped in shipped_judge.kinds.items():
         mine = [r for r in test if r["kind"] == kind and r["source"] in build.KIND_SOURCES[kind]]
         if not mine:
             continue
-        names = ("judged",) if shipped.combination is None else tuple(shipped.combination.weights)
-        mine = build.usable(kind, names, mine)
+        before = None if release is None else release.kinds.get(kind)
+        names = reads(shipped) + (() if before is None else reads(before))
+        mine = build.usable(kind, tuple(dict.fromkeys(names)), mine)
         ships = build.Fit.shipped(kind, shipped).hard(mine)
         base = build.Fit(kind, None, None).hard(mine)
+        old = None if before is None else build.Fit.shipped(kind, before).hard(mine)
         per = {}
         for source in build.KIND_SOURCES[kind]:
             idx = [n for n, r in enumerate(mine) if r["source"] == source]
             if not idx:
                 continue
             rows_ = [mine[n] for n in idx]
+            labels = [int(r["label"]) for r in rows_]
             per[source] = {
                 "ships": with_interval(kind, rows_, [ships[n] for n in idx]),
                 "neutral": with_interval(kind, rows_, [base[n] for n in idx]),
                 "decisions": len(idx),
+                "yes": {
+                    "people": yes_share(kind, labels),
+                    "ships": yes_share(kind, [ships[n] for n in idx]),
+                },
             }
+            if old is not None:
+                then = [old[n] for n in idx]
+                diff, _, _ = build.paired(kind, rows_, [ships[n] for n in idx], then)
+                per[source]["release"] = with_interval(kind, rows_, then)
+                per[source]["yes"]["release"] = yes_share(kind, then)
+                per[source]["ships_minus_release"] = diff[source].as_json()
         obvious = target_shares(kind, mine, ships)
         out[kind] = {
             "status": shipped.status,
@@ -78,24 +111,33 @@ def measure(shipped_judge: Any, found: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def table(sealed: dict[str, Any]) -> str:
+    against = sealed.get("release_sha256")
     lines = [
         f"sealed test part, measured {sealed['measured']} for cutoffs.json "
-        f"{sealed['cutoffs_sha256'][:12]}",
-        "| judge | kind | source | ships | neutral | units |",
-        "|---|---|---|---|---|---|",
+        f"{sealed['cutoffs_sha256'][:12]}"
+        + ("" if against is None else f", beside the release of cutoffs.json {against[:12]}"),
+        "| judge | kind | source | ships | neutral | release | ships - release | yes: "
+        "people / ships / release | units |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for alias, kinds in sealed["judges"].items():
         for kind, k in kinds.items():
             for source, f in k["sources"].items():
+                yes = f.get("yes", {})
+                shares = " / ".join(
+                    "-" if yes.get(w) is None else f"{yes[w]:.2f}"
+                    for w in ("people", "ships", "release")
+                )
                 lines.append(
                     f"| {alias} | {kind} ({k['status']}) | {source} | {cell(f['ships'])} | "
-                    f"{cell(f['neutral'])} | {f['ships']['units']} |"
+                    f"{cell(f['neutral'])} | {cell(f.get('release'))} | "
+                    f"{cell(f.get('ships_minus_release'))} | {shares} | {f['ships']['units']} |"
                 )
     return "\n".join(lines)
 
 
-def cell(f: dict[str, Any]) -> str:
-    if f["value"] is None:
+def cell(f: dict[str, Any] | None) -> str:
+    if f is None or f["value"] is None:
         return "-"
     ci = f["ci95"]
     return f"{f['value']:.3f}" + ("" if ci is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]")
@@ -110,6 +152,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--show", action="store_true", help="print sealed.json, measure nothing")
     parser.add_argument("--date", default=None, help="the date to record (default: today)")
+    parser.add_argument(
+        "--against",
+        type=Path,
+        default=None,
+        help="an earlier release's cutoffs.json, measured beside what ships on the same rows",
+    )
     args = parser.parse_args(argv)
     stored = json.loads(SEALED.read_text("utf-8")) if SEALED.is_file() else None
     digest = shipped_sha256()
@@ -127,12 +175,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     import datetime
 
     shipped = read_shipped()
+    release = (
+        None
+        if args.against is None
+        else Shipped.model_validate_json(args.against.read_text("utf-8"))
+    )
     judges = {}
     for alias in rowsfile.judges(build.SOURCES):
         entry = next(j for j in shipped.judges if j.alias == alias)
-        judges[alias] = measure(entry, rowsfile.of_judge(alias)[1])
+        then = (
+            None if release is None else next((j for j in release.judges if j.alias == alias), None)
+        )
+        judges[alias] = measure(entry, rowsfile.of_judge(alias)[1], then)
     sealed = {
         "cutoffs_sha256": digest,
+        **(
+            {}
+            if args.against is None
+            else {"release_sha256": hashlib.sha256(args.against.read_bytes()).hexdigest()}
+        ),
         "measured": args.date or datetime.date.today().isoformat(),
         "judges": judges,
     }

@@ -231,6 +231,24 @@ def test_the_sealed_figures_measure_what_ships_on_the_test_part_only(built):
     assert llm["ships"]["value"] > llm["neutral"]["value"]
     scrambled = [dict(r, label=0) if r["part"] != "test" else r for r in found]
     assert sealed.measure(shipped.judges[0], scrambled) == figures
+    people, says = llm["yes"]["people"], llm["yes"]["ships"]
+    assert 0.0 < people < 1.0
+    assert 0.0 < says < 1.0
+
+
+def test_the_sealed_figures_set_what_ships_beside_an_earlier_release(built):
+    root, _, (shipped, _) = built
+    _, found = rows.of_judge("good", root)
+    good, noise = shipped.judges
+    same = sealed.measure(good, found, release=good)["position.relevant"]["sources"]["llmjudge"]
+    assert same["release"] == same["ships"]
+    assert same["ships_minus_release"]["value"] == 0.0
+    assert same["yes"]["release"] == same["yes"]["ships"]
+    # the noisy judge's neutral entry as the earlier release: what ships now is better
+    was = noise.model_copy(update={"alias": "good"})
+    now = sealed.measure(good, found, release=was)["position.relevant"]["sources"]["llmjudge"]
+    assert now["ships_minus_release"]["value"] > 0
+    assert now["release"]["value"] == now["neutral"]["value"]
 
 
 def test_the_sealed_figures_are_measured_once_per_shipped_file(tmp_path, monkeypatch, capsys):
