@@ -3,7 +3,7 @@ per kind of text, through the product's own path (``evaluate``, the judge's ship
 
     python benchmarks/quality/obvious.py [-m MODEL] [-t THREADS] [--per-lang 6]
         [--short-per-lang 6] [--relevance-langs en de ru zh] [--recall-per-lang 3]
-        [--shapes-per-lang 6] [--shapes-only] [--json OUT]
+        [--shapes-per-lang 6] [--shapes-only] [--shapes-position-only] [--json OUT]
 
 Data (the validation part of ``fitting/devsets.py`` only: no choice or fit reads it, and the
 sealed test part is left alone):
@@ -228,13 +228,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--recall-per-lang", type=int, default=3)
     parser.add_argument("--shapes-per-lang", type=int, default=6)
     parser.add_argument("--shapes-only", action="store_true", help="only the lists users meet")
+    parser.add_argument(
+        "--shapes-position-only",
+        action="store_true",
+        help="the lists users meet, position only (relevance's calls take most of the time)",
+    )
     parser.add_argument("--json", type=Path, help="write every row here")
     args = parser.parse_args(argv)
     from localjudge import load_judge
 
     judge = load_judge(args.model, n_threads=args.threads, cache=True)
     print(f"judge: {judge.identity.model} ({judge.identity.sha256[:12]})")
-    out: dict[str, Any] = {"shapes": shapes(judge, args.shapes_per_lang)}
+    out: dict[str, Any] = {
+        "shapes": shapes(judge, args.shapes_per_lang, relevance=not args.shapes_position_only)
+    }
     if args.shapes_only:
         if args.json:
             args.json.write_text(json.dumps(out), "utf-8")
@@ -308,10 +315,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.json.write_text(json.dumps(out), "utf-8")
 
 
-def shapes(judge: Any, per_lang: int) -> dict[str, list[dict[str, Any]]]:
+def shapes(judge: Any, per_lang: int, relevance: bool = True) -> dict[str, list[dict[str, Any]]]:
     """The lists users meet (``shapes.py``): each passage alone, lists where every passage
     answers, lists where none does; XQuAD per language, the contrast items per kind of text;
-    position with the QUESTION alone and with the expected answer, relevance's grade alone."""
+    position with the QUESTION alone and with the expected answer, and (``relevance``)
+    relevance's grade alone."""
     raw = _by_id("position_relevance")
     paragraphs = [{**raw[x["id"]], "lang": x["lang"]} for x in _validation_lists("xquad", per_lang)]
     found: dict[str, list[dict[str, Any]]] = {}
@@ -327,6 +335,8 @@ def shapes(judge: Any, per_lang: int) -> dict[str, list[dict[str, Any]]]:
                 shape_lines(rows, key),
             )
             found[f"{name}, {asked}"] = rows
+        if not relevance:
+            continue
         alone = [c for c in cases if c["shape"] == "alone"]
         rows = pieces(run(judge, as_asked(alone, "response"), "relevance"), "relevance")
         relevance_table(f"Lists users meet, relevance, each passage alone: {name}", rows, key)
