@@ -11,7 +11,8 @@ It also writes the table "What ships, as built" of ``docs/figures.md``.
 (``fitting/rows/JUDGE/``) and each kind of decision, on its sources (``devsets.KIND_SOURCES``):
 
 1. *Choice part only.* Each candidate (:data:`CANDIDATES`: the call's own soft value, or its
-   combination with the question reading ``question_centred``; recall: its own soft value) is
+   combination with the question readings ``question`` and ``question_alone``, neither of which
+   reads a passage's neighbours; recall: its own soft value) is
    fitted on one half of the choice part's units and measured on the other, and the other way
    round (:func:`localjudge.decisions.fit.split_groups`); the candidate with the best mean
    over sources of the figure (kappa; QWK for the grade) is chosen, a simpler one when within
@@ -22,8 +23,10 @@ It also writes the table "What ships, as built" of ``docs/figures.md``.
    and the neutral cut-offs on the same decisions, with its 95% bootstrap interval over the
    source's units; pooled, the mean over sources, each draw resampling every source's units.
    The obvious targets (:data:`localjudge.decisions.obvious.TARGETS`) are measured under both.
-3. :func:`localjudge.decisions.ship_rule` decides: gain, no source worse, no obvious target
-   that the neutral cut-offs meet and the fit misses. A refused kind takes the neutral
+3. :func:`localjudge.decisions.ship_rule` decides: gain, no source worse, no group of obvious
+   targets that the neutral cut-offs meet and the fit misses (a group, the targets of the
+   passages that answer with those of the passages that do not, is met only whole: a verdict
+   that says "relevant" to everything meets no group). A refused kind takes the neutral
    cut-offs, unless ``fitting/exceptions.json`` names it: then its fit ships as an exception,
    with the reason and the date the exception was decided (an exception the rule does not
    need is an error).
@@ -49,7 +52,7 @@ from devsets import KIND_SOURCES, SOURCES
 from localjudge.decisions import KINDS, Combination, Difference, Verdict, ship_rule
 from localjudge.decisions.combination_fit import Reads, combined_soft, fit_combination
 from localjudge.decisions.fit import FIGURES, Observation, figure_of, fit, hard, split_groups
-from localjudge.decisions.obvious import target_shares
+from localjudge.decisions.obvious import groups_met, target_shares
 from localjudge.decisions.shipped import (
     EVIDENCE_PATH,
     SHIPPED_PATH,
@@ -67,7 +70,7 @@ END = "<!-- end of the generated table -->"
 EXCEPTIONS = Path(__file__).resolve().parent / "exceptions.json"
 CANDIDATES: dict[str, tuple[str, ...]] = {
     "judged": ("judged",),
-    "judged+question_centred": ("judged", "question_centred"),
+    "judged+question": ("judged", "question", "question_alone"),
 }
 #: a candidate within this of the best, and simpler, is chosen
 TIE = 0.02
@@ -109,8 +112,9 @@ class Fit:
         if k.status == "neutral":
             return cls(kind, None, None)
         combination = None
-        if k.combination is not None:
-            combination = Combination.from_json(kind, k.combination.model_dump())
+        if k.combination is not None:  # as stored: an older entry may weigh a retired reading
+            c = k.combination
+            combination = Combination(dict(c.weights), tuple(c.intercepts))
         return cls(kind, combination, k.cutoffs)
 
     def soft(self, found: Sequence[dict[str, Any]]) -> list[float]:
@@ -249,7 +253,8 @@ def build_kind(
     per, pooled, figures = paired(kind, checked, fitted, base)
     shares_fit = target_shares(kind, checked, fitted)
     shares_neutral = target_shares(kind, checked, base)
-    lost = [t for t, v in shares_fit.items() if shares_neutral[t]["met"] and not v["met"]]
+    groups_fit, groups_neutral = groups_met(kind, shares_fit), groups_met(kind, shares_neutral)
+    lost = [g for g, met in groups_fit.items() if groups_neutral[g] and not met]
     verdict = ship_rule(per, pooled, lost)
     shipped = ShippedKind(
         status="fitted",
@@ -276,6 +281,7 @@ def build_kind(
             for t in shares_fit
         },
         "obvious_lost": lost,
+        "groups": {g: {"fit": groups_fit[g], "neutral": groups_neutral[g]} for g in groups_fit},
         "fallback_misses_more": sum(not v["met"] for v in shares_neutral.values())
         > sum(not v["met"] for v in shares_fit.values()),
         "rule": dict(verdict.why),

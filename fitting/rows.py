@@ -1,6 +1,8 @@
 """The judged rows files: ``fitting/rows/JUDGE/SOURCE.jsonl.gz``, one JSON object a line.
 
-A module, not a script: ``judge.py`` writes them, ``build.py`` and ``sealed.py`` read them.
+A module, not a script: ``judge.py`` writes them, ``build.py`` and ``sealed.py`` read them
+(:func:`of_judge`: each row's readings made again by the decisions core from the row's raw
+log-probabilities, so rows judged by an earlier release read as this release reads them).
 Written with sorted keys and a gzip header without time stamp or name, so the same rows are
 the same bytes.
 """
@@ -54,4 +56,18 @@ def of_judge(alias: str, root: Path = ROWS) -> tuple[dict[str, Any], list[dict[s
     found: list[dict[str, Any]] = []
     for path in sorted(folder.glob("*.jsonl.gz")):
         found += read(path)
+    for r in found:  # the readings as judged stay beside them (an older entry's, for --against)
+        r["readings"] = {**r["readings"], **readings_of(r)}
     return meta, found
+
+
+def readings_of(row: dict[str, Any]) -> dict[str, float]:
+    """A row's readings as :func:`localjudge.decisions.readings` makes them: from its call's
+    own soft value and its ``raw`` log-probabilities (the QUESTION after the passage and after
+    no passage, where the calls read them)."""
+    from localjudge.decisions import KINDS, readings
+    from localjudge.judge.protocol import Reading
+
+    raw = row.get("raw", {})
+    read, alone = (Reading(*raw[k]) if k in raw else None for k in ("read", "alone"))
+    return readings(KINDS[row["kind"]].graded, float(row["soft"]), read, alone)

@@ -7,8 +7,9 @@ Reads a judge's committed judged rows (``fitting/rows/JUDGE/``, written by
 ``fitting/judge.py``; no judge is loaded) of the position decision with the QUESTION alone,
 never the sealed test part. The readings (:data:`localjudge.decisions.READINGS`):
 ``judged``, the position call's own log-odds; ``question``, how much better the judge predicts
-the QUESTION after the passage than after none; ``question_centred``, the same against the
-mean over the list's passages; and ``grade``, the grade call's expected grade (0-3).
+the QUESTION after the passage than after none; ``question_alone``, how well it predicts the
+QUESTION after no passage (the same for every passage of an item; neither reads another
+passage); and ``grade``, the grade call's expected grade (0-3).
 "Answers": XQuAD's answer paragraph or sentence, a passage people graded 2 or 3
 (LLMJudge) or marked relevant (TruLens; RAGBench, LLM labels). "Other": another article's
 paragraph or sentence, a passage graded 0, or one marked not relevant. Each cell: the median
@@ -32,8 +33,9 @@ sys.path.insert(0, str(ROOT / "fitting"))  # the rows files' reader and the sour
 
 import rows as rowsfile  # noqa: E402
 from devsets import LANGS  # noqa: E402
+from localjudge.decisions import READINGS as DECISION_READINGS  # noqa: E402
 
-READINGS = ("judged", "question", "question_centred", "grade")
+READINGS = (*DECISION_READINGS, "grade")
 
 
 def side(row: dict[str, Any], grade: int | None) -> str | None:

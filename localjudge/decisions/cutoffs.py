@@ -20,7 +20,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from localjudge.decisions.kinds import KINDS, READINGS
+from localjudge.decisions.kinds import KINDS, READINGS, RETIRED_READINGS
 
 __all__ = ["NO_CUTOFFS", "Combination", "Cutoffs", "Provenance"]
 
@@ -107,6 +107,11 @@ class Combination:
         if not isinstance(data, Mapping) or not isinstance(data.get("weights"), Mapping):
             raise ValueError(f"the combination of {kind!r} needs a 'weights' object")
         unknown = [k for k in data["weights"] if k not in READINGS]
+        if unknown and unknown[0] in RETIRED_READINGS:
+            raise ValueError(
+                f"the combination of {kind!r} weighs {unknown[0]!r}, a reading this release "
+                f"no longer makes: {RETIRED_READINGS[unknown[0]]}"
+            )
         if unknown:
             known = ", ".join(READINGS)
             raise ValueError(

@@ -8,8 +8,9 @@ probability: P(yes) >= 0.5, the expected grade rounded;
 probabilities. Where the judge's cut-offs hold a fitted
 combination for the kind (:class:`~localjudge.decisions.cutoffs.Combination`), the
 probabilities are that function of the decision's readings (:func:`readings`): its own soft
-value and how much better the judge predicts the QUESTION after the passage than after the
-item's baseline ask (no passage), or than after the item's passages on average.
+value, how much better the judge predicts the QUESTION after the passage than after the
+item's baseline ask (no passage), and how well it predicts it after no passage. No reading
+looks at the item's other passages.
 
 Everything here is a pure function of its arguments.
 """
@@ -33,7 +34,6 @@ __all__ = [
     "decide",
     "decide_all",
     "hard_value",
-    "list_centre",
     "plain_probs",
     "readings",
     "soft_value",
@@ -44,27 +44,14 @@ def decide_all(
     asks: Sequence[Ask], generations: Sequence[Generation[BaseModel]], cutoffs: Cutoffs = NO_CUTOFFS
 ) -> list[Answer]:
     """The answers to an item's ``asks`` (:func:`decide`), each reading measured against the
-    item's baseline ask, when it has one, and against the mean over the item's passages
-    (:func:`list_centre`)."""
+    item's baseline ask when it has one. An answer is a function of its own ask, its own
+    generation and the baseline (the QUESTION after no passage): never of the item's other
+    passages, their number or their order."""
     base = next(
         (g.reading for a, g in zip(asks, generations, strict=True) if a.baseline and g.reading),
         None,
     )
-    centre = list_centre(asks, generations)
-    return [decide(a, g, cutoffs, base, centre) for a, g in zip(asks, generations, strict=True)]
-
-
-def list_centre(asks: Sequence[Ask], generations: Sequence[Generation[BaseModel]]) -> float | None:
-    """The mean, over an item's passages (each ``at`` once, the baseline left out), of how well
-    each predicts the QUESTION; None when no call read it. Every passage of an item is read
-    with the same QUESTION, so a passage's reading minus this mean does not move with what the
-    QUESTION's language and form make likely, nor with the passages' order."""
-    seen: dict[int, float] = {}
-    for a, g in zip(asks, generations, strict=True):
-        if not a.baseline and a.decision is not None and g.reading and g.reading.tokens:
-            seen.setdefault(a.at, g.reading.mean)
-    # fsum: exactly rounded, so the mean does not depend on the passages' order
-    return math.fsum(seen.values()) / len(seen) if seen else None
+    return [decide(a, g, cutoffs, base) for a, g in zip(asks, generations, strict=True)]
 
 
 def decide(
@@ -72,7 +59,6 @@ def decide(
     generation: Generation[BaseModel],
     cutoffs: Cutoffs = NO_CUTOFFS,
     base: Reading | None = None,
-    centre: float | None = None,
 ) -> Answer:
     """The answer to ``ask`` from the judge's ``generation``: its soft value from the soft
     verdict on the decision's key, or from the kind's fitted combination of its readings where
@@ -87,7 +73,7 @@ def decide(
         return Answer(chosen)
     probs = plain_probs(soft_verdict)
     soft = soft_value(decision, probs)
-    found = readings(decision, soft, generation.reading, base, centre)
+    found = readings(decision.graded, soft, generation.reading, base)
     combination = cutoffs.combinations.get(decision.kind)
     combined = combination.probs(found) if combination is not None else None
     if combined is not None:
@@ -101,19 +87,14 @@ LOG_ODDS_CLIP = 10.0
 
 
 def readings(
-    decision: Decision,
-    soft: float,
-    reading: Reading | None,
-    base: Reading | None,
-    centre: float | None = None,
+    graded: bool, soft: float, reading: Reading | None, base: Reading | None
 ) -> dict[str, float]:
     """A decision's readings (:data:`~localjudge.decisions.kinds.READINGS`): ``judged``, its
     call's own soft value (a yes/no decision's log-odds, clipped; a graded one's expected
     grade); when the call read the QUESTION and the item has a baseline, ``question``: the
-    mean log-probability of the QUESTION's tokens after the passage minus after no passage;
-    and with the item's ``centre`` (:func:`list_centre`), ``question_centred``: that mean
-    minus the centre."""
-    if decision.graded:
+    mean log-probability of the QUESTION's tokens after the passage minus after no passage,
+    and ``question_alone``: that mean after no passage."""
+    if graded:
         judged = soft
     else:
         p = min(max(soft, 1e-12), 1.0 - 1e-12)
@@ -121,8 +102,7 @@ def readings(
     found = {"judged": judged}
     if reading is not None and base is not None and reading.tokens and base.tokens:
         found["question"] = reading.mean - base.mean
-    if reading is not None and centre is not None and reading.tokens:
-        found["question_centred"] = reading.mean - centre
+        found["question_alone"] = base.mean
     return found
 
 

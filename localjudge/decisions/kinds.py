@@ -15,6 +15,7 @@ __all__ = [
     "COMBINED_READINGS",
     "KINDS",
     "READINGS",
+    "RETIRED_READINGS",
     "KindSpec",
     "kinds_of",
     "neutral",
@@ -59,14 +60,23 @@ def neutral(graded: bool) -> tuple[float, ...]:
     return (0.5, 1.5, 2.5) if graded else (0.5,)
 
 
-#: the readings a combination may weigh: ``judged``, the decision call's own soft value (a
-#: yes/no decision's log-odds, clipped to +-10; a graded one's expected grade); ``question``,
-#: how much better the judge predicts the QUESTION after the passage than without it (mean
-#: log-probability per token, the difference); ``question_centred``, how much better it
-#: predicts the QUESTION after the passage than after the item's passages on average.
+#: the readings a combination may weigh, each a function of the QUESTION, the passage (and the
+#: EXPECTED ANSWER or response where the call shows one) and the judge, never of the item's
+#: other passages: ``judged``, the decision call's own soft value (a yes/no decision's
+#: log-odds, clipped to +-10; a graded one's expected grade); ``question``, how much better the
+#: judge predicts the QUESTION after the passage than after no passage (the item's baseline
+#: call; mean log-probability per token, the difference); ``question_alone``, how well it
+#: predicts the QUESTION after no passage (the baseline call's mean log-probability per token).
 #: ``question`` moves with the QUESTION's language and form (a passage in the QUESTION's
-#: language reads high whatever it says); ``question_centred`` does not (every passage of an
-#: item is read with the same QUESTION)
-READINGS = ("judged", "question", "question_centred")
-#: the readings ``localjudge calibrate`` combines: those that mean the same in every language
-COMBINED_READINGS = ("judged", "question_centred")
+#: language reads high whatever it says); ``question_alone`` moves with them too and with
+#: nothing else, so a combination that weighs both corrects that motion without reading the
+#: passage's neighbours
+READINGS = ("judged", "question", "question_alone")
+#: the readings ``localjudge calibrate`` combines
+COMBINED_READINGS = READINGS
+#: readings of earlier releases that no longer exist, and why (a stored fit that weighs one is
+#: refused with this reason)
+RETIRED_READINGS = {
+    "question_centred": "it read the item's other passages, so a passage's verdict depended "
+    "on its neighbours; run `localjudge calibrate` again",
+}

@@ -149,3 +149,61 @@ def test_content_not_place_a_passage_gets_the_same_decision_wherever_it_is_ranke
             a, b = first[i], second[n - 1 - i]
             assert _per_passage(a) == _per_passage(b), (original.metric, i, a, b)
             assert _close(a["probs"], b["probs"]), (original.metric, i, a["probs"], b["probs"])
+
+
+MOON = "Who was the first person to walk on the Moon?"
+ARMSTRONG = (
+    "Neil Armstrong stepped onto the lunar surface on 20 July 1969, followed by Buzz Aldrin."
+)
+MOON_LISTS = {
+    "alone": [ARMSTRONG],
+    "beside the answer": [
+        ARMSTRONG,
+        "On 20 July 1969 Neil Armstrong became the first human to set foot on the Moon.",
+    ],
+    "beside others, last": [
+        "Bananas are rich in potassium and grow in tropical regions.",
+        "The Louvre in Paris is the world's most-visited art museum.",
+        ARMSTRONG,
+    ],
+}
+
+
+def test_a_passage_gets_the_same_verdict_alone_and_beside_any_neighbours(
+    default_judge: Any,
+) -> None:
+    """A verdict about the passage, not its neighbours: the Armstrong passage alone, beside a
+    passage that also answers and beside two that do not gets the same decisions and the same
+    probabilities from position (question alone and with the expected answer) and relevance;
+    and it is relevant, as a person says."""
+    records = [
+        {
+            "id": f"{name} {with_answer}",
+            "user_input": MOON,
+            "retrieved_contexts": passages,
+            "response": "Neil Armstrong.",
+            **({"reference": "Neil Armstrong, in 1969."} if with_answer else {}),
+        }
+        for name, passages in MOON_LISTS.items()
+        for with_answer in (False, True)
+    ]
+    metrics = [ContextPosition(reasons=False), ContextRelevance(reasons=False)]
+    results = list(evaluate(records, metrics, default_judge))
+    assert all(r.result is not None for r in results), [r.error for r in results]
+    seen: dict[tuple[str, bool], dict[str, object]] = {}
+    for r in results:
+        assert r.result is not None
+        record = next(x for x in records if x["id"] == r.id)
+        at = record["retrieved_contexts"].index(ARMSTRONG)
+        verdict = r.result.verdicts[at]
+        key = (r.metric, "reference" in record)
+        if r.metric == "position":
+            assert verdict["relevant"], (r.id, verdict)
+        else:
+            assert verdict["relevance"] in ("medium", "high"), (r.id, verdict)
+        if key in seen:
+            first = seen[key]
+            assert _per_passage(verdict) == _per_passage(first), (r.id, verdict, first)
+            assert _close(verdict["probs"], first["probs"]), (r.id, verdict, first)  # type: ignore[arg-type]
+        else:
+            seen[key] = verdict

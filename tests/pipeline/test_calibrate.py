@@ -147,15 +147,16 @@ def test_calibrate_fits_a_combination_of_readings_under_the_same_rule(registry):
     kind = "position.relevant"
     assert not found.rules[kind].store  # cut-offs on a P(yes) that says nothing gain nothing
     combined = found.combined[kind]
-    assert combined.readings == ("judged", "question_centred")
+    assert combined.readings == ("judged", "question", "question_alone")
     assert combined.rule.store
     assert combined.rule.fitted == pytest.approx(1.0)  # held out: fitted on the other half
     assert combined.rule.current == pytest.approx(0.0)
     stored = found.stored()
     assert kind in stored.combinations
-    assert stored.source(kind).heldout["readings"] == ["judged", "question_centred"]
+    assert stored.source(kind).heldout["readings"] == ["judged", "question", "question_alone"]
     assert found.kept() == []
-    assert "| position.relevant | judged + question_centred | kappa |" in calibration_table(found)
+    table = calibration_table(found)
+    assert "| position.relevant | judged + question + question_alone | kappa |" in table
     # the stored combination decides as the labels do, from the cached readings
     results = list(evaluate(bare, [ContextPosition()], Reader(), cutoffs=stored))
     for record, res in zip(bare, results, strict=True):

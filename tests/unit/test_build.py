@@ -35,7 +35,9 @@ def _row(source, unit, part, kind, label, signal, rng, role="", lang="en", piece
     own = min(max(0.15 + 0.3 * signal * target + rng.gauss(0, 0.08), 0.01), 0.99)
     soft = own * high
     judged = soft if kind == "relevance.grade" else math.log(own / (1 - own))
-    centred = signal * (target - 0.5) * 4 + rng.gauss(0, 0.5)
+    # the QUESTION after the passage (mean log-probability of its 5 tokens) against after none
+    alone = -3.0 + rng.gauss(0, 0.3)
+    after = alone + signal * (target - 0.5) * 4 + rng.gauss(0, 0.5)
     return {
         "source": source,
         "id": f"{source}-{unit}-{piece}",
@@ -47,7 +49,8 @@ def _row(source, unit, part, kind, label, signal, rng, role="", lang="en", piece
         "kind": kind,
         "label": label,
         "soft": soft,
-        "readings": {"judged": judged, "question_centred": centred},
+        "readings": {"judged": judged, "question": after - alone, "question_alone": alone},
+        "raw": {"read": [after * 5, 5], "alone": [alone * 5, 5]},
     }
 
 

@@ -34,7 +34,7 @@ def test_they_cover_languages_and_kinds_of_text() -> None:
 
 
 def test_target_shares_count_a_role_per_language_and_miss_without_rows():
-    from localjudge.decisions import target_shares  # noqa: PLC0415
+    from localjudge.decisions import groups_met, target_shares  # noqa: PLC0415
 
     rows = [
         {"source": "xquad", "role": "answer", "lang": "en"},
@@ -47,6 +47,13 @@ def test_target_shares_count_a_role_per_language_and_miss_without_rows():
     assert found["answer relevant [en]"]["met"] is True
     assert found["answer relevant [de]"]["share"] == 0.0
     assert found["other article not relevant"]["met"] is True
-    assert found["answer relevant [zh]"] == {"share": None, "target": 0.80, "met": False}
+    assert found["answer relevant [zh]"] == {"share": None, "target": 0.90, "met": False}
+    groups = groups_met("position.relevant", found)
+    assert groups["[en]"] is True  # answer relevant and other article not, in English
+    assert groups["[de]"] is False
+    # a verdict that says relevant to everything meets its answer targets but no group
+    everything = target_shares("position.relevant", rows, [1, 1, 1, 1])
+    assert everything["answer relevant [en]"]["met"] is True
+    assert not any(groups_met("position.relevant", everything).values())
     grade = target_shares("relevance.grade", rows, [2, 3, 0, 0])
     assert grade["answer medium or high"]["share"] == 1.0
