@@ -180,6 +180,19 @@ def prompt_data(messages: list[dict[str, str]]) -> dict[str, str]:
     return {m["tag"]: m["body"] for m in _BLOCK.finditer(messages[-1]["content"])}
 
 
+def says_no(messages: list[dict[str, str]], schema: type[BaseModel]) -> dict[str, Any]:
+    """A reply that says no to every decision, grades 0, finds nothing missing and gives the
+    reason ``"r"``: a script whose verdicts come from its probabilities or readings instead."""
+    name = schema.__name__
+    if name == "Missing":
+        return {"missing": []}
+    if name == "Reason":
+        return {"reason": "r"}
+    if name == "GradeDecision":
+        return {"grade": 0}
+    return {next(iter(schema.model_fields)): "no"}
+
+
 def assert_scores(results: Iterable[Any], **thresholds: float) -> None:
     """In a test: fail unless each named metric's mean reaches its threshold, e.g.
     ``assert_scores(evaluate(records, ["recall"], judge), recall=0.7)``. The failure lists the

@@ -29,7 +29,7 @@ from localjudge.run.calibrate.calibration import (
 from localjudge.run.calibrate.check import Group, group_of
 from localjudge.run.calibrate.table import calibration_table
 from localjudge.run.evaluate.evaluation import evaluate
-from localjudge.testing import ScriptedJudge, prompt_data
+from localjudge.testing import ScriptedJudge, prompt_data, says_no
 
 
 class Hesitant(ScriptedJudge):
@@ -37,23 +37,7 @@ class Hesitant(ScriptedJudge):
     P(yes), always below 0.5: its baseline is useless, a cut-off makes it perfect."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(self.reply, certain=False, **kwargs)
-
-    @staticmethod
-    def reply(messages: list[dict[str, str]], schema: type[Any]) -> Any:
-        name = schema.__name__
-        if name == "Missing":
-            return {"missing": []}
-        if name == "Reason":
-            return {"reason": "r"}
-        if name == "GradeDecision":
-            return {"grade": 0}
-        key = {
-            "SupportedDecision": "supported",
-            "RelevantDecision": "relevant",
-            "RepeatsDecision": "repeats",
-        }
-        return {key.get(name, "used"): "no"}
+        super().__init__(says_no, certain=False, **kwargs)
 
     def generate(self, prompt: Any, schema: Any) -> Generation[Any]:
         out = super().generate(prompt, schema)

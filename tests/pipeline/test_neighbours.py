@@ -18,7 +18,7 @@ from localjudge.judge.protocol import Generation, SoftDecision
 from localjudge.metrics import ContextPosition, ContextRelevance
 from localjudge.metrics.instructions import NO_PASSAGE
 from localjudge.run.evaluate.evaluation import score
-from localjudge.testing import ScriptedJudge, prompt_data
+from localjudge.testing import ScriptedJudge, prompt_data, says_no
 
 QUESTION = "Who was the first person to walk on the Moon?"
 PASSAGE = "Neil Armstrong stepped onto the lunar surface on 20 July 1969."
@@ -41,18 +41,7 @@ class ByText(ScriptedJudge):
     """Every answer, probability and reading follows the passage's text alone."""
 
     def __init__(self) -> None:
-        super().__init__(self.reply, reading=self.read)
-
-    @staticmethod
-    def reply(messages: list[dict[str, str]], schema: type[Any]) -> Any:
-        name = schema.__name__
-        if name == "Missing":
-            return {"missing": []}
-        if name == "Reason":
-            return {"reason": "r"}
-        if name == "GradeDecision":
-            return {"grade": 0}
-        return {next(iter(schema.model_fields)): "no"}
+        super().__init__(says_no, reading=self.read)
 
     @staticmethod
     def read(messages: list[dict[str, str]], span: str) -> float:
