@@ -10,6 +10,8 @@ instruction prefix cleared first, so every prompt token is counted), the script 
 - prompt tokens evaluated per item, per metric (the rows' ``evaluated_prompt_tokens``);
 - s/item per metric (the rows' ``seconds``, which cover all the work done for them);
 - items/s over the three metrics, from the wall clock;
+- the items' own tokens (each question, passage, reference and response once, the judge's
+  tokenizer) and the evaluated prompt tokens over them: how often the protocol reads a token;
 - the bound: the evaluated prompt tokens at the machine's measured prompt throughput (a
   ~500-token prompt evaluated alone, best of three, as `localjudge doctor` measures it), and
   the wall clock over that bound
@@ -61,7 +63,15 @@ class Yes(StrictModel):
 
 
 rate = prompt_rate(bare, runs=3)  # as `localjudge doctor` measures it
-report = {"prompt_tokens_per_s": rate, "runs": {}}
+# the items' own tokens: each text of each item (question, passages, reference, response) once
+own = sum(
+    bare.count_tokens(text)
+    for r in records
+    for text in [r.get("user_input"), *r.get("retrieved_contexts", []), r.get("reference"),
+                 r.get("response")]
+    if text
+)
+report = {"prompt_tokens_per_s": rate, "own_tokens": own, "runs": {}}
 for reasons in [r == "on" for r in cfg["reasons"]]:
     metrics = [cls.from_settings(MetricSettings(reasons=reasons)) for cls in METRICS.values()]
     bare.generate([{"role": "user", "content": "warm up"}], Yes)
@@ -93,8 +103,9 @@ def top5(path: Path, n: int) -> list[dict[str, Any]]:
 
 
 def table(name: str, n_items: int, report: dict[str, Any]) -> None:
-    rate = report["prompt_tokens_per_s"]
+    rate, own = report["prompt_tokens_per_s"], report["own_tokens"]
     print(f"\n{name}: {n_items} items; measured prompt throughput {rate:.0f} tokens/s")
+    print(f"the items' own tokens (each text once): {own}, {own / n_items:.0f}/item")
     print("reasons | metric | prompt tokens/item | s/item | bound s/item | ratio")
     for which, run in report["runs"].items():
         total_tokens = 0
@@ -113,6 +124,8 @@ def table(name: str, n_items: int, report: dict[str, Any]) -> None:
             f"{n_items / run['wall']:.3f} items/s | bound {bound:.1f} s | "
             f"{run['wall'] / bound:.2f}"
         )
+        times = total_tokens / own if own else float("nan")
+        print(f"{which} | evaluated / own tokens | {total_tokens} / {own} = {times:.1f}x")
 
 
 def main() -> None:
