@@ -63,6 +63,12 @@ def test_a_higher_reading_never_lowers_the_expected_grade() -> None:
         ("position.relevant", {"weights": {"question": math.nan}, "intercepts": [0]}, "finite"),
         ("position.relevant", {"intercepts": [0]}, "'weights'"),
         ("nope.kind", {"weights": {}, "intercepts": []}, "unknown kind"),
+        # an earlier release's fit that read a passage against its list: refused, with why
+        (
+            "position.relevant",
+            {"weights": {"judged": 0.1, "question_centred": 2.5}, "intercepts": [0]},
+            "'question_centred', a reading this release no longer makes: .*neighbours",
+        ),
     ],
 )
 def test_a_malformed_combination_is_refused(kind: str, data: object, message: str) -> None:
