@@ -30,20 +30,22 @@ ROOT = Path(__file__).resolve().parents[2]
 LABELLED = ROOT / "examples" / "labelled.jsonl"
 
 #: the default judge's wrong verdicts on these cases with the shipped neighbour-free fits
-#: (cut-offs 53d346d569b9), position with the expected answer: each passage is another fact
-#: about the country the question names, its call's own probability already says "relevant"
-#: and the QUESTION reading does not pull it back; no neighbour-free combination of the
+#: (cut-offs 53d346d569b9), position with the expected answer (cut-off 0.369): each passage is
+#: another fact about the country the question names, in the question's language; the call's
+#: own P(yes) is already above one half and the QUESTION reads better after the passage than
+#: after none, so the combination says relevant; no neighbour-free combination of the
 #: committed rows' readings separates them (issue 55's note; README, "Still weak")
 KNOWN_MISSES = {
     "readme": {
         "fr-loire #1 (none): position says relevant=True": "'La Seine traverse Paris.' for "
-        "the longest river of France (the call: P(yes) 0.55)",
+        "the longest river of France (the call: P(yes) 0.61; combined 0.55)",
         "ja-fuji #1 (none): position says relevant=True": "'東京は日本の首都です。' (Tokyo is "
-        "the capital) for the highest mountain of Japan (the call: P(yes) 0.84)",
+        "the capital) for the highest mountain of Japan (the call: P(yes) 0.64; combined 0.84)",
     },
     "obvious": {
         "position.relevant_answer fact-pt-brasilia #0": "'O café é uma das principais "
-        "exportações do Brasil.' for the capital of Brazil",
+        "exportações do Brasil.' for the capital of Brazil (the call: P(yes) 0.58; combined "
+        "0.46)",
     },
 }
 
