@@ -145,6 +145,16 @@ def usable(kind: str, names: tuple[str, ...], found: list[dict[str, Any]]) -> li
     return [r for r in found if r["kind"] == kind and all(n in r["readings"] for n in names)]
 
 
+def weighed(*kinds: ShippedKind | None) -> tuple[str, ...]:
+    """The readings the shipped ``kinds`` decide from (``judged`` always), sorted: with
+    :func:`usable`, the rows each of them can decide."""
+    names = {"judged"}
+    for k in kinds:
+        if k is not None and k.combination is not None:
+            names |= set(k.combination.weights)
+    return tuple(sorted(names))
+
+
 # --------------------------------------------------------------------------- choice
 
 
@@ -388,11 +398,8 @@ def against(old: Shipped, new: Shipped) -> str:
             before = None if was is None else was.kinds.get(kind)
             if before is None or same(before, k):
                 continue
-            names = {"judged"} | {
-                n for x in (k, before) if x.combination for n in x.combination.weights
-            }
             mine = usable(
-                kind, tuple(sorted(names)), [r for r in found if r["source"] in KIND_SOURCES[kind]]
+                kind, weighed(k, before), [r for r in found if r["source"] in KIND_SOURCES[kind]]
             )
             after_h, before_h = (
                 Fit.shipped(kind, k).hard(mine),

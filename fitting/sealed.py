@@ -55,11 +55,6 @@ def yes_share(kind: str, values: Sequence[int]) -> float | None:
     return sum((v >= 2) if graded else (v == 1) for v in values) / len(values)
 
 
-def reads(shipped: Any) -> tuple[str, ...]:
-    """The readings a shipped kind decides from."""
-    return ("judged",) if shipped.combination is None else tuple(shipped.combination.weights)
-
-
 def measure(
     shipped_judge: Any, found: list[dict[str, Any]], release: Any | None = None
 ) -> dict[str, Any]:
@@ -73,8 +68,7 @@ def measure(
         if not mine:
             continue
         before = None if release is None else release.kinds.get(kind)
-        names = reads(shipped) + (() if before is None else reads(before))
-        mine = build.usable(kind, tuple(dict.fromkeys(names)), mine)
+        mine = build.usable(kind, build.weighed(shipped, before), mine)
         ships = build.Fit.shipped(kind, shipped).hard(mine)
         base = build.Fit(kind, None, None).hard(mine)
         old = None if before is None else build.Fit.shipped(kind, before).hard(mine)
