@@ -5,7 +5,8 @@ the bundled judges' build (``fitting/``) all call it; nothing else re-implements
 - :mod:`~localjudge.decisions.kinds`: the kinds of decision, their neutral cut-offs, the
   readings;
 - :mod:`~localjudge.decisions.cutoffs`: cut-offs, combinations of readings, their provenance;
-- :mod:`~localjudge.decisions.decide`: an answer's soft value, readings and hard value;
+- :mod:`~localjudge.decisions.decide`: an answer's soft value, readings and hard value, and
+  whether it is a close call (:data:`~localjudge.decisions.decide.CLOSE_CALL_MARGIN`);
 - :mod:`~localjudge.decisions.fit` and :mod:`~localjudge.decisions.combination_fit`: fitting
   cut-offs and combinations on human labels, and measuring them;
 - :mod:`~localjudge.decisions.rule`: the storing rule (does a fit replace what is in use);
@@ -25,7 +26,10 @@ with) and :mod:`localjudge.stats` (kappa, the bootstrap); nothing from run, cli 
 
 from localjudge.decisions.cutoffs import NO_CUTOFFS, Combination, Cutoffs, Provenance
 from localjudge.decisions.decide import (
+    CLOSE_CALL_MARGIN,
     LOG_ODDS_CLIP,
+    close_call,
+    cutoff_distance,
     decide,
     decide_all,
     hard_value,
@@ -73,6 +77,7 @@ from localjudge.decisions.store import (
 )
 
 __all__ = [
+    "CLOSE_CALL_MARGIN",
     "COMBINED_READINGS",
     "CONDITIONS",
     "KINDS",
@@ -94,6 +99,8 @@ __all__ = [
     "Target",
     "Verdict",
     "builtin_cutoffs",
+    "close_call",
+    "cutoff_distance",
     "cutoffs_of",
     "decide",
     "decide_all",

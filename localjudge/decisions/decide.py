@@ -12,6 +12,10 @@ value, how much better the judge predicts the QUESTION after the passage than af
 item's baseline ask (no passage), and how well it predicts it after no passage. No reading
 looks at the item's other passages.
 
+A verdict whose soft value lies within :data:`CLOSE_CALL_MARGIN` of a cut-off it was decided
+against is a *close call* (:func:`close_call`): llama.cpp's arithmetic differs a little from one
+machine to another, so such a verdict can go the other way elsewhere.
+
 Everything here is a pure function of its arguments.
 """
 
@@ -30,7 +34,10 @@ from localjudge.judge.protocol import Generation, Reading, SoftDecision
 from localjudge.metrics.asks import Answer, Ask, Decision
 
 __all__ = [
+    "CLOSE_CALL_MARGIN",
     "LOG_ODDS_CLIP",
+    "close_call",
+    "cutoff_distance",
     "decide",
     "decide_all",
     "hard_value",
@@ -79,7 +86,9 @@ def decide(
     if combined is not None:
         probs = _value_probs(decision, combined)
         soft = soft_value(decision, probs)
-    return Answer(hard_value(decision, soft, cutoffs), probs, soft, readings=found)
+    value = hard_value(decision, soft, cutoffs)
+    close = close_call(decision, soft, cutoffs)
+    return Answer(value, probs, soft, readings=found, close_call=close)
 
 
 #: a yes/no decision's log-odds are clipped here (a probability of exactly 0 or 1)
@@ -133,9 +142,35 @@ def soft_value(decision: Decision, probs: Mapping[str, float]) -> float:
 def hard_value(decision: Decision, soft: float, cutoffs: Cutoffs = NO_CUTOFFS) -> Any:
     """The decision's value: ``soft`` against the kind's cut-offs, or against the neutral ones
     (the larger probability) when the kind has none."""
-    cuts = cutoffs.values.get(decision.kind) or neutral(decision.graded)
+    cuts = _cuts(decision, cutoffs)
     if decision.graded:
         grades = sorted(int(v) for v in decision.values)
         return grades[min(sum(soft >= c for c in cuts), len(grades) - 1)]
     yes, no = decision.values[0], decision.values[1]
     return yes if soft >= cuts[0] else no
+
+
+def _cuts(decision: Decision, cutoffs: Cutoffs) -> tuple[float, ...]:
+    """The cut-offs ``decision`` is decided against: the kind's, else the neutral ones."""
+    return tuple(cutoffs.values.get(decision.kind) or neutral(decision.graded))
+
+
+#: how near its cut-off a soft value makes its verdict a close call (:func:`close_call`); the
+#: verdict's soft value moves by about this much between machines, thread counts and batch
+#: sizes, so a verdict this close can go the other way elsewhere. Fixed by measurement:
+#: docs/reliability.md, "Close calls".
+CLOSE_CALL_MARGIN = 0.01
+
+
+def cutoff_distance(decision: Decision, soft: float, cutoffs: Cutoffs = NO_CUTOFFS) -> float:
+    """The signed distance of ``soft`` to the nearest cut-off it is decided against
+    (:func:`hard_value`'s: the kind's, else the neutral ones): ``soft`` minus that cut-off, so
+    >= 0 on the side of the higher value. A graded decision takes the nearest of its cut-offs."""
+    return soft - min(_cuts(decision, cutoffs), key=lambda cut: abs(soft - cut))
+
+
+def close_call(decision: Decision, soft: float, cutoffs: Cutoffs = NO_CUTOFFS) -> float | None:
+    """:func:`cutoff_distance` rounded to 4 decimals when it is within
+    :data:`CLOSE_CALL_MARGIN` (a close call), else None."""
+    distance = cutoff_distance(decision, soft, cutoffs)
+    return round(distance, 4) if abs(distance) <= CLOSE_CALL_MARGIN else None

@@ -138,6 +138,10 @@ class Answer:
     reason: str | None = None
     #: the readings the soft value may combine (:func:`readings`); None without soft verdicts
     readings: Mapping[str, float] | None = None
+    #: when the soft value lies within the close-call margin of a cut-off it was decided against
+    #: (:func:`localjudge.decisions.close_call`), its signed distance to that cut-off, rounded;
+    #: None otherwise and without soft verdicts
+    close_call: float | None = None
 
 
 class Answers:

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from localjudge.data.items import Item
 from localjudge.judge.protocol import GenerationStats, JudgeRequest, Message
-from localjudge.metrics.asks import REASON_CHARS, Answers, Ask
+from localjudge.metrics.asks import REASON_CHARS, Answer, Answers, Ask
 from localjudge.metrics.statements import split_statements
 from localjudge.scoring import RelevancePenalties
 
@@ -35,6 +35,7 @@ __all__ = [
     "chat",
     "delimit",
     "item_data",
+    "mark_close_calls",
     "numbered_contexts",
     "piece_index",
     "quote_list",
@@ -73,6 +74,16 @@ class MetricSettings:
     penalties: RelevancePenalties = field(default_factory=RelevancePenalties)
     #: off by default: a reason is a generated call per decision (docs/metrics.md)
     reasons: bool = False
+
+
+def mark_close_calls(verdict: dict[str, Any], answers: Mapping[str, Answer]) -> None:
+    """Mark ``verdict`` with its close calls: ``"close_call": {key: distance}`` for each of
+    ``answers`` (by verdict key: ``"attributed"``, ``"relevance"``) that the decisions core found
+    within the close-call margin of its cut-off (:attr:`Answer.close_call`). A verdict without
+    one is left as it is."""
+    close = {key: a.close_call for key, a in answers.items() if a.close_call is not None}
+    if close:
+        verdict["close_call"] = close
 
 
 # --------------------------------------------------------------------------- human labels

@@ -16,6 +16,7 @@ from localjudge.metrics.base import (
     VerdictRow,
     delimit,
     item_data,
+    mark_close_calls,
     piece_index,
     shown,
     yes,
@@ -132,6 +133,8 @@ class ContextPosition(Metric):
             for v, p in zip(verdicts, p_relevant, strict=True):
                 v["probs"] = {"relevant": {"true": p, "false": 1.0 - p}}
             soft = soft_position_score(p_relevant, scale=self.scale)
+        for v, a in zip(verdicts, relevant_answers, strict=True):
+            mark_close_calls(v, {"relevant": a})
         hits = [i for i, r in enumerate(relevant) if r]
         if not hits:
             reason = f"None of the {n} context pieces is relevant."

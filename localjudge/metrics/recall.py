@@ -21,6 +21,7 @@ from localjudge.metrics.base import (
     VerdictRow,
     delimit,
     item_data,
+    mark_close_calls,
     quote_list,
     shown,
     yes,
@@ -108,6 +109,8 @@ class ContextRecall(Metric):
                 assert a.soft is not None
                 v["probs"] = {"attributed": {"1": a.soft, "0": 1.0 - a.soft}}
             soft = soft_recall_score([float(a.soft) for a in supported if a.soft is not None])
+        for v, a in zip(verdicts, supported, strict=True):
+            mark_close_calls(v, {"attributed": a})
         unsupported = [v["statement"] for v in verdicts if not v["attributed"]]
         n_supported = len(verdicts) - len(unsupported)
         reason = (

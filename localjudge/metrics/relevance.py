@@ -23,6 +23,7 @@ from localjudge.metrics.base import (
     chat,
     delimit,
     item_data,
+    mark_close_calls,
     piece_index,
     quote_list,
     shown,
@@ -208,6 +209,8 @@ class ContextRelevance(Metric):
             soft = soft_relevance_score(
                 level_probs, p_used, len(missing), self.penalties, self.scale
             )
+        for piece, grade, used in zip(pieces, grades, useds, strict=True):
+            mark_close_calls(piece, {"relevance": grade, "used": used})
         counts = Counter(levels)
         base = sum(LEVEL_WEIGHTS[level] for level in levels) / len(levels)
         summary = ", ".join(f"{counts[lv]} {lv}" for lv in RELEVANCE_LEVELS if counts[lv])
