@@ -124,7 +124,8 @@ class Evaluation:
         ]
 
     def summary(self) -> dict[str, MetricStats]:
-        """Per metric: ``n_scored``, ``n_failed``, ``n_undefined``, ``mean``, ``soft_mean``,
+        """Per metric: ``n_scored``, ``n_failed``, ``n_undefined``, ``close_calls`` (verdicts'
+        decisions within the close-call margin of their cut-off), ``mean``, ``soft_mean``,
         ``median``, ``std`` and the seeded bootstrap ``ci95``, as in ``summary.json``."""
         return summarize(self.rows(), self.metrics)
 

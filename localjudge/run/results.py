@@ -53,6 +53,7 @@ __all__ = [
     "RunInfo",
     "Summary",
     "checked_version",
+    "close_calls",
     "dumps_row",
     "read_bench",
     "read_bench_items",
@@ -125,6 +126,9 @@ class MetricStats(TypedDict):
     n_scored: int
     n_failed: int
     n_undefined: int
+    #: the decisions within the close-call margin of their cut-off (:func:`close_calls`);
+    #: absent from summaries written before it was counted
+    close_calls: NotRequired[int]
     mean: float | None
     #: the mean soft score over the scored items that have one (null when none has)
     soft_mean: float | None
@@ -337,6 +341,15 @@ def read_results(path: Path) -> list[ResultRow]:
     return [checked_version(row, where) for row, where in read_jsonl(path)]  # type: ignore[misc]
 
 
+def close_calls(verdict: Any) -> dict[str, float]:
+    """A verdict's close calls, by decision key (``{"attributed": -0.0005}``): the decisions
+    whose soft value lay within the close-call margin of their cut-off
+    (:func:`localjudge.decisions.close_call`); empty for any other verdict, and for rows
+    written before close calls were marked."""
+    found = verdict.get("close_call") if isinstance(verdict, Mapping) else None
+    return dict(found) if isinstance(found, Mapping) else {}
+
+
 # --------------------------------------------------------------------------- tallies
 
 
@@ -349,6 +362,8 @@ class MetricSummary:
     n_undefined: int = 0
     #: the soft score of each scored item that has one, in order
     soft_scores: list[float] = field(default_factory=list)
+    #: the decisions of its verdicts that were close calls
+    close_calls: int = 0
 
     def add(self, row: Mapping[str, Any]) -> None:
         if row["error"] is not None:
@@ -359,6 +374,7 @@ class MetricSummary:
             self.scores.append(float(row["score"]))
             if row.get("soft_score") is not None:
                 self.soft_scores.append(float(row["soft_score"]))
+        self.close_calls += sum(len(close_calls(v)) for v in row.get("verdicts") or [])
 
     def as_dict(self) -> MetricStats:
         values = np.asarray(self.scores, dtype=float)
@@ -367,6 +383,7 @@ class MetricSummary:
             "n_scored": n,
             "n_failed": self.n_failed,
             "n_undefined": self.n_undefined,
+            "close_calls": self.close_calls,
             "mean": float(values.mean()) if n else None,
             "soft_mean": float(np.mean(self.soft_scores)) if self.soft_scores else None,
             "median": float(np.median(values)) if n else None,

@@ -14,6 +14,7 @@ from typing import Any
 
 from localjudge.canonical import read_json, write_json
 from localjudge.console import number
+from localjudge.decisions import CLOSE_CALL_MARGIN
 from localjudge.judge.protocol import Judge
 from localjudge.run.results import (
     SUMMARY,
@@ -27,7 +28,9 @@ from localjudge.run.settings import cache_counts
 from localjudge.versions import versions
 
 __all__ = [
+    "CLOSE_CALLS_DOC",
     "build_summary",
+    "close_calls_line",
     "read_summary",
     "summarize",
     "summary_table",
@@ -80,9 +83,30 @@ def read_summary(path: Path) -> Summary:
     return checked_version(read_json(path), str(path))  # type: ignore[return-value]
 
 
+#: where the docs say what a close call is
+CLOSE_CALLS_DOC = "docs/reliability.md#close-calls"
+
+
+def close_calls_line(summary: Mapping[str, Any]) -> str | None:
+    """The line that says how many close calls each metric of ``summary`` has (None when it has
+    none, or was written before they were counted)."""
+    counts = [
+        f"{name} {n}"
+        for name, m in summary["metrics"].items()
+        if isinstance(n := m.get("close_calls"), int) and n > 0
+    ]
+    if not counts:
+        return None
+    return (
+        f"close calls: {', '.join(counts)} (a verdict within {CLOSE_CALL_MARGIN:g} of its "
+        f"cut-off can differ on another machine; {CLOSE_CALLS_DOC})"
+    )
+
+
 def summary_table(summary: Mapping[str, Any], *, terminal: bool = False) -> str:
     """A summary's metrics as a console table (plain text unless ``terminal``; see
-    :mod:`localjudge.console`), with the corrected means of ``--labels`` below it."""
+    :mod:`localjudge.console`), with the corrected means of ``--labels`` below it, and the
+    close calls' line (:func:`close_calls_line`) last when there are any."""
     from localjudge.console import Column, TextTable, render  # noqa: PLC0415
 
     rows = []
@@ -127,4 +151,6 @@ def summary_table(summary: Mapping[str, Any], *, terminal: bool = False) -> str:
                 title="human-scale mean, corrected by the labelled items (prediction-powered):",
             )
         )
-    return render(tables, terminal=terminal)
+    text = render(tables, terminal=terminal)
+    line = close_calls_line(summary)
+    return text if line is None else f"{text}\n{line}"

@@ -49,6 +49,7 @@ METRIC_KEYS = {
     "n_scored",
     "n_failed",
     "n_undefined",
+    "close_calls",
     "mean",
     "soft_mean",
     "median",

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 
+from localjudge.decisions import CLOSE_CALL_MARGIN
 from localjudge.errors import ContextOverflowError, DataError, InvalidItemError
 from localjudge.judge.protocol import GenerationStats, JudgeIdentity
 from localjudge.metrics import MetricResult
@@ -30,7 +31,13 @@ from localjudge.run.results import (
     write_bench,
 )
 from localjudge.run.rundir import detect_run
-from localjudge.run.summary import read_summary, summarize, summary_table, write_summary
+from localjudge.run.summary import (
+    CLOSE_CALLS_DOC,
+    read_summary,
+    summarize,
+    summary_table,
+    write_summary,
+)
 from localjudge.stats.bootstrap import RESAMPLES as BOOTSTRAP_RESAMPLES
 from localjudge.stats.bootstrap import interval
 from localjudge.stats.bootstrap import mean_interval as bootstrap_ci
@@ -167,6 +174,7 @@ def test_empty_and_single_summaries():
         "n_scored": 0,
         "n_failed": 0,
         "n_undefined": 0,
+        "close_calls": 0,
         "mean": None,
         "soft_mean": None,
         "median": None,
@@ -237,6 +245,42 @@ def test_summary_table():
     assert lines[2].split() == ["recall", "3", "1", "0.583", "0.500", "0.250-1.000"]
     assert lines[3].split() == ["relevance", "0", "2", "-", "-", "-"]
     assert len(lines) == 4
+
+
+def test_close_calls_are_counted_per_decision_and_old_rows_count_none():
+    near = round(CLOSE_CALL_MARGIN / 2, 4)
+    verdicts = [
+        {"index": 0, "relevance": "high", "close_call": {"relevance": near, "used": -near}},
+        {"index": 1, "relevance": "none"},
+        {"index": 2, "relevance": "low", "close_call": {"used": near}},
+    ]
+    result = MetricResult("relevance", 0.5, "r", verdicts)
+    row = result_row(ItemResult(0, "i0", "relevance", result, None), JUDGE, {})
+    old = result_row(scored(1.0, metric="relevance", index=1), JUDGE, {})
+    out = summarize([row, old], ["relevance"])
+    assert out["relevance"]["close_calls"] == 3
+    assert summarize([old], ["relevance"])["relevance"]["close_calls"] == 0
+
+
+def test_the_summary_table_says_how_many_close_calls_after_the_table():
+    stats = {"n_scored": 3, "n_failed": 0, "mean": 0.5, "median": 0.5, "ci95": [0.25, 1.0]}
+    summary = {
+        "metrics": {
+            "recall": {**stats, "close_calls": 1},
+            "position": {**stats, "close_calls": 0},
+            "relevance": {**stats, "close_calls": 2},
+        }
+    }
+    lines = summary_table(summary).splitlines()
+    assert lines[-1] == (
+        f"close calls: recall 1, relevance 2 (a verdict within {CLOSE_CALL_MARGIN:g} of its "
+        f"cut-off can differ on another machine; {CLOSE_CALLS_DOC})"
+    )
+    assert len(lines) == 6
+    # none, or a summary written before they were counted: no line
+    for counts in ({"close_calls": 0}, {}):
+        summary = {"metrics": {"recall": {**stats, **counts}}}
+        assert "close calls" not in summary_table(summary)
 
 
 def test_the_mean_interval_is_the_one_bootstrap_vectorised():
