@@ -115,11 +115,13 @@ FLAGS = LabelKind("flags", per_piece=True, values=(False, True))
 @dataclass(frozen=True)
 class VerdictRow:
     """One statement or piece verdict as the report shows it; ``flag`` says how it lowered the
-    score (None: it did not); ``piece`` is the context index it is about."""
+    score (None: it did not); ``piece`` is the context index it is about; ``close`` names its
+    close calls (the report sets it from the verdict's ``close_call``; None: it has none)."""
 
     cells: list[str]
     flag: str | None = None
     piece: int | None = None
+    close: str | None = None
 
 
 def shown(value: Any) -> str:

@@ -53,6 +53,7 @@ __all__ = [
     "RunInfo",
     "Summary",
     "checked_version",
+    "close_call_text",
     "close_calls",
     "dumps_row",
     "read_bench",
@@ -348,6 +349,15 @@ def close_calls(verdict: Any) -> dict[str, float]:
     written before close calls were marked."""
     found = verdict.get("close_call") if isinstance(verdict, Mapping) else None
     return dict(found) if isinstance(found, Mapping) else {}
+
+
+def close_call_text(close: Mapping[str, Any]) -> str:
+    """A verdict's close calls as text, each decision key with its signed distance to the cut-off
+    (``"relevance +0.0040, used -0.0005"``)."""
+    return ", ".join(
+        f"{key} {float(d):+.4f}" if isinstance(d, (int, float)) else f"{key} {d}"
+        for key, d in close.items()
+    )
 
 
 # --------------------------------------------------------------------------- tallies

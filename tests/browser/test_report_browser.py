@@ -327,6 +327,30 @@ def test_injected_markup_stays_text_and_runs_nothing(open_tab, eval_report, tmp_
     tab.assert_clean()
 
 
+def test_a_close_call_is_marked_in_its_row_and_its_verdict(open_tab, eval_report, tmp_path):
+    out = eval_report[0].parent
+    run, near = B.with_close_call(out, tmp_path / "close")
+    rows = B.read_rows(run)
+    tab = open_tab(write_report(run, data=out.parent / "data.jsonl"))
+    page = tab.page
+    assert page.locator("td.close-count.some").inner_text() == "1"
+    n = row_n(rows, "ok-1", "recall")
+    body = page.locator(f'#items tbody.item[data-n="{n}"]')
+    assert body.locator("tr.main .closemark").inner_text() == "1 close"
+    body.locator(".toggle").click()
+    close = body.locator("table.verdicts tbody tr.close")
+    assert close.count() == 1
+    assert close.locator("td.closenote").inner_text() == f"close call: attributed {near:+.4f}"
+    assert body.locator("table.verdicts thead").inner_text().split("\t")[-1].strip() == "close call"
+    # another row of the run has no close call: no column for it
+    m = row_n(rows, "ok-1", "position")
+    page.click(f'#items tbody.item[data-n="{m}"] .toggle')
+    position = page.locator(f'#items tbody.item[data-n="{m}"] table.verdicts')
+    assert position.locator("td.closenote").count() == 0
+    assert page.locator("tr.main .closemark").count() == 1
+    tab.assert_clean()
+
+
 # ---------------------------------------------------------------- bench report
 
 

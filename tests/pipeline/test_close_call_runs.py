@@ -19,7 +19,9 @@ from localjudge.judge.cache.store import Cache
 from localjudge.judge.protocol import Generation, SoftDecision
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.run.evaluate.file_run import eval_file
-from localjudge.run.summary import CLOSE_CALLS_DOC
+from localjudge.run.report.render import eval_view, load_records
+from localjudge.run.results import read_results
+from localjudge.run.summary import CLOSE_CALLS_DOC, read_summary
 from localjudge.testing import ScriptedJudge, prompt_data, says_no
 
 NEAR, FAR = CLOSE_CALL_MARGIN / 2, 2 * CLOSE_CALL_MARGIN
@@ -168,3 +170,34 @@ def test_a_cached_rerun_writes_the_same_marks_and_counts(tmp_path: Path) -> None
     assert b'"close_call"' in first[0]
     again = ScriptedJudge([])  # any call would fail: every answer comes from the cache
     assert run("two", again) == first
+
+
+def test_the_report_marks_each_close_verdict_and_counts_them(tmp_path: Path) -> None:
+    data = write_data(tmp_path / "data.jsonl", [CLOSE, CLEAR])
+    eval_run(data, tmp_path / "run")
+    summary = read_summary(tmp_path / "run" / "summary.json")
+    rows = read_results(tmp_path / "run" / "results.jsonl")
+    records, note = load_records(summary, rows, None)
+    view = eval_view(summary, rows, records, note)
+    assert {m["name"]: m["close_calls"] for m in view["metrics"]} == {
+        "recall": 1,
+        "position": 1,
+        "relevance": 2,
+    }
+    assert [(it["id"], it["metric"], it["close_calls"]) for it in view["items"]] == [
+        ("close", "recall", 1),
+        ("close", "position", 1),
+        ("close", "relevance", 2),
+        ("clear", "recall", 0),
+        ("clear", "position", 0),
+        ("clear", "relevance", 0),
+    ]
+    payload = json.loads(str(view["payload"]))
+    near = f"{round(NEAR, 4):+.4f}"
+    marks = [[r["close"] for r in item["table"]["rows"]] for item in payload["items"][:3]]
+    assert marks == [
+        [f"close call: attributed {near}", None],
+        [f"close call: relevant {near}", None],
+        [f"close call: relevance {near}, used {near}", None],
+    ]
+    assert all(r["close"] is None for it in payload["items"][3:] for r in it["table"]["rows"])

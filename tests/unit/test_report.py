@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from localjudge.canonical import file_sha256
+from localjudge.decisions import CLOSE_CALL_MARGIN
 from localjudge.errors import DataError
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.run.bench import compare
@@ -520,6 +521,82 @@ def test_verdict_tables_flag_what_lowered_the_score():
     t = verdict_table("other", [{"b": 1, "a": "x"}], None)
     assert t.columns == ["a", "b"]
     assert t.rows[0].cells == ["x", "1"]
+
+
+def test_verdict_tables_mark_close_calls_with_their_distance():
+    near = round(CLOSE_CALL_MARGIN / 2, 4)
+    t = verdict_table(
+        "relevance",
+        [
+            {"index": 0, "relevance": "medium", "used": True,
+             "close_call": {"relevance": near, "used": -near}},
+            {"index": 1, "relevance": "high", "used": True},
+        ],
+        None,
+    )  # fmt: skip
+    assert [r.close for r in t.rows] == [
+        f"close call: relevance {near:+.4f}, used {-near:+.4f}",
+        None,
+    ]
+    t = verdict_table("recall", [{"statement": "s", "attributed": 0,
+                                  "close_call": {"attributed": -near}}], None)  # fmt: skip
+    assert t.rows[0].close == f"close call: attributed {-near:+.4f}"
+    assert t.rows[0].flag == "not supported by the contexts"
+    # a metric the report does not know: the mark, never a column
+    t = verdict_table("other", [{"a": 1, "close_call": {"a": near}}], None)
+    assert t.columns == ["a"]
+    assert t.rows[0].close == f"close call: a {near:+.4f}"
+
+
+def with_close_call(out, dest):
+    """A copy of the eval run ``out`` whose ok-1 recall row's first verdict is a close call."""
+    near = round(CLOSE_CALL_MARGIN / 2, 4)
+    dest.mkdir()
+    rows = read_rows(out)
+    for r in rows:
+        if (r["id"], r["metric"]) == ("ok-1", "recall"):
+            r["verdicts"][0]["close_call"] = {"attributed": near}
+    (dest / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    summary = json.loads((out / "summary.json").read_text("utf-8"))
+    summary["metrics"]["recall"]["close_calls"] = 1
+    (dest / "summary.json").write_text(json.dumps(summary), "utf-8")
+    return dest, near
+
+
+def test_eval_report_marks_close_calls_and_counts_them(eval_run, tmp_path):
+    run, near = with_close_call(eval_run[1], tmp_path / "close")
+    html = render_report(run, data=eval_run[0])
+    assert_self_contained(html)
+    # the metrics table counts them per metric, and says what they are
+    assert re.search(r'<td class="close-count some">1</td></tr>', html)
+    assert html.count('<td class="close-count">0</td>') == 2
+    assert 'id="close-note"' in html
+    # the item's row is marked, and its verdict carries the distance
+    doc = Doc(html)
+    marks = [a for tag, a in doc.tags if tag == "span" and a.get("class") == "closemark"]
+    assert len(marks) == 1
+    assert "1 close" in " ".join(doc.text)
+    payload = doc.payload()
+    rows = read_rows(run)
+    n = next(i for i, r in enumerate(rows) if (r["id"], r["metric"]) == ("ok-1", "recall"))
+    assert [r["close"] for r in payload["items"][n]["table"]["rows"]] == [
+        f"close call: attributed {near:+.4f}",
+        None,
+    ]
+
+
+def test_eval_report_of_a_run_without_close_calls(eval_html, tmp_path, eval_run):
+    # the scripted run has no soft verdicts: no close call anywhere, no note
+    assert eval_html.count('<td class="close-count">0</td>') == 3
+    assert 'id="close-note"' not in eval_html
+    assert not [a for tag, a in Doc(eval_html).tags if a.get("class") == "closemark"]
+    # a summary written before close calls were counted shows a dash
+    run = copy_run(eval_run[1], tmp_path / "old")
+    summary = json.loads((run / "summary.json").read_text("utf-8"))
+    for stats in summary["metrics"].values():
+        del stats["close_calls"]
+    (run / "summary.json").write_text(json.dumps(summary), "utf-8")
+    assert render_report(run).count('<td class="close-count">–</td>') == 3
 
 
 def test_script_json_cannot_close_its_element():

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from localjudge.canonical import file_sha256
 from localjudge.console import is_number
 from localjudge.data.dataset import LIST_FIELDS, read_records
 from localjudge.data.items import make_item
+from localjudge.decisions import CLOSE_CALL_MARGIN
 from localjudge.errors import DataError, InvalidItemError
 from localjudge.metrics import METRICS
 from localjudge.metrics.base import VerdictRow, shown
@@ -42,6 +43,8 @@ from localjudge.run.results import (
     BENCH_ITEMS,
     RESULTS,
     SUMMARY,
+    close_call_text,
+    close_calls,
     read_bench,
     read_bench_items,
     read_results,
@@ -53,7 +56,16 @@ REPORT_FILE = "report.html"
 HISTOGRAM_BINS = 10
 _HIST_WIDTH = 300
 _HIST_HEIGHT = 100
-_SUMMARY_KEYS = ("n_scored", "n_failed", "n_undefined", "mean", "median", "std", "ci95")
+_SUMMARY_KEYS = (
+    "n_scored",
+    "n_failed",
+    "n_undefined",
+    "mean",
+    "median",
+    "std",
+    "ci95",
+    "close_calls",
+)
 
 
 # --------------------------------------------------------------------------- public API
@@ -231,8 +243,8 @@ def verdict_table(
     metric: str, verdicts: Sequence[Any] | None, details: Mapping[str, Any] | None
 ) -> VerdictTable:
     """The verdicts of one result row as a table, with what lowered the score flagged (each
-    metric says how: :meth:`~localjudge.metrics.base.Metric.verdict_rows`), and notes on what
-    was trimmed or set aside."""
+    metric says how: :meth:`~localjudge.metrics.base.Metric.verdict_rows`), each close call
+    marked with its distance to the cut-off, and notes on what was trimmed or set aside."""
     vs = [v for v in (verdicts or []) if isinstance(v, Mapping)]
     details = details or {}
     notes = []
@@ -254,9 +266,14 @@ def verdict_table(
     missing = [shown(m) for m in details.get("missing") or []]
     cls = METRICS.get(metric)
     if cls is not None:
-        return VerdictTable(list(cls.columns), cls.verdict_rows(vs), missing, notes)
-    columns = sorted({k for v in vs for k in v})
-    rows = [VerdictRow([shown(v.get(c)) for c in columns]) for v in vs]
+        columns, rows = list(cls.columns), cls.verdict_rows(vs)
+    else:
+        columns = sorted({k for v in vs for k in v} - {"close_call"})
+        rows = [VerdictRow([shown(v.get(c)) for c in columns]) for v in vs]
+    rows = [
+        replace(r, close=f"close call: {close_call_text(c)}") if (c := close_calls(v)) else r
+        for r, v in zip(rows, vs, strict=True)
+    ]
     return VerdictTable(columns, rows, missing, notes)
 
 
@@ -325,6 +342,7 @@ def eval_view(
         items.append(
             {
                 "n": n,
+                "close_calls": sum(len(close_calls(v)) for v in r.get("verdicts") or []),
                 "index": r.get("index"),
                 "id": as_text(r.get("id")),
                 "metric": as_text(r.get("metric")),
@@ -371,6 +389,7 @@ def eval_view(
         "metrics": metrics,
         "items": items,
         "n_failed": sum(1 for i in items if i["error"] is not None),
+        "close_margin": f"{CLOSE_CALL_MARGIN:g}",
         "payload": script_json(
             {
                 "items": payload_items,

@@ -92,18 +92,21 @@
         ": " + e.message + (e.hint ? " (" + e.hint + ")" : "")));
     }
     var t = item.table, withPieces = rec && t.rows.some(function (r) { return r.piece !== null; });
+    var withClose = t.rows.some(function (r) { return r.close; });
     if (t.rows.length) {
       var tbl = el("table", "verdicts"), head = el("tr");
       t.columns.forEach(function (c) { head.appendChild(el("th", "", c)); });
       if (withPieces) { head.appendChild(el("th", "", "context")); }
       head.appendChild(el("th", "", "lowers the score"));
+      if (withClose) { head.appendChild(el("th", "", "close call")); }
       tbl.appendChild(el("thead")).appendChild(head);
       var tb = el("tbody");
       t.rows.forEach(function (r) {
-        var tr = el("tr", r.flag ? "flag" : "");
+        var tr = el("tr", [r.flag ? "flag" : "", r.close ? "close" : ""].join(" ").trim());
         r.cells.forEach(function (c) { tr.appendChild(el("td", "", c)); });
         if (withPieces) { tr.appendChild(el("td", "ctx", r.piece === null ? "" : rec.contexts[r.piece])); }
         tr.appendChild(el("td", "flagnote", r.flag || ""));
+        if (withClose) { tr.appendChild(el("td", "closenote", r.close || "")); }
         tb.appendChild(tr);
       });
       tbl.appendChild(tb);
