@@ -61,13 +61,20 @@ def diff_command(  # noqa: PLR0917 (Click passes every option as an argument)
     metric the mean difference B - A with a paired 95% CI and a Wilcoxon test, and the items
     that changed most, with both reasons."""
     from localjudge.console import render  # noqa: PLC0415 (keep --help fast)
-    from localjudge.run.report.diff import diff_notes, diff_runs, diff_tables, load_run  # noqa: PLC0415
+    from localjudge.run.report.diff import diff_runs, load_run  # noqa: PLC0415
+    from localjudge.run.report.diff_console import (  # noqa: PLC0415
+        diff_close_line,
+        diff_notes,
+        diff_tables,
+    )
 
     diff = diff_runs(load_run(run_a), load_run(run_b), force=by_id, top=top)
     click.echo(f"A: {run_a}\nB: {run_b}")
     for line in diff_notes(diff):
         click.echo(f"note: {line}")
     click.echo(render(diff_tables(diff), terminal=sys.stdout.isatty()))
+    if (close := diff_close_line(diff)) is not None:
+        click.echo(close)
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(

@@ -201,3 +201,37 @@ def test_the_report_marks_each_close_verdict_and_counts_them(tmp_path: Path) -> 
         [f"close call: relevance {near}, used {near}", None],
     ]
     assert all(r["close"] is None for it in payload["items"][3:] for r in it["table"]["rows"])
+
+
+def test_the_diff_names_a_flipped_verdict_that_was_a_close_call(tmp_path: Path) -> None:
+    # the same data on "another machine": the near values land just below their cut-offs
+    data = write_data(tmp_path / "data.jsonl", [CLOSE, CLEAR])
+    eval_run(data, tmp_path / "a")
+    eval_run(data, tmp_path / "b", flip=True)
+    out_json = tmp_path / "d.json"
+    result = invoke("diff", str(tmp_path / "a"), str(tmp_path / "b"), "--json-out", str(out_json))
+    assert result.exit_code == EXIT_OK, result.stderr
+    doc = json.loads(out_json.read_text("utf-8"))
+    near, below = round(NEAR, 4), round(-NEAR, 4)
+    [flip] = doc["metrics"]["recall"]["top"][0]["flipped"]
+    assert flip == {
+        "piece": 0,
+        "a": {"attributed": 1},
+        "b": {"attributed": 0},
+        "close_call_a": {"attributed": near},
+        "close_call_b": {"attributed": below},
+    }
+    assert {m: d["n_flipped_close"] for m, d in doc["metrics"].items()} == {
+        "recall": 1,
+        "position": 1,
+        "relevance": 1,
+    }
+    assert (
+        f"#0 (close call in A: attributed {near:+.4f}; in B: attributed {below:+.4f})"
+        in result.stdout
+    )
+    assert result.stdout.splitlines()[-2] == (
+        f"close calls among the flipped verdicts: recall 1, position 1, relevance 1 (a verdict "
+        f"within {CLOSE_CALL_MARGIN:g} of its cut-off can differ on another machine; "
+        f"{CLOSE_CALLS_DOC})"
+    )

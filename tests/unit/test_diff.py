@@ -9,8 +9,10 @@ import statistics
 import pytest
 
 from localjudge.console import render
+from localjudge.decisions import CLOSE_CALL_MARGIN
 from localjudge.errors import UsageError
-from localjudge.run.report.diff import Run, diff_runs, diff_tables, verdict_changes, wilcoxon
+from localjudge.run.report.diff import Run, diff_runs, verdict_changes, wilcoxon
+from localjudge.run.report.diff_console import diff_close_line, diff_tables
 from localjudge.run.report.render import render_diff
 from localjudge.stats.bootstrap import interval
 
@@ -179,6 +181,66 @@ def test_metrics_in_one_run_only_are_named():
     d = diff_runs(a, b)
     assert list(d["metrics"]) == ["position"]
     assert d["metrics_only_in_a"] == ["recall"]
+
+
+# --------------------------------------------------------------------------- close calls
+
+NEAR = round(CLOSE_CALL_MARGIN / 2, 4)
+
+
+def close(verdicts, piece, distance):
+    """``verdicts`` with piece ``piece`` a close call at ``distance``."""
+    verdicts[piece]["close_call"] = {"relevant": distance}
+    return verdicts
+
+
+def test_a_close_call_mark_alone_is_no_flip():
+    assert verdict_changes(close(pos(True), 0, NEAR), pos(True)) == []
+
+
+def test_a_flipped_verdict_says_it_was_a_close_call_in_either_run():
+    a = run(
+        [row(0, 1.0, verdicts=close(pos(True, True), 1, NEAR)), row(1, 0.5, verdicts=pos(True))]
+    )
+    b = run([row(0, 0.5, verdicts=close(pos(True, False), 1, -NEAR)),
+             row(1, 0.0, verdicts=pos(False))])  # fmt: skip
+    m = diff_runs(a, b)["metrics"]["position"]
+    assert m["n_flipped"] == 2
+    assert m["n_flipped_close"] == 1
+    by_id = {it["id"]: it["flipped"] for it in m["top"]}
+    assert by_id["item0"] == [
+        {
+            "piece": 1,
+            "a": {"relevant": True},
+            "b": {"relevant": False},
+            "close_call_a": {"relevant": NEAR},
+            "close_call_b": {"relevant": -NEAR},
+        }
+    ]
+    assert by_id["item1"] == [{"piece": 0, "a": {"relevant": True}, "b": {"relevant": False}}]
+    text = render(diff_tables(diff_runs(a, b)))
+    assert f"#1 (close call in A: relevant {NEAR:+.4f}; in B: relevant {-NEAR:+.4f})" in text
+    assert diff_close_line(diff_runs(a, b)) == (
+        f"close calls among the flipped verdicts: position 1 (a verdict within "
+        f"{CLOSE_CALL_MARGIN:g} of its cut-off can differ on another machine; "
+        "docs/reliability.md#close-calls)"
+    )
+    html = render_diff(diff_runs(a, b))
+    assert f"close call in A: relevant {NEAR:+.4f}; in B: relevant {-NEAR:+.4f}" in html
+    assert '<td class="close-count some">1</td>' in html
+
+
+def test_close_in_one_run_only_and_no_close_flip_at_all():
+    a = run([row(0, 1.0, verdicts=pos(True))])
+    b = run([row(0, 0.0, verdicts=close(pos(False), 0, -NEAR))])
+    [item] = diff_runs(a, b)["metrics"]["position"]["top"]
+    assert "close_call_a" not in item["flipped"][0]
+    assert "(close call in B: relevant" in render(diff_tables(diff_runs(a, b)))
+    plain = diff_runs(
+        run([row(0, 1.0, verdicts=pos(True))]), run([row(0, 0.0, verdicts=pos(False))])
+    )
+    assert plain["metrics"]["position"]["n_flipped_close"] == 0
+    assert diff_close_line(plain) is None
 
 
 # --------------------------------------------------------------------------- views

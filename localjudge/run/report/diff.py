@@ -5,9 +5,11 @@ by input index when both runs scored the same data file (same sha256), and by it
 caller forces a comparison of different data (``force``). Per metric it gives the mean
 difference B - A over the items both runs scored, with a paired bootstrap interval (the one
 seeded bootstrap of :mod:`localjudge.stats.bootstrap`, over the per-item differences) and a Wilcoxon
-signed-rank test; the items whose per-piece verdicts flipped; and the items with the largest
-score changes, with both runs' reasons. :func:`load_run` reads a run directory and
-:func:`diff_tables` lays a diff out for the console.
+signed-rank test; the items whose per-piece verdicts flipped, each flip that was a close call in
+either run saying so (with its distance to the cut-off: another machine can decide such a verdict
+the other way); and the items with the largest score changes, with both runs' reasons.
+:func:`load_run` reads a run directory; :mod:`localjudge.run.report.diff_console` lays a diff
+out for the console.
 """
 
 from __future__ import annotations
@@ -21,9 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from localjudge.console import Column, TextTable, number
 from localjudge.errors import UsageError
-from localjudge.run.results import RESULTS, SUMMARY, read_results
+from localjudge.run.results import RESULTS, SUMMARY, close_call_text, close_calls, read_results
 from localjudge.run.rundir import detect_run
 from localjudge.run.summary import read_summary
 from localjudge.stats.bootstrap import RESAMPLES, SEED, mean_interval
@@ -32,9 +33,8 @@ __all__ = [
     "DIFF_FORMAT",
     "TOP",
     "Run",
-    "diff_notes",
+    "close_flip_text",
     "diff_runs",
-    "diff_tables",
     "load_run",
     "verdict_changes",
     "wilcoxon",
@@ -45,7 +45,7 @@ DIFF_FORMAT = 1
 #: the largest changes listed per metric by default
 TOP = 10
 #: verdict keys that describe a verdict rather than decide it (never counted as a flip)
-_NOT_DECISIONS = frozenset({"index", "statement", "reason", "probs"})
+_NOT_DECISIONS = frozenset({"index", "statement", "reason", "probs", "close_call"})
 
 
 @dataclass(frozen=True)
@@ -104,8 +104,10 @@ def _decision(verdict: Any) -> Any:
 
 def verdict_changes(a: Sequence[Any] | None, b: Sequence[Any] | None) -> list[dict[str, Any]]:
     """The pieces (statements) whose decision differs between two rows' verdict lists: their
-    position and both decisions (None where one list is shorter). Reasons and probabilities
-    are not decisions; empty when either row has no verdict list."""
+    position and both decisions (None where one list is shorter), and ``close_call_a`` /
+    ``close_call_b`` where the verdict was a close call in that run (its ``close_call``).
+    Reasons, probabilities and close calls are not decisions; empty when either row has no
+    verdict list."""
     if not a or not b:
         return []
     out = []
@@ -113,8 +115,23 @@ def verdict_changes(a: Sequence[Any] | None, b: Sequence[Any] | None) -> list[di
         da = _decision(a[i]) if i < len(a) else None
         db = _decision(b[i]) if i < len(b) else None
         if da != db:
-            out.append({"piece": i, "a": da, "b": db})
+            change = {"piece": i, "a": da, "b": db}
+            for side, verdicts in (("a", a), ("b", b)):
+                if i < len(verdicts) and (close := close_calls(verdicts[i])):
+                    change[f"close_call_{side}"] = close
+            out.append(change)
     return out
+
+
+def close_flip_text(flip: Mapping[str, Any]) -> str:
+    """What a flipped verdict's close calls were, for a reader: ``"close call in A: attributed
+    -0.0005"`` (both runs': ``"...; in B: ..."``); empty when it was none in either run."""
+    sides = [
+        f"in {side.upper()}: {close_call_text(flip[key])}"
+        for side in ("a", "b")
+        if isinstance(flip.get(key := f"close_call_{side}"), Mapping)
+    ]
+    return f"close call {'; '.join(sides)}" if sides else ""
 
 
 # --------------------------------------------------------------------------- diff
@@ -225,6 +242,7 @@ def _metric_diff(
         "n_improved": sum(d > 0 for d in diffs),
         "n_worsened": sum(d < 0 for d in diffs),
         "n_flipped": sum(1 for it in items if it["flipped"]),
+        "n_flipped_close": sum(1 for it in items for f in it["flipped"] if close_flip_text(f)),
         "scored_only_in_a": only_scored_a,
         "scored_only_in_b": only_scored_b,
         "n_changed": len(items),
@@ -296,115 +314,3 @@ def diff_runs(
         "items_only_in_a": [ids_a[k] for k in sorted(keys_a - keys_b, key=str)],
         "items_only_in_b": [ids_b[k] for k in sorted(keys_b - keys_a, key=str)],
     }
-
-
-# --------------------------------------------------------------------------- console
-
-
-def _p(value: Any) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.3g}" if value >= 1e-3 else f"{value:.1e}"
-
-
-def _clip(text: Any, width: int = 60) -> str:
-    s = "" if text is None else " ".join(str(text).split())
-    return s if len(s) <= width else s[: width - 1] + "…"
-
-
-def _flips(flipped: Sequence[Mapping[str, Any]]) -> str:
-    return ", ".join(f"#{f['piece']}" for f in flipped) or "-"
-
-
-def diff_tables(diff: Mapping[str, Any]) -> list[TextTable]:
-    """The console view of a diff: one line per metric, then each metric's largest changes."""
-    summary_rows, styles = [], []
-    for name, m in diff["metrics"].items():
-        w = m["wilcoxon"] or {}
-        ci = m["ci95"]
-        summary_rows.append(
-            [
-                name,
-                str(m["n_paired"]),
-                number(m["mean_a"]),
-                number(m["mean_b"]),
-                number(m["mean_diff"], sign=True),
-                f"{number(ci[0], sign=True)}..{number(ci[1], sign=True)}" if ci else "-",
-                _p(w.get("p_value")),
-                str(m["n_improved"]),
-                str(m["n_worsened"]),
-                str(m["n_flipped"]),
-            ]
-        )
-        significant = ci is not None and (ci[0] > 0 or ci[1] < 0)
-        colour = "green" if (m["mean_diff"] or 0) > 0 else "red"
-        styles.append(["", "", "", "", colour if significant else "", "", "", "", "", ""])
-    tables = [
-        TextTable(
-            [
-                Column("metric"),
-                Column("n", True),
-                Column("mean A", True),
-                Column("mean B", True),
-                Column("B - A", True),
-                Column("95% CI", True),
-                Column("p", True),
-                Column("up", True),
-                Column("down", True),
-                Column("flipped", True),
-            ],
-            summary_rows,
-            title="B - A per metric (paired items; CI: paired bootstrap; p: Wilcoxon)",
-            styles=styles,
-        )
-    ]
-    for name, m in diff["metrics"].items():
-        if not m["top"]:
-            continue
-        rows = [
-            [
-                _clip(it["id"], 24),
-                number(it["score_a"]),
-                number(it["score_b"]),
-                number(it["delta"], sign=True),
-                _flips(it["flipped"]),
-                _clip(it["error_a"] or it["reason_a"]),
-                _clip(it["error_b"] or it["reason_b"]),
-            ]
-            for it in m["top"]
-        ]
-        tables.append(
-            TextTable(
-                [
-                    Column("id"),
-                    Column("A", True),
-                    Column("B", True),
-                    Column("B - A", True),
-                    Column("flipped"),
-                    Column("reason A"),
-                    Column("reason B"),
-                ],
-                rows,
-                title=f"{name}: the {len(rows)} largest changes (of {m['n_changed']})",
-            )
-        )
-    return tables
-
-
-def diff_notes(diff: Mapping[str, Any]) -> list[str]:
-    """Lines on what could not be compared and what differs between the runs' settings."""
-    lines = []
-    if not diff["same_data"]:
-        lines.append("the runs scored different data: items matched by id (--by-id)")
-    for key, (va, vb) in diff["changed_settings"].items():
-        if key not in ("data", "data_sha256"):
-            lines.append(f"{key}: {_clip(va, 40)} -> {_clip(vb, 40)}")
-    for side in ("a", "b"):
-        ids = diff[f"items_only_in_{side}"]
-        if ids:
-            shown = ", ".join(ids[:10]) + (", ..." if len(ids) > 10 else "")
-            lines.append(f"{len(ids)} item(s) only in {side.upper()}: {shown}")
-        metrics = diff[f"metrics_only_in_{side}"]
-        if metrics:
-            lines.append(f"metric(s) only in {side.upper()}: {', '.join(metrics)}")
-    return lines

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from localjudge.console import is_number
+from localjudge.run.report.diff import close_flip_text
 from localjudge.run.report.page import (
     CSP_ATTRIBUTE,
     as_text,
@@ -199,6 +200,7 @@ def diff_view(diff: Mapping[str, Any]) -> dict[str, Any]:
             {
                 **{k: m.get(k) for k in ("n_paired", "mean_a", "mean_b", "mean_diff", "ci95")},
                 **{k: m.get(k) for k in ("n_improved", "n_worsened", "n_flipped", "n_changed")},
+                "n_flipped_close": m.get("n_flipped_close"),
                 "name": as_text(name),
                 "p_value": f"{p:.3g}" if is_number(p) else "–",
                 "worse": isinstance(ci, Sequence)
@@ -220,6 +222,7 @@ def diff_view(diff: Mapping[str, Any]) -> dict[str, Any]:
                                 "piece": f.get("piece"),
                                 "a": _decision_text(f.get("a")),
                                 "b": _decision_text(f.get("b")),
+                                "close": close_flip_text(f) if isinstance(f, Mapping) else "",
                             }
                             for f in it.get("flipped") or []
                         ],
