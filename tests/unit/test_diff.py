@@ -57,9 +57,14 @@ def test_wilcoxon_drops_zero_differences():
     assert wilcoxon([0.0, 0.1, 0.2, 0.3, 0.4, 0.5]) == wilcoxon([0.1, 0.2, 0.3, 0.4, 0.5])
 
 
-def test_verdict_changes_ignore_reasons_and_probabilities():
+def test_verdict_changes_ignore_reasons_probabilities_and_readings():
     a = [{"index": 0, "reason": "x", "relevant": True, "probs": {"true": 0.9}}]
     b = [{"index": 0, "reason": "other", "relevant": True, "probs": {"true": 0.6}}]
+    assert verdict_changes(a, b) == []
+    # readings move with the arithmetic (another machine, another thread count) as the
+    # probabilities do; the decision is what counts
+    a = [{"index": 0, "relevant": True, "readings": {"relevant": {"judged": 2.19}}}]
+    b = [{"index": 0, "relevant": True, "readings": {"relevant": {"judged": 2.2}}}]
     assert verdict_changes(a, b) == []
     assert verdict_changes(pos(True, False), pos(True, True)) == [
         {"piece": 1, "a": {"relevant": False}, "b": {"relevant": True}}

@@ -45,7 +45,7 @@ DIFF_FORMAT = 1
 #: the largest changes listed per metric by default
 TOP = 10
 #: verdict keys that describe a verdict rather than decide it (never counted as a flip)
-_NOT_DECISIONS = frozenset({"index", "statement", "reason", "probs", "close_call"})
+_NOT_DECISIONS = frozenset({"index", "statement", "reason", "probs", "readings", "close_call"})
 
 
 @dataclass(frozen=True)
@@ -106,8 +106,8 @@ def verdict_changes(a: Sequence[Any] | None, b: Sequence[Any] | None) -> list[di
     """The pieces (statements) whose decision differs between two rows' verdict lists: their
     position and both decisions (None where one list is shorter), and ``close_call_a`` /
     ``close_call_b`` where the verdict was a close call in that run (its ``close_call``).
-    Reasons, probabilities and close calls are not decisions; empty when either row has no
-    verdict list."""
+    Reasons, probabilities, readings and close calls are not decisions; empty when either row
+    has no verdict list."""
     if not a or not b:
         return []
     out = []
