@@ -32,7 +32,32 @@ It also writes the table "What ships, as built" of ``docs/figures.md``.
    need is an error).
 
 Every bundled judge is built from its rows; none is carried over from an earlier release. The
-sealed test part is never read here (``sealed.py``).
+sealed test part is never read here (``sealed.py``), but for ``--check``'s comparison of two
+cut-off files' decisions on its rows (no label, no figure).
+
+**Precision: the same files on every machine.** Every float the build writes, fitted (weights,
+intercepts, cut-offs) or measured (kappas, differences, intervals, shares), is rounded to
+:data:`DECIMALS` (6) decimal places, inside the build: a combination's weights and intercepts
+are rounded as soon as they are fitted, the cut-offs are fitted on the soft values of the
+rounded combination and then rounded, and the rule decides on the rounded figures. So what
+ships is exactly what the evidence measured, and float noise cannot move what is written:
+another CPU's or BLAS's order of sums moves a fitted weight by about 1e-13
+(``OPENBLAS_CORETYPE=Prescott``: at most 3.4e-13) and a figure by about 1e-16, while L-BFGS-B
+stops (at its default tolerances) 2e-6 to 2e-3 from the converged optimum, so a weight's digits
+beyond about the 5th decimal carry no information, and a cut-off's own bootstrap spread over
+the choice part's units is 0.002 to 0.25, thousands of times the precision. Six places also
+write noise about zero (a kappa's 2.2e-16) as 0.0. A cut-off is rounded to the nearest 6-place
+value, else down or up, whichever keeps the decision of every soft value it was fitted on
+(``fit`` picks a soft value itself, or that plus 1e-9, so the nearest may cross it), with one
+more place at a time only where none of those does (:func:`kept_cutoffs`).
+
+``--check`` passes when the committed files are the build's bytes. Where a value sits within
+noise of a rounding boundary, they may differ in a last digit on another machine; then it
+passes only if nothing but floats differs (keys, statuses, choices, verdicts, refs, digests
+and every other non-float exactly; numbers inside a line of text too, at their own decimals),
+no float by more than one unit of its last written digit, and the committed ``cutoffs.json``
+and the built one make the same decisions on every committed row of every judge, kind and part
+(:func:`check`), which a note on stderr says; else it fails, naming what differs.
 """
 
 from __future__ import annotations
@@ -40,8 +65,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -75,10 +103,75 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
 #: a candidate within this of the best, and simpler, is chosen
 TIE = 0.02
 DRAWS = 2000
+#: every float the build writes, fitted or measured, is rounded to this many decimal places
+#: (a cut-off takes more only where this many would change a decision it was fitted on)
+DECIMALS = 6
 
 
 def graded(kind: str) -> bool:
     return KINDS[kind].graded
+
+
+# --------------------------------------------------------------------------- precision
+
+
+def rounded(x: float, decimals: int = DECIMALS) -> float:
+    """``x`` at ``decimals`` places (Python's correctly rounded ``round``), never ``-0.0``."""
+    return round(x, decimals) + 0.0
+
+
+def rounded_json(data: Any) -> Any:
+    """``data`` (JSON: dicts, lists, numbers, strings) with every float :func:`rounded`."""
+    if isinstance(data, float):
+        return rounded(data)
+    if isinstance(data, dict):
+        return {k: rounded_json(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [rounded_json(v) for v in data]
+    return data
+
+
+def rounded_difference(d: Difference) -> Difference:
+    return Difference(
+        None if d.value is None else rounded(d.value),
+        None if d.ci95 is None else [rounded(x) for x in d.ci95],
+    )
+
+
+def rounded_combination(c: Combination) -> Combination:
+    """The combination with its weights and intercepts :func:`rounded` (ascending intercepts
+    stay ascending: rounding is monotone)."""
+    return Combination(
+        {n: rounded(w) for n, w in c.weights.items()}, tuple(rounded(t) for t in c.intercepts)
+    )
+
+
+def kept_cutoffs(cutoffs: Sequence[float], soft: Sequence[float]) -> tuple[float, ...]:
+    """Each cut-off at :data:`DECIMALS` places, rounded to the nearest, else down or up,
+    whichever keeps the decision of every soft value it was fitted on (``fit`` picks a soft
+    value itself, or one plus 1e-9, so the nearest may cross it); at one more place at a time
+    where none of the three does (two soft values closer than the precision)."""
+    values = np.asarray(soft, dtype=float)
+    out = []
+    for c in cutoffs:
+        side = values >= c
+        exact = Decimal(c)
+        for decimals in range(DECIMALS, 18):
+            step = Decimal(1).scaleb(-decimals)
+            tried = (
+                rounded(c, decimals),
+                float(exact.quantize(step, ROUND_FLOOR)) + 0.0,
+                float(exact.quantize(step, ROUND_CEILING)) + 0.0,
+            )
+            kept = next((t for t in tried if np.array_equal(values >= t, side)), None)
+            if kept is not None:
+                out.append(kept)
+                break
+        else:  # pragma: no cover - 17 places hold any double of a cut-off's range
+            out.append(float(c))
+    if out != sorted(out):  # pragma: no cover - rounding within the kept gaps is monotone
+        raise AssertionError(f"cut-offs {list(cutoffs)} rounded out of order: {out}")
+    return tuple(out)
 
 
 # --------------------------------------------------------------------------- a fit
@@ -99,12 +192,14 @@ class Fit:
         """The combination of ``names`` (none for the call's own value alone) and the cut-offs
         fitted on ``found``, for the kind's figure."""
         combination = None
-        if names != ("judged",):
-            combination = fit_combination(reads(found), names, graded=graded(kind))
+        if names != ("judged",):  # rounded first: the cut-offs are fitted on what ships
+            fitted = fit_combination(reads(found), names, graded=graded(kind))
+            combination = rounded_combination(fitted)
         soft = cls(kind, combination, None).soft(found)
         obs = [Observation(r["unit"], s, r["label"]) for r, s in zip(found, soft, strict=True)]
         objective = FIGURES.get(kind, "kappa")  # a graded kind's fit has one objective
-        return cls(kind, combination, fit(obs, graded=graded(kind), objective=objective))
+        cutoffs = fit(obs, graded=graded(kind), objective=objective)
+        return cls(kind, combination, kept_cutoffs(cutoffs, soft))
 
     @classmethod
     def shipped(cls, kind: str, k: ShippedKind) -> Fit:
@@ -261,6 +356,9 @@ def build_kind(
     checked = usable(kind, names, validation)
     fitted, base = the_fit.hard(checked), Fit(kind, None, None).hard(checked)
     per, pooled, figures = paired(kind, checked, fitted, base)
+    # the rule decides on the figures as written: float noise below the precision moves none
+    per = {s: rounded_difference(d) for s, d in per.items()}
+    pooled = rounded_difference(pooled)
     shares_fit = target_shares(kind, checked, fitted)
     shares_neutral = target_shares(kind, checked, base)
     groups_fit, groups_neutral = groups_met(kind, shares_fit), groups_met(kind, shares_neutral)
@@ -297,7 +395,7 @@ def build_kind(
         "rule": dict(verdict.why),
         "ships": verdict.ship,
     }
-    return shipped, evidence, verdict
+    return shipped, rounded_json(evidence), verdict
 
 
 def rows_digest(found: list[dict[str, Any]]) -> str:
@@ -426,6 +524,138 @@ def same(a: ShippedKind, b: ShippedKind) -> bool:
     return (a.cutoffs, a.combination) == (b.cutoffs, b.combination)
 
 
+# --------------------------------------------------------------------------- the check
+
+
+def check(
+    texts: Mapping[Path, str], shipped_path: Path, built: Shipped, rows_root: Path = rowsfile.ROWS
+) -> int:
+    """0 when each committed file of ``texts`` is the text the build made, or differs from it
+    only within float noise (:func:`differences`) while the committed ``shipped_path`` and
+    ``built`` make the same decisions on every row under ``rows_root`` (:func:`same_decisions`);
+    then a one-line note on stderr. Else 1, naming what differs."""
+    committed = {p: p.read_text("utf-8") for p in texts}
+    stale = [p for p, t in texts.items() if committed[p] != t]
+    if not stale:
+        return 0
+    problems = []  # the decisions first, then the texts
+    try:
+        old = Shipped.model_validate_json(committed[shipped_path])
+    except ValueError as e:
+        problems.append(f"{shipped_path.name}: not a cutoffs.json ({str(e).splitlines()[0]})")
+        count = 0
+    else:
+        count, changed = same_decisions(old, built, rows_root)
+        problems += [f"{shipped_path.name}: {c}" for c in changed]
+    for p in stale:
+        problems += [f"{p.name}: {d}" for d in differences(p.name, committed[p], texts[p])]
+    names = ", ".join(p.name for p in stale)
+    if problems:
+        shown = 20
+        for line in problems[:shown]:
+            print(line, file=sys.stderr)
+        if len(problems) > shown:
+            print(f"... and {len(problems) - shown} more", file=sys.stderr)
+        print(f"{names}: differ from what fitting/build.py makes", file=sys.stderr)
+        return 1
+    print(
+        f"note: {names} differ from what fitting/build.py makes only in last digits; the "
+        f"decisions of the committed and built cutoffs.json on {count} rows are identical",
+        file=sys.stderr,
+    )
+    return 0
+
+
+#: a number as written in a line of text (not a part of a name or digest: "qwen2.5", "6e82")
+NUMBER = re.compile(r"(?<![\w.])[+-]?\d+\.\d+(?![\w.])")
+
+
+def differences(name: str, committed: str, built: str) -> list[str]:
+    """Where a committed file differs from the build's text beyond float noise: anything that
+    is not a float (keys, statuses, choices, verdicts, refs, digests) differs, or a float by
+    more than one unit of its last written digit (at least :data:`DECIMALS` places; a number
+    in a text, of its decimals as written). Empty when they agree so."""
+    if name.endswith(".json"):
+        try:
+            a, b = json.loads(committed), json.loads(built)
+        except ValueError:
+            return ["not JSON"]
+        out: list[str] = []
+        _walk(a, b, "", out)
+        return out
+    lines_a, lines_b = committed.splitlines(), built.splitlines()
+    if len(lines_a) != len(lines_b):
+        return [f"{len(lines_a)} lines, the build's {len(lines_b)}"]
+    return [
+        f"line {n}: {a!r} against the build's {b!r}"
+        for n, (a, b) in enumerate(zip(lines_a, lines_b, strict=True), start=1)
+        if not _same_text(a, b)
+    ]
+
+
+def _walk(a: Any, b: Any, where: str, out: list[str]) -> None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        if list(a) != list(b):
+            out.append(f"{where or '/'}: keys {list(a)} against the build's {list(b)}")
+            return
+        for k in a:
+            _walk(a[k], b[k], f"{where}/{k}", out)
+    elif isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            out.append(f"{where}: {len(a)} items against the build's {len(b)}")
+            return
+        for n, (x, y) in enumerate(zip(a, b, strict=True)):
+            _walk(x, y, f"{where}[{n}]", out)
+    elif type(a) is float and type(b) is float and math.isfinite(a) and math.isfinite(b):
+        x, y = Decimal(repr(a)), Decimal(repr(b))
+        places = max(DECIMALS, -int(x.as_tuple().exponent), -int(y.as_tuple().exponent))
+        if abs(x - y) > Decimal(1).scaleb(-places):
+            out.append(f"{where}: {a!r} against the build's {b!r}")
+    elif type(a) is not type(b) or (a != b if not isinstance(a, str) else not _same_text(a, b)):
+        out.append(f"{where}: {a!r} against the build's {b!r}")
+
+
+def _same_text(a: str, b: str) -> bool:
+    """Whether two lines are the same but for numbers written with the same decimals that
+    differ by at most one unit of the last."""
+    parts_a, parts_b = NUMBER.split(a), NUMBER.split(b)
+    nums_a, nums_b = NUMBER.findall(a), NUMBER.findall(b)
+    if parts_a != parts_b or len(nums_a) != len(nums_b):
+        return False
+    for x, y in zip(nums_a, nums_b, strict=True):
+        dx, dy = Decimal(x), Decimal(y)
+        if dx.as_tuple().exponent != dy.as_tuple().exponent:
+            return False
+        if abs(dx - dy) > Decimal(1).scaleb(int(dx.as_tuple().exponent)):
+            return False
+    return True
+
+
+def same_decisions(
+    old: Shipped, new: Shipped, rows_root: Path = rowsfile.ROWS
+) -> tuple[int, list[str]]:
+    """How many rows ``old`` and ``new`` both decide, and where they decide otherwise: every
+    row under ``rows_root`` of every judge both hold, every kind and part (the sealed test part
+    too: this compares two cut-off files' decisions, it reads no label and makes no figure).
+    A row lacking a reading a combination weighs is one neither decides."""
+    count, changed = 0, []
+    for alias in rowsfile.judges(SOURCES, rows_root):
+        a = next((j for j in old.judges if j.alias == alias), None)
+        b = next((j for j in new.judges if j.alias == alias), None)
+        if a is None or b is None:
+            continue  # a judge one of them lacks: a difference of keys already
+        found = rowsfile.of_judge(alias, rows_root)[1]
+        for kind in sorted(set(a.kinds) & set(b.kinds)):
+            ka, kb = a.kinds[kind], b.kinds[kind]
+            mine = usable(kind, weighed(ka, kb), [r for r in found if r["kind"] == kind])
+            was, now = Fit.shipped(kind, ka).hard(mine), Fit.shipped(kind, kb).hard(mine)
+            moved = sum(x != y for x, y in zip(was, now, strict=True))
+            count += len(mine)
+            if moved:
+                changed.append(f"{alias} {kind}: {moved} of {len(mine)} rows decided otherwise")
+    return count, changed
+
+
 def value(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
@@ -455,10 +685,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         FIGURES_DOC: with_table(FIGURES_DOC.read_text("utf-8"), figures_table(shipped, evidence)),
     }
     if args.check:
-        stale = [p for p, t in texts.items() if p.read_text("utf-8") != t]
-        for p in stale:
-            print(f"{p.name} differs from what fitting/build.py makes", file=sys.stderr)
-        return 1 if stale else 0
+        return check(texts, SHIPPED_PATH, shipped)
     for p, t in texts.items():
         p.write_text(t, "utf-8")
         print(f"wrote {p.relative_to(ROOT)}")

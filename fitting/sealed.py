@@ -3,6 +3,7 @@
     python fitting/sealed.py          # measure, once per change of what ships; write sealed.json
     python fitting/sealed.py --against OLD/cutoffs.json  # the same, beside an earlier release
     python fitting/sealed.py --show   # print what sealed.json holds
+    python fitting/sealed.py --reseal-rounded MEASURED/cutoffs.json  # see below; measures nothing
 
 Nothing else reads the test part (``devsets.py``): no choice, fit, gate or exception. This
 command runs only when the committed ``cutoffs.json`` is what ``build.py`` makes (what ships is
@@ -13,7 +14,14 @@ the grade; balanced accuracy for recall) of what ships and of the neutral cut-of
 bootstrap intervals over the source's units, each one's yes-share beside the people's, and the
 obvious targets on the test part; with ``--against``, also the earlier release's figures on the
 same decisions and the paired difference, what ships minus that release. These
-are the only figures the README calls held out.
+are the only figures the README calls held out. Their floats are written at the build's
+precision (``build.DECIMALS`` places; ``build.py``'s docstring says why).
+
+``--reseal-rounded`` is for a ``cutoffs.json`` that only rewrites the one measured at the
+build's precision: it keeps the stored figures, recording both digests (``rounded_from``) and a
+``note``, only when the two files make the same decisions on every row of every judge, kind and
+part (:func:`resealed`: decisions only, no label read, no figure made: the figures of a file
+that decides every row alike are the same), and refuses otherwise: then seal again.
 """
 
 from __future__ import annotations
@@ -106,9 +114,15 @@ def measure(
 
 def table(sealed: dict[str, Any]) -> str:
     against = sealed.get("release_sha256")
+    rounded = sealed.get("rounded_from")
     lines = [
         f"sealed test part, measured {sealed['measured']} for cutoffs.json "
-        f"{sealed['cutoffs_sha256'][:12]}"
+        + (
+            sealed["cutoffs_sha256"][:12]
+            if rounded is None
+            else f"{rounded[:12]} (rewritten at the build's precision as "
+            f"{sealed['cutoffs_sha256'][:12]}: the same decisions)"
+        )
         + ("" if against is None else f", beside the release of cutoffs.json {against[:12]}"),
         "| judge | kind | source | ships | neutral | release | ships - release | yes: "
         "people / ships / release | units |",
@@ -137,6 +151,33 @@ def cell(f: dict[str, Any] | None) -> str:
     return f"{f['value']:.3f}" + ("" if ci is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]")
 
 
+def resealed(
+    stored: dict[str, Any], measured: bytes, now: bytes, rows_root: Path = rowsfile.ROWS
+) -> dict[str, Any]:
+    """``stored`` (sealed.json's figures, measured for the cutoffs.json ``measured``) kept for
+    ``now``, that file rewritten at the build's precision: only when the two make the same
+    decisions on every row of every judge, kind and part (:func:`build.same_decisions`: no
+    label is read, no figure made), so that the figures are those of ``now`` as they were of
+    ``measured``; their floats are written at the build's precision (the same figures)."""
+    was = hashlib.sha256(measured).hexdigest()
+    if stored["cutoffs_sha256"] != was:
+        raise SystemExit(f"sealed.json measured cutoffs.json {stored['cutoffs_sha256'][:12]}, "
+                         f"not {was[:12]}")  # fmt: skip
+    count, changed = build.same_decisions(
+        Shipped.model_validate_json(measured), Shipped.model_validate_json(now), rows_root
+    )
+    if changed:
+        raise SystemExit("the decisions differ, seal again: " + "; ".join(changed))
+    note = (
+        f"cutoffs.json {was[:12]} rewritten at {build.DECIMALS} decimals by fitting/build.py: "
+        f"the same decisions on all {count} rows of every judge, kind and part, so the figures "
+        "measured for it are this file's"
+    )
+    rest = {k: v for k, v in stored.items() if k not in ("cutoffs_sha256", "rounded_from", "note")}
+    out = {"cutoffs_sha256": hashlib.sha256(now).hexdigest(), "rounded_from": was, "note": note}
+    return {**out, **build.rounded_json(rest)}
+
+
 def shipped_sha256() -> str:
     """The sha256 of the committed ``cutoffs.json``: what ``sealed.json`` says it measured."""
     return hashlib.sha256(SHIPPED_PATH.read_bytes()).hexdigest()
@@ -152,9 +193,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="an earlier release's cutoffs.json, measured beside what ships on the same rows",
     )
+    parser.add_argument(
+        "--reseal-rounded",
+        type=Path,
+        default=None,
+        metavar="MEASURED/cutoffs.json",
+        help="the cutoffs.json sealed.json measured, which the committed one rewrites at the "
+        "build's precision: keep the figures if every decision is the same (measure nothing)",
+    )
     args = parser.parse_args(argv)
     stored = json.loads(SEALED.read_text("utf-8")) if SEALED.is_file() else None
     digest = shipped_sha256()
+    if args.reseal_rounded is not None:
+        if stored is None or build.main(["--check"]) != 0:
+            print("no sealed figures, or what ships is not what build.py makes", file=sys.stderr)
+            return 1
+        sealed = resealed(stored, args.reseal_rounded.read_bytes(), SHIPPED_PATH.read_bytes())
+        SEALED.write_text(json.dumps(sealed, indent=1, ensure_ascii=False) + "\n", "utf-8")
+        print(sealed["note"])
+        return 0
     if args.show or (stored is not None and stored["cutoffs_sha256"] == digest):
         if stored is None:
             print("no sealed figures yet", file=sys.stderr)
@@ -189,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             else {"release_sha256": hashlib.sha256(args.against.read_bytes()).hexdigest()}
         ),
         "measured": args.date or datetime.date.today().isoformat(),
-        "judges": judges,
+        "judges": build.rounded_json(judges),  # at the build's precision
     }
     SEALED.write_text(json.dumps(sealed, indent=1, ensure_ascii=False) + "\n", "utf-8")
     print(table(sealed))

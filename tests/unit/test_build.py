@@ -4,6 +4,7 @@ the committed ``cutoffs.json``/``evidence.json`` are what the build makes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -178,6 +179,207 @@ def test_the_check_fails_when_the_committed_file_differs(tmp_path, monkeypatch):
     assert build.main(["--check"]) == 1
 
 
+# --------------------------------------------------------------------------- machine noise
+
+
+def _texts(folder: Path, shipped, evidence) -> dict[Path, str]:
+    """What the build writes of ``shipped`` and ``evidence``, as the check takes it."""
+    return {
+        folder / "cutoffs.json": build.dump(shipped.model_dump(mode="json")),
+        folder / "evidence.json": build.dump(evidence),
+    }
+
+
+def _check(built, tmp_path, edit=None, edit_evidence=None, rows_root=None):
+    """The check of ``built``'s texts against committed files that are those texts edited by
+    ``edit`` (of cutoffs.json's data) and ``edit_evidence``, deciding the rows under
+    ``rows_root`` (default: ``built``'s)."""
+    root, _, (shipped, evidence) = built
+    root = rows_root or root
+    texts = _texts(tmp_path, shipped, evidence)
+    cutoffs = shipped.model_dump(mode="json")
+    if edit is not None:
+        edit(cutoffs)
+    data = json.loads(build.dump(evidence))
+    if edit_evidence is not None:
+        edit_evidence(data)
+    (tmp_path / "cutoffs.json").write_text(build.dump(cutoffs), "utf-8")
+    (tmp_path / "evidence.json").write_text(build.dump(data), "utf-8")
+    return build.check(texts, tmp_path / "cutoffs.json", shipped, root)
+
+
+def _one_unit_moves(built):
+    """Per fitted cut-off of the judge "good" (kind, index, direction): whether moving it one
+    unit of its last written digit changes a decision of that judge's rows."""
+    root, _, (shipped, _) = built
+    found = rows.of_judge("good", root)[1]
+    out = {}
+    for kind, k in shipped.judges[0].kinds.items():
+        mine = [r for r in found if r["kind"] == kind]
+        before = build.Fit.shipped(kind, k).hard(mine)
+        for n, c in enumerate(k.cutoffs or ()):
+            for step in (-1e-6, 1e-6):
+                cuts = list(k.cutoffs)
+                cuts[n] = round(c + step, 6)
+                moved = build.Fit.shipped(kind, k.model_copy(update={"cutoffs": cuts})).hard(mine)
+                out[(kind, n, step)] = moved != before
+    return out
+
+
+def _move(key):
+    kind, n, step = key
+
+    def edit(cutoffs):
+        kinds = cutoffs["judges"][0]["kinds"]
+        kinds[kind]["cutoffs"][n] = round(kinds[kind]["cutoffs"][n] + step, 6)
+
+    return edit
+
+
+def test_every_float_the_build_writes_is_at_the_stated_precision(built):
+    _, _, (shipped, evidence) = built
+    found = []
+
+    def floats(x):
+        if isinstance(x, dict):
+            for v in x.values():
+                floats(v)
+        elif isinstance(x, list):
+            for v in x:
+                floats(v)
+        elif isinstance(x, float):
+            found.append(x)
+
+    floats(shipped.model_dump(mode="json"))
+    floats(evidence)
+    assert len(found) > 100
+    assert all(x == round(x, build.DECIMALS) for x in found)
+
+
+def test_the_build_is_the_same_bytes_under_float_noise(built, tmp_path):
+    """Every reading and soft value of the rows (and the log-probabilities the readings are
+    made of) moved by about 1e-12 of itself, each with a random sign: far more than the noise
+    of another CPU's or BLAS's order of sums (about 1e-16), and the build writes the same bytes.
+    Only the rows' digest differs: it names the rows, and they are not the same."""
+    root, none, (shipped, evidence) = built
+    rng = random.Random(65)
+
+    def nudge(x):
+        return x * (1 + rng.choice((-1, 1)) * rng.uniform(0.5, 1.5) * 1e-12)
+
+    found = rows.of_judge("good", root)[1]
+    nudged = [
+        dict(
+            r,
+            soft=nudge(r["soft"]),
+            readings={k: nudge(v) for k, v in r["readings"].items()},
+            raw={k: [nudge(v[0]), v[1]] for k, v in r["raw"].items()},
+        )
+        for r in found
+    ]
+    assert all(a["soft"] != b["soft"] for a, b in zip(found, nudged, strict=True))
+    write_judge(tmp_path, "good", nudged, "a" * 64)
+    again, evidence_again = build.build(tmp_path, none)
+    was, now = shipped.judges[0].built.split()[-1], again.judges[0].built.split()[-1]
+    assert was != now
+    texts = [
+        build.dump(shipped.judges[0].model_dump(mode="json")),
+        build.dump(evidence["good"]),
+        build.figures_table(shipped.model_copy(update={"judges": shipped.judges[:1]}), evidence),
+    ]
+    texts_again = [
+        build.dump(again.judges[0].model_dump(mode="json")).replace(now, was),
+        build.dump(evidence_again["good"]),
+        build.figures_table(again, evidence_again).replace(now, was),
+    ]
+    assert texts_again == texts
+
+
+def _bump_pooled(evidence):
+    pooled = evidence["good"]["position.relevant"]["pooled"]
+    pooled["value"] = round(pooled["value"] + 1e-6, 6)
+
+
+def test_the_check_passes_a_last_digit_when_the_decisions_are_the_same(built, tmp_path, capsys):
+    root = built[0]
+    keeps = next(key for key, flips in _one_unit_moves(built).items() if not flips)
+    assert _check(built, tmp_path, _move(keeps), _bump_pooled) == 0
+    note = capsys.readouterr().err
+    assert "only in last digits" in note
+    every = sum(len(rows.of_judge(alias, root)[1]) for alias in ("good", "noise"))
+    assert f"on {every} rows are identical" in note
+
+
+def test_the_check_fails_a_last_digit_that_changes_a_decision(built, tmp_path, capsys):
+    """A row whose soft value lies between a cut-off and the same cut-off one unit of its last
+    digit up (the committed rows hold one 3e-7 from a cut-off) is decided otherwise by a file
+    with that cut-off one unit up: the check fails, though every float is within a unit."""
+    root, _, (shipped, _) = built
+    kind = "recall.supported"  # the call's own soft value, against one cut-off
+    good = shipped.judges[0].kinds[kind]
+    assert good.status == "fitted"
+    assert good.combination is None
+    cut = good.cutoffs[0]
+    found = rows.of_judge("good", root)[1]
+    near = dict(next(r for r in found if r["kind"] == kind), id="near", soft=cut + 5e-7)
+    write_judge(tmp_path / "rows", "good", [*found, near], "a" * 64)
+
+    def up(cutoffs):
+        cutoffs["judges"][0]["kinds"][kind]["cutoffs"][0] = round(cut + 1e-6, 6)
+
+    assert _check(built, tmp_path, up, rows_root=tmp_path / "rows") == 1
+    err = capsys.readouterr().err
+    assert f"good {kind}: 1 of " in err
+    assert "decided otherwise" in err
+    assert "cutoffs[0]" not in err  # within a unit of the last digit: only the decision fails
+    assert _check(built, tmp_path, rows_root=tmp_path / "rows") == 0
+
+
+def test_the_check_fails_a_changed_cutoff_status_or_float(built, tmp_path, capsys):
+    def far(cutoffs):
+        cutoffs["judges"][0]["kinds"]["position.relevant"]["cutoffs"][0] += 0.1
+
+    assert _check(built, tmp_path, far) == 1
+    assert "/position.relevant/cutoffs[0]: 0.38" in capsys.readouterr().err
+
+    def status(cutoffs):  # the same cut-offs, so the same decisions: the status still counts
+        cutoffs["judges"][0]["kinds"]["position.relevant"]["status"] = "exception"
+
+    assert _check(built, tmp_path, status) == 1
+    err = capsys.readouterr().err
+    assert "'exception' against the build's 'fitted'" in err
+    assert "decided otherwise" not in err
+
+    def two_units(evidence):
+        pooled = evidence["good"]["position.relevant"]["pooled"]
+        pooled["value"] = round(pooled["value"] + 2e-6, 6)
+
+    assert _check(built, tmp_path, edit_evidence=two_units) == 1
+    assert "/good/position.relevant/pooled/value" in capsys.readouterr().err
+
+
+def test_what_the_check_counts_as_float_noise():
+    one = '{"a": 0.455321, "b": "+0.380 [+0.307, +0.445] rows 6e8267fc08d2 qwen2.5", "c": 3}'
+    assert build.differences("x.json", one, one) == []
+    near = one.replace("0.455321", "0.455322").replace("+0.380", "+0.381")
+    assert build.differences("x.json", one, near) == []
+    assert build.differences("x.json", '{"a": 0.0}', '{"a": 1e-06}') == []
+    for other in (
+        one.replace("0.455321", "0.455323"),  # two units
+        one.replace("+0.380", "+0.382"),
+        one.replace("+0.380", "+0.3800"),  # written otherwise
+        one.replace("6e8267fc08d2", "6e8267fc08d3"),  # a digest
+        one.replace("qwen2.5", "qwen2.6"),  # a name
+        one.replace('"c": 3', '"c": 4'),  # an integer
+        one.replace('"c": 3', '"c": 3.0'),
+        '{"b": "", "a": 0.455321, "c": 3}',  # keys in another order
+    ):
+        assert build.differences("x.json", one, other), other
+    assert build.differences("x.json", '{"a": 0.0}', '{"a": 0.1}')
+    assert build.differences("x.md", "| +0.380 |\n", "| +0.381 |\n") == []
+    assert build.differences("x.md", "| +0.380 |\n", "| +0.382 |\n")
+
+
 def test_the_figures_before_and_after_name_what_changed():
     shipped = read_shipped()
     header = 2
@@ -271,3 +473,32 @@ def test_the_committed_held_out_figures_are_those_of_what_ships():
     stored = json.loads(sealed.SEALED.read_text("utf-8"))
     assert stored["cutoffs_sha256"] == sealed.shipped_sha256()
     assert set(stored["judges"]) == {j.alias for j in read_shipped().judges}
+
+
+def test_sealed_figures_are_kept_for_a_cutoffs_file_rounded_with_the_same_decisions(built):
+    """``sealed.py --reseal-rounded``: the figures measured for a cutoffs.json are kept for that
+    file rewritten at the build's precision when the two decide every row alike (test part
+    included: decisions only, no label), with both digests; else it refuses."""
+    root, _, (shipped, _) = built
+    now = build.dump(shipped.model_dump(mode="json")).encode()
+    data = shipped.model_dump(mode="json")
+    for k in data["judges"][0]["kinds"].values():  # more digits, the same decisions
+        k["cutoffs"] = [c - 1e-10 for c in k["cutoffs"]]
+    measured = build.dump(data).encode()
+    digest = hashlib.sha256(measured).hexdigest()
+    figures = {"good": {"k": {"value": 0.1234567891, "ci95": [-2.220446049250313e-16, 0.5]}}}
+    stored = {"cutoffs_sha256": digest, "measured": "2026-12-06", "judges": figures}
+    kept = sealed.resealed(stored, measured, now, root)
+    assert kept["cutoffs_sha256"] == hashlib.sha256(now).hexdigest()
+    assert kept["rounded_from"] == digest
+    every = sum(len(rows.of_judge(alias, root)[1]) for alias in ("good", "noise"))
+    assert f"the same decisions on all {every} rows" in kept["note"]
+    assert kept["measured"] == "2026-12-06"
+    assert kept["judges"] == {"good": {"k": {"value": 0.123457, "ci95": [0.0, 0.5]}}}
+    with pytest.raises(SystemExit, match=r"measured cutoffs\.json"):
+        sealed.resealed(stored, now, now, root)
+    data["judges"][0]["kinds"]["position.relevant"] = {"status": "neutral", "why": "a test"}
+    other = build.dump(data).encode()
+    stored["cutoffs_sha256"] = hashlib.sha256(other).hexdigest()
+    with pytest.raises(SystemExit, match=r"good position\.relevant: .* decided otherwise"):
+        sealed.resealed(stored, other, now, root)
