@@ -37,6 +37,26 @@ CLI_ERROR = "localjudge: error:"
 SMOLLM2 = "smollm2-135m"
 
 
+def _clear(verdicts: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    close = [
+        (v.get("index"), v["close_call"][key]) for v in verdicts if key in v.get("close_call", {})
+    ]
+    assert not close, (
+        f"{key}: close calls (index, distance to the cut-off) {close}: they can flip on another "
+        "machine, so the case is not clear enough to pin"
+    )
+    return verdicts
+
+
+@pytest.fixture
+def clear_verdicts() -> Callable[[list[dict[str, Any]], str], list[dict[str, Any]]]:
+    """``clear_verdicts(verdicts, key)``: ``verdicts``, after checking that none of their
+    ``key`` decisions is a close call. A verdict within ``CLOSE_CALL_MARGIN`` of its cut-off
+    can go the other way on another CPU, thread count or batch (docs/reliability.md, "Close
+    calls"), so a test that pins a verdict pins only clear ones and holds on every machine."""
+    return _clear
+
+
 @pytest.fixture(scope="session")
 def cache_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The one cache directory of the session (token tables, assembled Gemma, sha256 memo)."""

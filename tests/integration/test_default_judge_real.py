@@ -45,7 +45,7 @@ def test_the_default_is_the_registered_qwen_judge_and_its_file_is_whole(isolated
 
 
 def test_recall_tells_a_supported_statement_from_an_unsupported_one(
-    default_judge: Any, check_call: Any
+    default_judge: Any, check_call: Any, clear_verdicts: Any
 ) -> None:
     record = {
         "user_input": QUESTION,
@@ -53,12 +53,12 @@ def test_recall_tells_a_supported_statement_from_an_unsupported_one(
         "reference": "The Eiffel Tower is in Paris. It was painted green in 2020.",
     }
     judged = check_call(default_judge, ContextRecall(), record)
-    verdicts = [v["attributed"] for v in judged.result.verdicts]
+    verdicts = [v["attributed"] for v in clear_verdicts(judged.result.verdicts, "attributed")]
     assert verdicts == [1, 0], judged.raw
 
 
 def test_position_and_relevance_find_the_one_relevant_piece(
-    default_judge: Any, check_call: Any
+    default_judge: Any, check_call: Any, clear_verdicts: Any
 ) -> None:
     record = {
         "user_input": QUESTION,
@@ -67,15 +67,18 @@ def test_position_and_relevance_find_the_one_relevant_piece(
         "response": "The Eiffel Tower is in Paris.",
     }
     position = check_call(default_judge, ContextPosition(), record)
-    assert [bool(v["relevant"]) for v in position.result.verdicts] == [True, False]
+    found = clear_verdicts(position.result.verdicts, "relevant")
+    assert [bool(v["relevant"]) for v in found] == [True, False]
     relevance = check_call(default_judge, ContextRelevance(), record)
     order = ["none", "low", "medium", "high"]
-    levels = [order.index(v["relevance"]) for v in relevance.result.verdicts]
+    levels = [
+        order.index(v["relevance"]) for v in clear_verdicts(relevance.result.verdicts, "relevance")
+    ]
     assert levels[0] > levels[1], relevance.raw  # the tower above the bananas
 
 
 def test_relevance_sees_which_piece_the_response_repeats(
-    default_judge: Any, check_call: Any
+    default_judge: Any, check_call: Any, clear_verdicts: Any
 ) -> None:
     """The response copies the first piece: used, the second: not (under an output key "used"
     this judge said "no" to both)."""
@@ -85,7 +88,8 @@ def test_relevance_sees_which_piece_the_response_repeats(
         "response": "The Eiffel Tower is a wrought-iron tower on the Champ de Mars in Paris.",
     }
     relevance = check_call(default_judge, ContextRelevance(), record)
-    assert [v["used"] for v in relevance.result.verdicts] == [True, False], relevance.raw
+    found = clear_verdicts(relevance.result.verdicts, "used")
+    assert [v["used"] for v in found] == [True, False], relevance.raw
 
 
 def test_the_same_call_again_gives_the_same_bytes(default_judge: Any) -> None:
@@ -170,7 +174,7 @@ MOON_LISTS = {
 
 
 def test_a_passage_gets_the_same_verdict_alone_and_beside_any_neighbours(
-    default_judge: Any,
+    default_judge: Any, clear_verdicts: Any
 ) -> None:
     """A verdict about the passage, not its neighbours: the Armstrong passage alone, beside a
     passage that also answers and beside two that do not gets the same decisions and the same
@@ -198,8 +202,9 @@ def test_a_passage_gets_the_same_verdict_alone_and_beside_any_neighbours(
         verdict = r.result.verdicts[at]
         key = (r.metric, "reference" in record)
         if r.metric == "position":
-            assert verdict["relevant"], (r.id, verdict)
+            assert clear_verdicts([verdict], "relevant")[0]["relevant"], (r.id, verdict)
         else:
+            clear_verdicts([verdict], "relevance")
             assert verdict["relevance"] in ("medium", "high"), (r.id, verdict)
         if key in seen:
             first = seen[key]

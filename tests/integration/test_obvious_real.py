@@ -9,7 +9,10 @@ counts it as relevant to the question is a judgement call, so it is not pinned h
 
 What the default judge gets wrong here is listed in :data:`KNOWN_MISSES`, each with its reason
 and in the README's "Still weak": any other miss fails, and so does a listed one that is right
-again (then its line goes), so the list stays exactly what the judge gets wrong.
+again (then its line goes), so the list stays exactly what the judge gets wrong. A verdict that
+is a close call (within ``CLOSE_CALL_MARGIN`` of its cut-off) can go either way on another
+machine, so it is pinned neither way: it is left out of both sides, and at most
+:data:`CLOSE_CALLS_ALLOWED` of the decisions checked may be close calls.
 """
 
 from __future__ import annotations
@@ -50,6 +53,11 @@ KNOWN_MISSES = {
 }
 
 
+#: how many of the decisions checked here may be close calls: these are clear cases, and a close
+#: call is one whose verdict no test can pin on every machine
+CLOSE_CALLS_ALLOWED = 2
+
+
 @pytest.fixture(scope="module")
 def default_judge(isolated_env: Path) -> Any:
     return load_judge(n_threads=2, cache=False)
@@ -67,7 +75,7 @@ def test_position_gets_every_clear_cut_passage_of_the_readme_examples_right(
     results = {
         (r.id, r.metric): r.result for r in evaluate(inputs, [ContextPosition()], default_judge)
     }
-    wrong = []
+    wrong, close = [], []
     clear = 0
     for r in records:
         position = results[(r["id"], "position")]
@@ -76,11 +84,17 @@ def test_position_gets_every_clear_cut_passage_of_the_readme_examples_right(
             if level not in ("high", "none"):
                 continue
             clear += 1
-            relevant = bool(position.verdicts[i]["relevant"])
-            if relevant != (level == "high"):
-                wrong.append(f"{r['id']} #{i} ({level}): position says relevant={relevant}")
+            verdict = position.verdicts[i]
+            relevant = bool(verdict["relevant"])
+            line = f"{r['id']} #{i} ({level}): position says relevant={relevant}"
+            if "relevant" in verdict.get("close_call", {}):
+                close.append(line.split(":", maxsplit=1)[0])
+            elif relevant != (level == "high"):
+                wrong.append(line)
     assert clear == 24  # the README's 15 examples hold 24 clear-cut passages
-    assert sorted(wrong) == sorted(KNOWN_MISSES["readme"])
+    assert len(close) <= CLOSE_CALLS_ALLOWED, close
+    pinned = [m for m in KNOWN_MISSES["readme"] if m.split(":")[0] not in close]
+    assert sorted(wrong) == sorted(pinned)
 
 
 def test_the_shipped_fits_get_the_bundled_obvious_items_right(default_judge: Any) -> None:
@@ -89,8 +103,12 @@ def test_the_shipped_fits_get_the_bundled_obvious_items_right(default_judge: Any
     none; fitting/README.md, "Several sources at once", and docs/figures.md)."""
     kinds = {"position.relevant", "position.relevant_answer", "relevance.grade"}
     found = obvious_check(default_judge, judge_cutoffs(default_judge.identity), kinds)
-    missed = []
+    missed, close = [], []
     for kind in sorted(kinds):
         assert len(found.of(kind)) == 52, kind
-        missed += [f"{kind} {d.item} #{d.piece}" for d in found.misses(kind)]
-    assert sorted(missed) == sorted(KNOWN_MISSES["obvious"])
+        close += [f"{kind} {d.item} #{d.piece}" for d in found.of(kind) if d.close_call is not None]
+        missed += [
+            f"{kind} {d.item} #{d.piece}" for d in found.misses(kind) if d.close_call is None
+        ]
+    assert len(close) <= CLOSE_CALLS_ALLOWED, close
+    assert sorted(missed) == sorted(m for m in KNOWN_MISSES["obvious"] if m not in close)

@@ -19,7 +19,7 @@ fitted kind only when it loses no obvious decision that the cut-offs in use now 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -54,16 +54,17 @@ def obvious_check(judge: Judge, cutoffs: Cutoffs, kinds: Collection[str]) -> Obv
             for r, verdicts in zip(
                 items, _verdicts(records, position, judge, cutoffs), strict=True
             ):
-                decided += _flags(kind, r, [bool(v["relevant"]) for v in verdicts])
+                decided += _flags(kind, r, verdicts, "relevant", lambda v: bool(v["relevant"]))
     if {"relevance.grade", "relevance.used"} & set(kinds):
         records = [_record(r, "response") for r in items]
         relevance = ContextRelevance.from_settings(settings)
         for r, verdicts in zip(items, _verdicts(records, relevance, judge, cutoffs), strict=True):
             if "relevance.grade" in kinds:
-                levels = [v["relevance"] in ("high", "medium") for v in verdicts]
-                decided += _flags("relevance.grade", r, levels)
+                decided += _flags(
+                    "relevance.grade", r, verdicts, "relevance", lambda v: v["relevance"] in HIGH
+                )
             if "relevance.used" in kinds:
-                decided += _flags("relevance.used", r, [bool(v["used"]) for v in verdicts])
+                decided += _flags("relevance.used", r, verdicts, "used", lambda v: bool(v["used"]))
     if "recall.supported" in kinds:
         decided += _recall(items, judge, cutoffs, settings)
     return ObviousCheck(tuple(decided))
@@ -85,12 +86,38 @@ def _verdicts(
         yield res.result.verdicts
 
 
-def _flags(kind: str, r: Mapping[str, Any], got: Sequence[bool]) -> list[Decided]:
+#: the grades that count as relevant
+HIGH = ("high", "medium")
+
+
+def _flags(
+    kind: str,
+    r: Mapping[str, Any],
+    verdicts: Sequence[Mapping[str, Any]],
+    key: str,
+    says: Callable[[Mapping[str, Any]], bool],
+) -> list[Decided]:
+    """Each passage's decision of ``kind`` (``says`` reads it from its verdict, whose decision
+    key is ``key``) beside the label, with its close call."""
     want = r["labels"]["relevant"]
     return [
-        Decided(kind, str(r["id"]), i, verdict_word(kind, w), verdict_word(kind, g))
-        for i, (w, g) in enumerate(zip(want, got, strict=True))
+        Decided(
+            kind,
+            str(r["id"]),
+            i,
+            verdict_word(kind, w),
+            verdict_word(kind, says(v)),
+            close_call_of(v, key),
+        )
+        for i, (w, v) in enumerate(zip(want, verdicts, strict=True))
     ]
+
+
+def close_call_of(verdict: Mapping[str, Any], key: str) -> float | None:
+    """The distance a verdict's ``close_call`` gives its decision ``key`` (None: not close)."""
+    close = verdict.get("close_call") or {}
+    value = close.get(key)
+    return None if value is None else float(value)
 
 
 def _recall(
@@ -117,7 +144,9 @@ def _recall(
         want = bool(r["labels"]["relevant"][i])
         got = bool(res.result.value is not None and res.result.value >= 1.0)
         kind = "recall.supported"
+        closes = (close_call_of(v, "attributed") for v in res.result.verdicts)
+        close = next((c for c in closes if c is not None), None)
         out.append(
-            Decided(kind, str(r["id"]), i, verdict_word(kind, want), verdict_word(kind, got))
+            Decided(kind, str(r["id"]), i, verdict_word(kind, want), verdict_word(kind, got), close)
         )
     return out
