@@ -103,6 +103,13 @@ class ModelError(LocalJudgeError):
     exit_code = 4
 
 
+class ProtocolError(ModelError):
+    """Judged rows, shipped cut-offs or a stored fit were made under a protocol (the prompts
+    and layout of every kind of decision, :mod:`localjudge.metrics.protocols`) whose fingerprint
+    is not this release's: what they say about a judge's answers no longer holds. The message
+    names both protocols."""
+
+
 class ConstraintError(LocalJudgeError):
     """Grammar-constrained decoding could not be applied; nothing unconstrained is ever returned."""
 
