@@ -89,6 +89,7 @@ from localjudge.decisions.shipped import (
     ShippedKind,
     dump,
 )
+from localjudge.errors import ProtocolError
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the generated table of docs/figures.md, between these two lines
@@ -676,7 +677,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="a cutoffs.json of before: print the validation figures before and after",
     )
     args = parser.parse_args(argv)
-    shipped, evidence = build()
+    try:
+        shipped, evidence = build()
+    except ProtocolError as exc:  # rows judged under other prompts: nothing is built
+        print(f"build.py: {exc}", file=sys.stderr)
+        return 1
     if args.against is not None:
         print(against(Shipped.model_validate_json(args.against.read_text("utf-8")), shipped))
     texts = {

@@ -14,9 +14,10 @@ readings and the call's own soft value), one row per decision:
 (no source text: ids, labels, readings, soft values, and in ``raw`` the log-probabilities the
 readings are made of). Each source's rows go to
 ``fitting/rows/JUDGE/SOURCE.jsonl.gz`` (committed; gzip without a time stamp, so judging the
-same rows again writes the same bytes), beside ``judge.json`` (the judge's file sha256 and the
-settings). A source whose file exists is kept (a stopped run resumes); ``--overwrite`` judges
-it again. ``build.py`` reads these files and nothing else.
+same rows again writes the same bytes), beside ``judge.json`` (the judge's file sha256, the
+settings and the protocol the calls were asked by, its name and fingerprint: one folder's rows
+are all of one protocol). A source whose file exists is kept (a stopped run resumes);
+``--overwrite`` judges it again. ``build.py`` reads these files and nothing else.
 """
 
 from __future__ import annotations
@@ -144,6 +145,31 @@ def judge_rows(items: list[dict[str, Any]], judge: Any) -> list[dict[str, Any]]:
     return out
 
 
+def judge_meta(
+    folder: Path, alias: str, sha256: str, sources: Sequence[str], overwrite: bool
+) -> dict[str, Any]:
+    """``folder``'s ``judge.json`` once these ``sources`` are judged: the judge's alias and file
+    sha256, reasons off, and the protocol its calls are asked by (name and fingerprint).
+    Refused when rows the run keeps were judged under another protocol: one folder's rows are
+    all of one protocol, the one its ``judge.json`` names."""
+    from localjudge.metrics.protocols import ProtocolRef, current_protocol
+
+    protocol = current_protocol()
+    meta = {"alias": alias, "sha256": sha256, "reasons": False, "protocol": protocol.as_json()}
+    path = folder / "judge.json"
+    was = json.loads(path.read_text("utf-8")).get("protocol") if path.is_file() else None
+    judged = [p.name.removesuffix(".jsonl.gz") for p in sorted(folder.glob("*.jsonl.gz"))]
+    kept = [s for s in judged if not (overwrite and s in sources)]
+    if kept and was != meta["protocol"]:
+        named = "no named protocol" if was is None else ProtocolRef.from_json(was)
+        raise SystemExit(
+            f"{folder.name}: its rows of {', '.join(kept)} were judged under {named}, and this "
+            f"run asks by {protocol}: judge every source again (--overwrite without --only), "
+            "or move the folder aside"
+        )
+    return meta
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-m", "--model", required=True, help="a bundled judge's alias")
@@ -154,13 +180,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     from localjudge import load_judge
+    from localjudge.metrics.protocols import CURRENT, PROTOCOLS, fingerprint
 
+    if fingerprint() != PROTOCOLS[CURRENT]:
+        raise SystemExit(
+            f"the asks of protocol {CURRENT} are not its committed ones (tests/unit/"
+            "test_protocols.py): define a new protocol before judging rows under it"
+        )
     judge = load_judge(args.model, n_threads=args.threads, cache=True)
     folder = rowsfile.ROWS / args.model
     folder.mkdir(parents=True, exist_ok=True)
-    meta = {"alias": args.model, "sha256": judge.identity.sha256, "reasons": False}
+    sources = args.only or devsets.SOURCES
+    meta = judge_meta(folder, args.model, judge.identity.sha256, sources, args.overwrite)
     (folder / "judge.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", "utf-8")
-    for source in args.only or devsets.SOURCES:
+    for source in sources:
         target = folder / f"{source}.jsonl.gz"
         if target.exists() and not args.overwrite:
             print(f"{source}: {target} exists, kept")

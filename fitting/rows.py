@@ -50,15 +50,41 @@ def judges(sources: Iterable[str], root: Path = ROWS) -> list[str]:
 
 
 def of_judge(alias: str, root: Path = ROWS) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A judge's ``judge.json`` and every row of its sources, in source-name order."""
+    """A judge's ``judge.json`` and every row of its sources, in source-name order; refused
+    when they were judged under a protocol that is not this release's (:func:`protocol_of`)."""
     folder = root / alias
     meta = json.loads((folder / "judge.json").read_text("utf-8"))
+    protocol_of(meta, folder)
     found: list[dict[str, Any]] = []
     for path in sorted(folder.glob("*.jsonl.gz")):
         found += read(path)
     for r in found:  # the readings as judged stay beside them (an older entry's, for --against)
         r["readings"] = {**r["readings"], **readings_of(r)}
     return meta, found
+
+
+def protocol_of(meta: dict[str, Any], folder: Path) -> Any:
+    """The protocol a judge's rows were judged under (``judge.json``'s ``protocol``, a
+    :class:`localjudge.metrics.protocols.ProtocolRef`): a :class:`localjudge.errors.ProtocolError`
+    naming both protocols when it is not one this release knows by name and fingerprint, since
+    rows judged with other prompts say nothing of this release's decisions."""
+    from localjudge.errors import ProtocolError
+    from localjudge.metrics.protocols import ProtocolRef, check_protocol, current_protocol
+
+    where = f"{folder.name}/judge.json"
+    hint = f"judge them again: python fitting/judge.py -m {folder.name} --overwrite"
+    if "protocol" not in meta:
+        raise ProtocolError(
+            f"{where} names no protocol, so its rows' prompts are unknown; this release asks "
+            f"by {current_protocol()}",
+            hint=hint,
+        )
+    try:
+        found = ProtocolRef.from_json(meta["protocol"])
+    except ValueError as exc:
+        raise ProtocolError(f"{where}: {exc}", hint=hint) from exc
+    check_protocol(found, f"the rows of {folder.name}", hint=hint)
+    return found
 
 
 def readings_of(row: dict[str, Any]) -> dict[str, float]:

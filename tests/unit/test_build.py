@@ -17,7 +17,9 @@ from benchmark_scripts import ROOT, load
 
 from localjudge.decisions import Difference, read_shipped, ship_rule
 from localjudge.decisions.shipped import SHIPPED_PATH
+from localjudge.errors import ProtocolError
 from localjudge.judge.models.registry import builtin_registry
+from localjudge.metrics.protocols import PROTOCOLS, UNNAMED, ProtocolRef
 
 build = load("fitting/build")
 rows = load("fitting/rows")
@@ -81,10 +83,13 @@ def make_rows(signal: float, seed: int = 0, units: int = 24) -> list[dict]:
     return out
 
 
-def write_judge(root: Path, alias: str, found: list[dict], sha: str) -> None:
+def write_judge(root: Path, alias: str, found: list[dict], sha: str, protocol=UNNAMED) -> None:
     folder = root / alias
     folder.mkdir(parents=True)
-    (folder / "judge.json").write_text(json.dumps({"alias": alias, "sha256": sha}), "utf-8")
+    meta = {"alias": alias, "sha256": sha}
+    if protocol is not None:
+        meta["protocol"] = protocol if isinstance(protocol, dict) else protocol.as_json()
+    (folder / "judge.json").write_text(json.dumps(meta), "utf-8")
     for source in sorted({r["source"] for r in found}):
         rows.write(folder / f"{source}.jsonl.gz", [r for r in found if r["source"] == source])
 
@@ -155,6 +160,43 @@ def test_an_exception_ships_a_refused_fit_with_its_reason(built, tmp_path):
     path.write_text(json.dumps([dict(exception, judge="good")]), "utf-8")
     with pytest.raises(SystemExit, match="shipped by the rule"):
         build.build(root, path)
+
+
+def test_every_committed_row_folder_names_protocol_1():
+    for meta in sorted(ROOT.glob("fitting/rows/*/judge.json")):
+        assert json.loads(meta.read_text("utf-8"))["protocol"] == {
+            "name": "1",
+            "fingerprint": PROTOCOLS["1"],
+        }, meta
+
+
+@pytest.mark.parametrize(
+    ("protocol", "says"),
+    [
+        (ProtocolRef("1", "ab" * 32), "made under protocol 1 (abababababab), but this release's"),
+        (ProtocolRef("7", "cd" * 32), "protocol 7 (cdcdcdcdcdcd), which this release does not"),
+        (None, "names no protocol"),
+        ({"name": "1"}, "fingerprint"),
+    ],
+)
+def test_rows_of_another_protocol_are_refused_naming_both(tmp_path, protocol, says):
+    write_judge(tmp_path, "stale", make_rows(signal=0.9, units=3), "a" * 64, protocol=protocol)
+    with pytest.raises(ProtocolError, match=r"stale") as info:
+        build.build(tmp_path, tmp_path / "none.json")
+    assert says in str(info.value)
+    assert str(UNNAMED) in str(info.value) or protocol == {"name": "1"}
+    assert "fitting/judge.py -m stale --overwrite" in info.value.hint
+    with pytest.raises(ProtocolError):  # every reader of rows refuses them
+        rows.of_judge("stale", tmp_path)
+
+
+def test_the_build_command_refuses_rows_of_another_protocol(tmp_path, monkeypatch, capsys):
+    stale = ProtocolRef("1", "ab" * 32)
+    write_judge(tmp_path, "stale", make_rows(signal=0.9, units=3), "a" * 64, protocol=stale)
+    real = build.build
+    monkeypatch.setattr(build, "build", lambda: real(tmp_path, tmp_path / "none.json"))
+    assert build.main(["--check"]) == 1
+    assert "protocol 1 (abababababab)" in capsys.readouterr().err
 
 
 def test_the_committed_files_are_what_the_build_makes():

@@ -4,12 +4,15 @@ readings are made of."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import pytest
 from benchmark_scripts import load
 
 from localjudge.metrics.instructions import NO_PASSAGE
+from localjudge.metrics.protocols import current_protocol
 from localjudge.testing import ScriptedJudge, prompt_data
 
 judge = load("fitting/judge")
@@ -82,3 +85,28 @@ def test_the_raw_log_probabilities_make_the_readings(found):
         assert logprob / tokens == pytest.approx(-4.0)
         assert row["readings"]["question"] == pytest.approx(mean + 4.0)
         assert row["readings"]["question_alone"] == pytest.approx(-4.0)
+
+
+def test_judge_json_names_the_protocol_the_rows_are_judged_under(tmp_path):
+    meta = judge.judge_meta(tmp_path, "j", "a" * 64, ["xquad"], overwrite=False)
+    assert meta == {
+        "alias": "j",
+        "sha256": "a" * 64,
+        "reasons": False,
+        "protocol": current_protocol().as_json(),
+    }
+
+
+def test_rows_kept_from_another_protocol_are_refused(tmp_path):
+    other = {"name": "1", "fingerprint": "ab" * 32}
+    meta = {"alias": "j", "sha256": "a" * 64, "reasons": False, "protocol": other}
+    (tmp_path / "judge.json").write_text(json.dumps(meta), "utf-8")
+    (tmp_path / "wice.jsonl.gz").write_bytes(b"")
+    (tmp_path / "xquad.jsonl.gz").write_bytes(b"")
+    with pytest.raises(SystemExit, match=r"wice were judged under protocol 1 \(abababababab\)"):
+        judge.judge_meta(tmp_path, "j", "a" * 64, ["xquad"], overwrite=True)
+    with pytest.raises(SystemExit, match=re.escape(str(current_protocol()))):
+        judge.judge_meta(tmp_path, "j", "a" * 64, ["xquad", "wice"], overwrite=False)
+    # judged again, every source: one protocol in the folder
+    done = judge.judge_meta(tmp_path, "j", "a" * 64, ["xquad", "wice"], overwrite=True)
+    assert done["protocol"] == current_protocol().as_json()
