@@ -22,6 +22,7 @@ __all__ = [
     "Shipped",
     "ShippedJudge",
     "ShippedKind",
+    "ShippedProtocol",
     "dump",
     "read_shipped",
 ]
@@ -55,11 +56,22 @@ class ShippedKind(_Frozen):
     why: str = Field(min_length=1)
 
 
+class ShippedProtocol(_Frozen):
+    """The protocol (:mod:`localjudge.metrics.protocols`) the rows an entry was built from were
+    judged under: its name and fingerprint."""
+
+    name: str = Field(min_length=1)
+    fingerprint: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
 class ShippedJudge(_Frozen):
-    """A judge by its alias and file sha256; ``built`` says what made its entry."""
+    """A judge by its alias and file sha256; ``built`` says what made its entry, ``protocol``
+    the prompts its rows were judged under (None: an entry built before protocols were named,
+    which protocol ``1`` made)."""
 
     alias: str
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    protocol: ShippedProtocol | None = None
     built: str
     kinds: dict[str, ShippedKind]
 

@@ -3,12 +3,18 @@
 The package ships its cut-offs in ``cutoffs.json`` (:mod:`localjudge.decisions.shipped`,
 written by ``fitting/build.py``). The user registry (``models.json``) may hold a
 ``"cutoffs"`` object: ``{sha256: {"values": {kind: number or [numbers]}, "sources": {kind:
-provenance}, "combinations": {kind: combination}}}``
+provenance}, "combinations": {kind: combination}, "protocol": {"name", "fingerprint"}}}``
 (:class:`~localjudge.decisions.cutoffs.Provenance`,
 :class:`~localjudge.decisions.cutoffs.Combination`, optional; an older entry's one
 ``"source"`` string serves every kind). The user's come from ``localjudge calibrate`` and
 replace the built-in ones kind by kind; ``localjudge calibrate --reset`` removes the user's
 (:func:`reset_cutoffs`), so the built-in ones apply again.
+
+Cut-offs are true of the prompts they were fitted under: each entry, the package's and the
+user's, records its protocol (:mod:`localjudge.metrics.protocols`; an entry without one was
+made before protocols were named, by protocol ``1``), and reading one whose protocol this
+release does not know by name and fingerprint is a
+:class:`~localjudge.errors.ProtocolError` naming both.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from localjudge.decisions.shipped import Shipped, ShippedJudge, ShippedKind
 from localjudge.errors import ModelError
 from localjudge.judge.models import read_user_registry, user_registry_path, write_user_registry
 from localjudge.judge.protocol import JudgeIdentity
+from localjudge.metrics.protocols import UNNAMED, ProtocolRef, check_protocol, current_protocol
 
 __all__ = [
     "builtin_cutoffs",
@@ -34,7 +41,16 @@ __all__ = [
     "shipped_judge",
     "store_cutoffs",
     "user_cutoffs",
+    "user_protocol",
 ]
+
+#: what to do about a user's fit made under another protocol
+_REFIT = (
+    "remove it with `localjudge calibrate --reset` (the shipped cut-offs apply again), then "
+    "fit the judge again on your labels with `localjudge calibrate`"
+)
+#: what to do about shipped cut-offs made under another protocol
+_REINSTALL = "the package's cutoffs.json does not belong to its code: reinstall localjudge"
 
 
 def judge_cutoffs(identity: JudgeIdentity) -> Cutoffs:
@@ -67,9 +83,12 @@ def shipped_judge(sha256: str) -> ShippedJudge | None:
 
 def cutoffs_of(entry: ShippedJudge | None) -> Cutoffs:
     """An entry's fitted kinds and exceptions as :class:`Cutoffs`, each with its provenance
-    (its ``ref``, what a run records, and its status and why)."""
+    (its ``ref``, what a run records, and its status and why); refused when the entry was
+    built under a protocol that is not this release's."""
     if entry is None:
         return NO_CUTOFFS
+    made = UNNAMED if entry.protocol is None else ProtocolRef(**entry.protocol.model_dump())
+    check_protocol(made, f"the built-in cut-offs of {entry.alias}", hint=_REINSTALL)
     values: dict[str, Any] = {}
     combinations: dict[str, Any] = {}
     sources: dict[str, Provenance] = {}
@@ -96,15 +115,31 @@ def _provenance(ref: str, kind: ShippedKind) -> Provenance:
     )
 
 
-def user_cutoffs(sha256: str) -> Cutoffs:
-    """The cut-offs ``localjudge calibrate`` stored for this judge file (none: empty)."""
+def user_cutoffs(sha256: str, *, checked: bool = True) -> Cutoffs:
+    """The cut-offs ``localjudge calibrate`` stored for this judge file (none: empty); a
+    :class:`~localjudge.errors.ProtocolError` when they were fitted under a protocol that is
+    not this release's (not ``checked``: read all the same)."""
     data = read_user_registry()
-    return _entry(data, sha256, str(user_registry_path())) if data is not None else NO_CUTOFFS
+    if data is None:
+        return NO_CUTOFFS
+    where = str(user_registry_path())
+    if checked and (made := _protocol(data, sha256, where)) is not None:
+        what = f"the cut-offs `localjudge calibrate` stored for the judge file {sha256[:12]}"
+        check_protocol(made, what, hint=_REFIT)
+    return _entry(data, sha256, where)
+
+
+def user_protocol(sha256: str) -> ProtocolRef | None:
+    """The protocol the user's cut-offs of this judge file were fitted under (None: there are
+    none; an entry that records none was made by protocol ``1``)."""
+    data = read_user_registry()
+    return None if data is None else _protocol(data, sha256, str(user_registry_path()))
 
 
 def store_cutoffs(sha256: str, cutoffs: Cutoffs) -> None:
     """Store ``cutoffs`` for the judge file with this sha256 in the user registry (replacing
-    that judge's kinds that ``cutoffs`` has, keeping its others), each with its source."""
+    that judge's kinds that ``cutoffs`` has, keeping its others), each with its source, under
+    the current protocol (kept kinds of another protocol are refused)."""
     data = read_user_registry() or {"judges": []}
     table = dict(data.get("cutoffs") or {})
     table[sha256] = entry_json(user_cutoffs(sha256).merged(cutoffs))
@@ -115,29 +150,45 @@ def reset_cutoffs(sha256: str, kinds: set[str] | None = None) -> list[str]:
     """Remove the user's cut-offs of this judge file (only ``kinds`` when given), so that the
     built-in ones (or the neutral ones) apply again; returns the kinds removed."""
     data = read_user_registry()
-    mine = user_cutoffs(sha256)
+    mine = user_cutoffs(sha256, checked=False)  # a fit of another protocol is removed too
     removed = sorted(k for k in mine.kinds if kinds is None or k in kinds)
     if data is None or not removed:
         return []
     table = dict(data.get("cutoffs") or {})
     kept = mine.only(set(mine.kinds) - set(removed))
     if kept:
-        table[sha256] = entry_json(kept)
+        table[sha256] = entry_json(kept, user_protocol(sha256))
     else:
         table.pop(sha256, None)
     write_user_registry({**data, "cutoffs": table})
     return removed
 
 
-def entry_json(cutoffs: Cutoffs) -> dict[str, Any]:
-    """A registry entry: the values, each kind's provenance and the combinations."""
+def entry_json(cutoffs: Cutoffs, protocol: ProtocolRef | None = None) -> dict[str, Any]:
+    """A registry entry: the values, each kind's provenance, the combinations and the protocol
+    they were fitted under (default: the current one)."""
     entry: dict[str, Any] = {
         "values": cutoffs.as_json(),
         "sources": {k: cutoffs.source(k).as_json() for k in cutoffs.kinds},
     }
     if cutoffs.combinations:
         entry["combinations"] = cutoffs.combinations_json()
+    entry["protocol"] = (protocol or current_protocol()).as_json()
     return entry
+
+
+def _protocol(data: Mapping[str, Any], sha256: str, where: str) -> ProtocolRef | None:
+    """The protocol of the user's entry for this judge file (None: no entry)."""
+    table = data.get("cutoffs") or {}
+    entry = table.get(sha256) if isinstance(table, Mapping) else None
+    if not isinstance(entry, Mapping):
+        return None
+    if "protocol" not in entry:
+        return UNNAMED
+    try:
+        return ProtocolRef.from_json(entry["protocol"])
+    except ValueError as exc:
+        raise ModelError(f"{where}: cutoffs[{sha256[:12]}...]: {exc}") from exc
 
 
 def _entry(data: Mapping[str, Any], sha256: str, where: str) -> Cutoffs:
