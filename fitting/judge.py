@@ -36,13 +36,20 @@ import rows as rowsfile
 CHUNK = 16
 
 
-def asks_of(metric: Any, record: dict[str, Any]) -> list[Any]:
-    """The calls ``metric`` (the product's) makes for ``record``."""
+def asks_of(metric: Any, record: dict[str, Any], item_id: str) -> list[Any]:
+    """The calls ``metric`` (the product's) makes for ``record``, each with its origin (the
+    metric, the list or item, the protocol: what the cache's call log records)."""
+    from dataclasses import replace
+
     from localjudge.data.items import make_item
+    from localjudge.judge.protocol import CallOrigin
+    from localjudge.metrics.protocols import current_protocol
 
     built = metric.build(make_item(record, index=0))
     assert isinstance(built, list), record
-    return built
+    made = current_protocol()
+    origin = CallOrigin(metric.name, item_id, (made.name, made.fingerprint))
+    return [replace(a, request=replace(a.request, origin=origin)) for a in built]
 
 
 def passage_asks(x: dict[str, Any]) -> list[Any]:
@@ -53,14 +60,14 @@ def passage_asks(x: dict[str, Any]) -> list[Any]:
     from localjudge.metrics.relevance import ContextRelevance
 
     record = {"user_input": x["question"], "retrieved_contexts": x["passages"]}
-    position = asks_of(ContextPosition(), record)
+    position = asks_of(ContextPosition(), record, x["id"])
     grades: list[Any] = []
     if x["source"] in devsets.KIND_SOURCES["relevance.grade"]:
-        relevance = asks_of(ContextRelevance(), {**record, "response": "(none)"})
+        relevance = asks_of(ContextRelevance(), {**record, "response": "(none)"}, x["id"])
         grades = [a for a in relevance if a.decision and a.decision.kind == "relevance.grade"]
     with_answer: list[Any] = []
     if x["answer"]:
-        built = asks_of(ContextPosition(), {**record, "reference": x["answer"]})
+        built = asks_of(ContextPosition(), {**record, "reference": x["answer"]}, x["id"])
         with_answer = [a for a in built if not a.baseline]
     return [*position, *grades, *with_answer]
 
@@ -69,7 +76,7 @@ def recall_asks(x: dict[str, Any]) -> list[Any]:
     """Recall's calls for an item: one per statement of the reference."""
     from localjudge.metrics.recall import ContextRecall
 
-    return asks_of(ContextRecall(), x["record"])
+    return asks_of(ContextRecall(), x["record"], x["id"])
 
 
 def label_of(x: dict[str, Any], kind: str, piece: int) -> int | None:

@@ -32,10 +32,13 @@ Prompt = Union[str, Sequence[Message]]  # noqa: UP007 (a runtime alias; `|` need
 class CallOrigin:
     """Which metric asked a judge call, about which item: recorded in the cache's call log.
 
-    It never changes the output, so it is no part of a cache key, and judges may ignore it."""
+    It never changes the output, so it is no part of a cache key, and judges may ignore it.
+    ``protocol``: the name and fingerprint of the protocol the metric's asks are laid out by
+    (:mod:`localjudge.metrics.protocols`; None: a call no metric of localjudge laid out)."""
 
     metric: str
     item_id: str
+    protocol: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)

@@ -155,7 +155,7 @@ def test_persists_across_reopen_and_creates_parents(tmp_path):
         hit = cache.get("k")
         assert hit is not None
         assert (hit.raw, hit.stats) == ("raw é 汤姆", STATS)
-        assert cache.schema_version == SCHEMA_VERSION == 4
+        assert cache.schema_version == SCHEMA_VERSION == 5
         assert hit.decisions == ()  # a judge without soft verdicts stores none
 
 
@@ -180,7 +180,7 @@ def test_wal_mode_and_meta_table(tmp_path):
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall() == [
-            ("4",)
+            ("5",)
         ]
         columns = [row[1] for row in conn.execute("PRAGMA table_info(calls)")]
         assert columns == [
@@ -201,6 +201,7 @@ def test_wal_mode_and_meta_table(tmp_path):
             "item_id",
             "hits",
             "last_hit_at",
+            "protocol",
         ]
     finally:
         conn.close()

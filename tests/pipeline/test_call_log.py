@@ -24,6 +24,7 @@ from localjudge.judge.cache.store import Cache, open_cache
 from localjudge.judge.protocol import JudgeRequest
 from localjudge.metrics import ContextPosition, ContextRecall, Metric
 from localjudge.metrics.instructions import NO_PASSAGE, PASSAGE_SYSTEM, RECALL_SYSTEM
+from localjudge.metrics.protocols import current_protocol
 from localjudge.metrics.statements import split_statements
 from localjudge.run.evaluate.file_run import eval_file
 from localjudge.testing import ScriptedJudge, prompt_data
@@ -127,6 +128,7 @@ def test_an_eval_run_logs_every_call_with_what_the_judge_saw(data, tmp_path):
         assert logged.created_at is not None
         assert logged.created_at.endswith("+00:00")
         assert (logged.hits, logged.intact) == (0, True)
+        assert logged.protocol == current_protocol().as_json()  # what laid its asks out
         assert logged.key == cache_key(
             scripted.identity, made.messages, made.schema, made.shared_chars, made.read_chars
         )  # the key did not change
@@ -161,6 +163,7 @@ def test_a_call_made_outside_a_run_has_no_metric_or_item(tmp_path):
         judge.generate(request.messages, request.schema)
     [call] = iter_calls(tmp_path / "c.sqlite3")
     assert (call.metric, call.item_id, call.schema) == (None, None, request.schema.__name__)
+    assert call.protocol is None  # no run of localjudge's metrics asked it
     assert call.messages == [dict(m) for m in request.messages]
 
 
@@ -177,7 +180,53 @@ def _request(metric: Any) -> JudgeRequest:
     return asks[0].request
 
 
-# ---------------------------------------------------------------- version 3 files
+# ---------------------------------------------------------------- version 3 and 4 files
+
+#: the columns of a call at schema version 4 that its (``c2:``) checksum covers, in order
+V4_CHECKED = ("key", "raw", "decisions", "messages", "model", "model_sha256", "schema_name",
+              "metric", "item_id", "prompt_tokens", "evaluated_prompt_tokens",
+              "completion_tokens", "seconds", "created_at")  # fmt: skip
+
+
+def test_a_version_4_cache_is_upgraded_its_calls_intact_and_new_ones_name_the_protocol(
+    data, tmp_path
+):
+    path = tmp_path / "c.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
+        INSERT INTO meta VALUES ('schema_version', '4');
+        CREATE TABLE prompts (sha256 TEXT PRIMARY KEY, text TEXT NOT NULL);
+        CREATE TABLE calls (key TEXT PRIMARY KEY, raw TEXT NOT NULL, prompt_tokens INT,
+            evaluated_prompt_tokens INT, completion_tokens INT, seconds REAL, created_at TEXT,
+            decisions TEXT, checksum TEXT, messages TEXT, model TEXT, model_sha256 TEXT,
+            schema_name TEXT, metric TEXT, item_id TEXT, hits INT NOT NULL DEFAULT 0,
+            last_hit_at TEXT);
+        """
+    )
+    row = dict.fromkeys(V4_CHECKED)
+    row.update(key="old", raw="{}", decisions="[]", model="judge-a", model_sha256="0" * 64,
+               prompt_tokens=10, evaluated_prompt_tokens=5, completion_tokens=3, seconds=0.5,
+               created_at="2026-01-01T00:00:00+00:00")  # fmt: skip
+    row["checksum"] = "c2:" + sha256_text(compact_json([row[c] for c in V4_CHECKED]))
+    conn.execute(
+        f"INSERT INTO calls ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+        tuple(row.values()),
+    )
+    conn.commit()
+    conn.close()
+    [old] = iter_calls(path)  # read as it is
+    assert (old.intact, old.protocol) == (True, None)
+    run_eval(data, path)  # opening migrates
+    calls = {c.key: c for c in iter_calls(path)}
+    assert cache_stats(path).schema_version == SCHEMA_VERSION == 5
+    assert (calls["old"].intact, calls["old"].protocol) == (True, None)
+    with Cache(path) as cache:
+        assert cache.get("old") is not None  # version 4's checksum still holds
+    new = [c for k, c in calls.items() if k != "old"]
+    assert len(new) == N_CALLS
+    assert all(c.intact and c.protocol == current_protocol().as_json() for c in new)
 
 
 def _version_3_file(path: Path, key: str, raw: str) -> None:
@@ -220,7 +269,7 @@ def test_a_version_3_cache_is_read_as_it_is_then_upgraded_in_place_and_still_hit
 
     judge = CachingJudge(scripted, Cache(path))  # opening migrates
     with judge.cache:
-        assert judge.cache.schema_version == SCHEMA_VERSION == 4
+        assert judge.cache.schema_version == SCHEMA_VERSION == 5
         value = judge.generate(request.messages, request.schema)  # answered by the old row
         assert (value.raw, value.cached, judge.hits) == (raw, True, 1)
         other = _request(ContextPosition())
@@ -238,7 +287,8 @@ def test_a_version_3_cache_is_read_as_it_is_then_upgraded_in_place_and_still_hit
 @pytest.mark.parametrize(
     ("column", "value"),
     [("metric", "'relevance'"), ("item_id", "'r9'"), ("model", "'other'"),
-     ("messages", "replace(messages, 'system', 'user')"), ("completion_tokens", "1")],
+     ("messages", "replace(messages, 'system', 'user')"), ("completion_tokens", "1"),
+     ("protocol", "replace(protocol, '\"1\"', '\"2\"')")],
 )  # fmt: skip
 def test_a_changed_log_field_drops_the_row_and_the_call_is_judged_again(
     data, tmp_path, column, value
@@ -339,7 +389,7 @@ def test_stats_counts_per_model_and_metric(data, tmp_path):
         m: 2 * n for m, n in PER_METRIC.items()
     }
     assert stats["size_bytes"] >= cache.stat().st_size > 0
-    assert stats["schema_version"] == 4
+    assert stats["schema_version"] == 5
     text = cli("cache", "stats", "--cache", str(cache)).stdout
     assert f"calls: {2 * N_CALLS}, cache hits: 0" in text
     assert "judge-a 000000000000" in text
@@ -498,7 +548,7 @@ def test_clear_asks_first_unless_yes(data, tmp_path):
     assert list(iter_calls(cache)) == []
     assert raw_rows(cache, "SELECT COUNT(*) FROM prompts") == [(0,)]
     with Cache(cache) as opened:  # still a sound cache of the current schema
-        assert (opened.schema_version, len(opened), opened.set_aside) == (4, 0, None)
+        assert (opened.schema_version, len(opened), opened.set_aside) == (5, 0, None)
     run_eval(data, cache)
     stored = tmp_path / "prefixes"  # the judge's stored instructions, beside the file
     stored.mkdir()

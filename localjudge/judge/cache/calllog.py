@@ -1,8 +1,9 @@
 """The judge-call log kept in the cache, read without changing the file (``localjudge cache``).
 
-Every call the cache stores is a log entry (:mod:`localjudge.judge.cache.store`, schema version 4):
+Every call the cache stores is a log entry (:mod:`localjudge.judge.cache.store`, schema version 5):
 the messages the judge saw, its raw output, the model's alias and sha256, the schema, the metric and
-item that asked, tokens, time, when it was stored and how often the cache answered it since. This
+item that asked and the protocol of its asks, tokens, time, when it was stored and how often the
+cache answered it since. This
 module lists, counts and exports those entries through a read-only SQLite connection, so browsing
 never migrates, creates or writes a cache file; a file of an older schema is read as it is (its
 calls simply lack the fields it did not record). Deleting is the cache's own business
@@ -54,6 +55,7 @@ EXPORT_FIELDS = (
     "model_sha256",
     "metric",
     "item_id",
+    "protocol",
     "schema",
     "messages",
     "raw_output",
@@ -77,6 +79,7 @@ _COLUMNS = {
     "schema_name": "NULL",
     "metric": "NULL",
     "item_id": "NULL",
+    "protocol": "NULL",
     "prompt_tokens": None,
     "evaluated_prompt_tokens": None,
     "completion_tokens": None,
@@ -115,6 +118,8 @@ class LoggedCall:
     model_sha256: str | None
     metric: str | None
     item_id: str | None
+    #: the protocol the call's asks were laid out by, ``{"name", "fingerprint"}``
+    protocol: dict[str, str] | None
     schema: str | None
     #: the messages the judge saw, ``{"role", "content"}``; a content is None when its text is
     #: missing from the ``prompts`` table or does not match its sha256
@@ -290,6 +295,7 @@ class _Reader:
             model_sha256=row["model_sha256"],
             metric=row["metric"],
             item_id=row["item_id"],
+            protocol=json.loads(row["protocol"]) if row["protocol"] else None,
             schema=row["schema_name"],
             messages=messages,
             raw_output=row["raw"],

@@ -35,7 +35,7 @@ from localjudge.judge.schemas import json_schema
 #: the tag of the current key format (see :func:`cache_key`)
 KEY_VERSION = "v1"
 #: the version of the table layout this code reads and writes
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 #: statements that bring a cache file from version ``n - 1`` to version ``n``
@@ -71,9 +71,14 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE calls ADD COLUMN last_hit_at TEXT",
         "CREATE INDEX IF NOT EXISTS calls_created_at ON calls (created_at)",
     ),
+    # the protocol the call's asks were laid out by, {"name", "fingerprint"} as JSON (null for
+    # calls stored before version 5, and for calls no metric of localjudge laid out)
+    5: ("ALTER TABLE calls ADD COLUMN protocol TEXT",),
 }
-#: the tag of checksums that cover the call log and stats too (version 3's cover key and output)
-CHECKSUM_TAG = "c2:"
+#: the tag of checksums that cover the protocol too (``c2:``: the call log and stats of version
+#: 4; untagged: version 3's key and output)
+CHECKSUM_TAG = "c3:"
+_CHECKSUM_V4 = "c2:"
 
 
 def stored_schema_version(conn: sqlite3.Connection, path: Path) -> int | None:
@@ -153,11 +158,14 @@ class CallLog:
     schema_name: str
     metric: str | None = None
     item_id: str | None = None
+    #: the protocol the asks were laid out by, ``{"fingerprint", "name"}`` as canonical JSON
+    protocol: str | None = None
 
     @classmethod
     def of(cls, request: JudgeRequest, identity: JudgeIdentity) -> CallLog:
         """The log entry of ``request`` made to the judge with ``identity``."""
         origin = request.origin
+        made = origin.protocol if origin is not None else None
         return cls(
             messages=as_messages(request.messages),
             model=identity.model,
@@ -165,7 +173,11 @@ class CallLog:
             schema_name=request.schema.__name__,
             metric=origin.metric if origin is not None else None,
             item_id=origin.item_id if origin is not None else None,
+            protocol=None if made is None else canonical_json(dict(zip(_NAMES, made, strict=True))),
         )
+
+
+_NAMES = ("name", "fingerprint")
 
 
 def soft_from_json(text: str | None) -> tuple[tuple[SoftDecision, ...], Reading | None]:
@@ -190,6 +202,7 @@ _CHECKED = (
     "completion_tokens",
     "seconds",
     "created_at",
+    "protocol",
 )
 #: the columns a reader of one call selects (``hits`` and ``last_hit_at`` are counters, unchecked)
 ROW_COLUMNS = (*_CHECKED, "checksum")
@@ -203,13 +216,16 @@ def row_checksum(row: Mapping[str, Any]) -> str:
 
 def checksum_ok(row: Mapping[str, Any]) -> bool | None:
     """Whether a stored call matches its checksum (a tagged one covers the call log and stats,
-    one of schema version 3 its key, output and decisions); None for a row stored before
-    checksums."""
+    ``c3:`` the protocol too, one of schema version 3 its key, output and decisions); None for
+    a row stored before checksums."""
     check = row["checksum"]
     if check is None:
         return None
     if str(check).startswith(CHECKSUM_TAG):
         return bool(check == row_checksum(row))
+    if str(check).startswith(_CHECKSUM_V4):  # version 4's: every column but the protocol
+        body = compact_json([row[c] for c in _CHECKED[:-1]])
+        return bool(check == _CHECKSUM_V4 + sha256_text(body))
     return bool(check == sha256_text(compact_json([row["key"], row["raw"], row["decisions"]])))
 
 

@@ -19,10 +19,11 @@ The cache is derived data, so damage costs judge time, never verdicts:
 - each row carries a checksum of its key and content; a row whose checksum or output does not
   match is dropped and the call is judged again, never answered from the damaged row.
 
-Each call is also an entry of an audit log (schema version 4): the messages the judge saw, the
-model's alias and sha256, the output schema's name, the metric and item that asked (from the
-request's :class:`~localjudge.judge.protocol.CallOrigin`), tokens, time and when it was stored, plus
-how often the cache answered it since. Message texts live once each in a ``prompts`` table keyed by
+Each call is also an entry of an audit log (schema version 5): the messages the judge saw, the
+model's alias and sha256, the output schema's name, the metric and item that asked and the
+protocol its asks were laid out by (from the request's
+:class:`~localjudge.judge.protocol.CallOrigin`), tokens, time and when it was stored, plus how
+often the cache answered it since. Message texts live once each in a ``prompts`` table keyed by
 their sha256 (a metric's instructions are shared by all its calls); a row lists its messages as
 ``[[role, sha256], ...]``. A row's checksum covers its key, output, messages list, log fields and
 stats; a prompt is checked against its own sha256. :mod:`localjudge.judge.cache.calllog` reads the
@@ -281,6 +282,7 @@ class Cache:
             "schema_name": log.schema_name if log else None,
             "metric": log.metric if log else None,
             "item_id": log.item_id if log else None,
+            "protocol": log.protocol if log else None,
         }
         row["checksum"] = row_checksum(row)
         names = ", ".join(row)

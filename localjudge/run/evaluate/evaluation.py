@@ -36,6 +36,7 @@ from localjudge.judge.protocol import (
 )
 from localjudge.metrics import METRICS, Metric, MetricResult
 from localjudge.metrics.asks import Answers, Ask, reason_request, sum_stats
+from localjudge.metrics.protocols import current_protocol
 from localjudge.run.evaluate.grouping import ask_grouped
 from localjudge.run.evaluate.truncation import trim_contexts
 from localjudge.run.outcome import Evaluation
@@ -417,7 +418,9 @@ def _trimmed(
 
 
 def _origin(request: JudgeRequest, p: _Pending) -> JudgeRequest:
-    return replace(request, origin=CallOrigin(p.metric.name, p.item.id))
+    made = current_protocol()
+    origin = CallOrigin(p.metric.name, p.item.id, (made.name, made.fingerprint))
+    return replace(request, origin=origin)
 
 
 def _explain(judge: Judge, decided: Sequence[_Pending]) -> None:
