@@ -130,8 +130,10 @@ def info_command(model: str, as_json: bool) -> None:
     """Show a judge's file and GGUF metadata: MODEL is a registered alias, a GGUF path or a
     store name (ollama:NAME, hf:ORG/REPO/FILE.gguf, lmstudio:P/R/FILE.gguf)."""
     from localjudge.judge.models import model_info  # noqa: PLC0415
+    from localjudge.metrics.protocols import current_protocol  # noqa: PLC0415
 
     info = model_info(model).as_dict()
+    info["protocol"] = current_protocol().as_json()
     info["ships"] = ships_of(info["sha256"])
     if as_json:
         click.echo(json.dumps(info, indent=2, ensure_ascii=False))
@@ -166,22 +168,35 @@ def info_lines(info: dict[str, Any]) -> list[str]:
         "quantization": info["quantization"] or "unknown",
         "parameters": f"{info['parameters']} ({size_label})",
         **({"skipped": "; ".join(info["store_notes"])} if info.get("store_notes") else {}),
+        **(
+            {"protocol": f"{_named(info['protocol'])}, the prompts this release asks by"}
+            if info.get("protocol")
+            else {}
+        ),
     }
     return [f"{key}: {value}" for key, value in values.items()]
+
+
+def _named(protocol: dict[str, str]) -> str:
+    """A recorded protocol as one reads it: its name and short fingerprint."""
+    return f"{protocol['name']} ({protocol['fingerprint'][:12]})"
 
 
 def ships_of(sha256: str) -> dict[str, Any] | None:
     """What the package ships for the judge file with this sha256 (``cutoffs.json``: how its
     entry was built, and per kind the status, cut-offs, combination and why), and the kinds the
-    user's ``localjudge calibrate`` replaced; None for a file the package ships nothing for."""
-    from localjudge.decisions import shipped_judge, user_cutoffs  # noqa: PLC0415
+    user's ``localjudge calibrate`` replaced, and the protocol each was made under; None for a
+    file the package ships nothing for."""
+    from localjudge.decisions import shipped_judge, user_cutoffs, user_protocol  # noqa: PLC0415
 
     entry = shipped_judge(sha256)
-    mine = user_cutoffs(sha256).kinds
+    mine = user_cutoffs(sha256, checked=False).kinds  # shown even when a run would refuse it
     if entry is None and not mine:
         return None
     out: dict[str, Any] = entry.model_dump(mode="json") if entry is not None else {"kinds": {}}
     out["calibrated_by_you"] = mine
+    made = user_protocol(sha256) if mine else None
+    out["calibrated_protocol"] = None if made is None else made.as_json()
     return out
 
 
@@ -195,8 +210,13 @@ def ships_lines(ships: dict[str, Any] | None) -> list[str]:
         readings = " + ".join(k["combination"]["weights"]) if k["combination"] else "own"
         how = f"{k['status']}{cuts} ({readings})" if k["status"] != "neutral" else "neutral"
         lines.append(f"  {kind}: {how}: {k['why']}")
+    if ships.get("protocol"):
+        lines.append(f"  built from rows judged under protocol {_named(ships['protocol'])}")
+    mine = ships.get("calibrated_protocol")
+    under = f", protocol {_named(mine)}" if mine else ""
     lines += [
-        f"  {k}: replaced by your own (localjudge calibrate)" for k in ships["calibrated_by_you"]
+        f"  {k}: replaced by your own (localjudge calibrate{under})"
+        for k in ships["calibrated_by_you"]
     ]
     return lines
 

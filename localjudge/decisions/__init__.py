@@ -74,6 +74,7 @@ from localjudge.decisions.store import (
     shipped_judge,
     store_cutoffs,
     user_cutoffs,
+    user_protocol,
 )
 
 __all__ = [
@@ -123,5 +124,6 @@ __all__ = [
     "store_cutoffs",
     "target_shares",
     "user_cutoffs",
+    "user_protocol",
     "verdict_word",
 ]

@@ -147,6 +147,8 @@ class RunInfo(TypedDict):
     data_sha256: str
     n_items: int
     judge: dict[str, Any]
+    #: the protocol the metrics asked by, ``{name, fingerprint}`` (summaries before it: none)
+    protocol: NotRequired[dict[str, str]]
     settings: dict[str, Any]
     versions: dict[str, str]
     judge_calls: int

@@ -16,6 +16,7 @@ from localjudge.canonical import read_json, write_json
 from localjudge.console import number
 from localjudge.decisions import CLOSE_CALL_MARGIN
 from localjudge.judge.protocol import Judge
+from localjudge.metrics.protocols import current_protocol
 from localjudge.run.results import (
     SUMMARY,
     MetricStats,
@@ -64,6 +65,8 @@ def build_summary(
             "data_sha256": data_sha256,
             "n_items": writer.n_items,
             "judge": judge.identity.as_dict(),
+            # the prompts and layout the metrics asked by (localjudge.metrics.protocols)
+            "protocol": current_protocol().as_json(),
             "settings": dict(settings),
             "versions": versions(),
             # a caching judge counts real calls; without one, the rows count the calls made for them

@@ -20,6 +20,7 @@ from localjudge.judge.cache.caching import CachingJudge
 from localjudge.judge.cache.store import Cache
 from localjudge.metrics import METRICS, ContextPosition, ContextRecall, ContextRelevance
 from localjudge.metrics.instructions import baseline_ask
+from localjudge.metrics.protocols import current_protocol
 from localjudge.metrics.statements import split_statements
 from localjudge.run.evaluate.file_run import eval_file, open_run, survey
 from localjudge.run.outcome import ThresholdError
@@ -325,11 +326,13 @@ def test_summary(tmp_path, data):
         "data_sha256",
         "n_items",
         "judge",
+        "protocol",
         "settings",
         "versions",
         "judge_calls",
         "cache_hits",
     }
+    assert run_info["protocol"] == current_protocol().as_json()  # the prompts it asked by
     assert run_info["data"] == str(data)
     assert run_info["data_sha256"] == hashlib.sha256(data.read_bytes()).hexdigest()
     argmax = {"cutoffs": {}, "cutoffs_source": {}}  # the scripted judge has no cut-offs

@@ -108,11 +108,36 @@ def test_info_says_what_ships_for_the_judge(smollm2: Path) -> None:
     got = info("smollm2-135m")["ships"]
     assert got["kinds"] == entry.model_dump(mode="json")["kinds"]
     assert got["calibrated_by_you"] == []
+    assert got["protocol"] == entry.model_dump(mode="json")["protocol"]
     lines = ok("models", "info", "smollm2-135m").stdout.splitlines()
     first = lines.index(f"ships: {entry.built}")
     for n, (kind, k) in enumerate(entry.kinds.items(), start=first + 1):
         assert lines[n].startswith(f"  {kind}: {k.status}")
         assert lines[n].endswith(k.why)
+
+
+def test_info_names_the_protocols_even_of_a_fit_a_run_would_refuse(
+    tmp_path: Path, registry_file: Path
+) -> None:
+    from localjudge.decisions import Cutoffs, store_cutoffs  # noqa: PLC0415
+    from localjudge.metrics.protocols import current_protocol  # noqa: PLC0415
+
+    path = write_gguf(tmp_path / "tiny.gguf")
+    sha = file_sha256(path)
+    store_cutoffs(sha, Cutoffs.from_json({"recall.supported": 0.3}, "mine"))
+    data = json.loads(registry_file.read_text("utf-8"))
+    data["cutoffs"][sha]["protocol"] = {"name": "1", "fingerprint": "ab" * 32}
+    registry_file.write_text(json.dumps(data), "utf-8")
+    got = info(str(path))
+    assert got["protocol"] == current_protocol().as_json()
+    assert got["ships"]["calibrated_by_you"] == ["recall.supported"]
+    assert got["ships"]["calibrated_protocol"] == {"name": "1", "fingerprint": "ab" * 32}
+    lines = ok("models", "info", str(path)).stdout.splitlines()
+    now = current_protocol()
+    assert f"protocol: 1 ({now.fingerprint[:12]}), the prompts this release asks by" in lines
+    assert (
+        "  recall.supported: replaced by your own (localjudge calibrate, protocol 1 (abababababab))"
+    ) in lines
 
 
 def test_info_of_a_path_in_text(tmp_path: Path) -> None:
