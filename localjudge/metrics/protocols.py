@@ -117,8 +117,8 @@ def check_protocol(stored: ProtocolRef, what: str, *, hint: str) -> None:
             hint=hint,
         )
     raise ProtocolError(
-        f"{what} were made under {stored}, but this release's protocol {stored.name} is "
-        f"{ProtocolRef(stored.name, known)}: its prompts differ",
+        f"{what} were made under {stored}, but this release's is "
+        f"{ProtocolRef(stored.name, known)}: the prompts differ",
         hint=hint,
     )
 
