@@ -31,9 +31,11 @@ It also writes the table "What ships, as built" of ``docs/figures.md``.
    with the reason and the date the exception was decided (an exception the rule does not
    need is an error).
 
-Every bundled judge is built from its rows; none is carried over from an earlier release. The
-sealed test part is never read here (``sealed.py``), but for ``--check``'s comparison of two
-cut-off files' decisions on its rows (no label, no figure).
+Every bundled judge is built from its rows; none is carried over from an earlier release. Its
+entry and its evidence record the protocol its rows were judged under (``judge.json``); rows
+of a protocol this release does not know are refused (``rows.py``). The sealed test part is
+never read here (``sealed.py``), but for ``--check``'s comparison of two cut-off files'
+decisions on its rows (no label, no figure).
 
 **Precision: the same files on every machine.** Every float the build writes, fitted (weights,
 intercepts, cut-offs) or measured (kappas, differences, intervals, shares), is rounded to
@@ -87,6 +89,7 @@ from localjudge.decisions.shipped import (
     Shipped,
     ShippedJudge,
     ShippedKind,
+    ShippedProtocol,
     dump,
 )
 from localjudge.errors import ProtocolError
@@ -437,7 +440,11 @@ def build_judge(
     if mine:
         raise SystemExit(f"exceptions.json: {alias} has no rows of {sorted(mine)}")
     built = f"fitting/build.py from rows {digest}"
-    return ShippedJudge(alias=alias, sha256=meta["sha256"], built=built, kinds=kinds), evidence
+    protocol = ShippedProtocol(**meta["protocol"])  # the rows' (rows.of_judge checked it)
+    entry = ShippedJudge(
+        alias=alias, sha256=meta["sha256"], protocol=protocol, built=built, kinds=kinds
+    )
+    return entry, {"protocol": meta["protocol"], **evidence}
 
 
 def exception_why(exception: dict[str, Any]) -> str:

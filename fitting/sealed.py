@@ -3,7 +3,7 @@
     python fitting/sealed.py          # measure, once per change of what ships; write sealed.json
     python fitting/sealed.py --against OLD/cutoffs.json  # the same, beside an earlier release
     python fitting/sealed.py --show   # print what sealed.json holds
-    python fitting/sealed.py --reseal-rounded MEASURED/cutoffs.json  # see below; measures nothing
+    python fitting/sealed.py --restamp OLD/cutoffs.json --note WHY  # see below
 
 Nothing else reads the test part (``devsets.py``): no choice, fit, gate or exception. This
 command runs only when the committed ``cutoffs.json`` is what ``build.py`` makes (what ships is
@@ -15,13 +15,19 @@ bootstrap intervals over the source's units, each one's yes-share beside the peo
 obvious targets on the test part; with ``--against``, also the earlier release's figures on the
 same decisions and the paired difference, what ships minus that release. These
 are the only figures the README calls held out. Their floats are written at the build's
-precision (``build.DECIMALS`` places; ``build.py``'s docstring says why).
+precision (``build.DECIMALS`` places; ``build.py``'s docstring says why). ``sealed.json``
+records the protocol each judge's rows were judged under (``protocols``; rows of another
+protocol are refused).
 
-``--reseal-rounded`` is for a ``cutoffs.json`` that only rewrites the one measured at the
-build's precision: it keeps the stored figures, recording both digests (``rounded_from``) and a
-``note``, only when the two files make the same decisions on every row of every judge, kind and
-part (:func:`resealed`: decisions only, no label read, no figure made: the figures of a file
-that decides every row alike are the same), and refuses otherwise: then seal again.
+``--restamp OLD --note WHY``: when ``cutoffs.json`` changed in what it records or in its last
+digits but not in what it decides (a field added, such as each judge's protocol; its floats
+rewritten at the build's precision), the figures measured for ``OLD`` (the ``cutoffs.json``
+they were measured for) still hold, and the test part is not read again: this checks that the
+two files make the same decisions on every committed row of every judge, kind and part
+(:func:`restamp`: decisions only, no label read, no figure made), then moves
+``cutoffs_sha256`` to the committed file and records the note, with both digests, the date
+and the count of rows, in ``notes``. Any difference in what decides is refused: that is a
+change of what ships, sealed by measuring.
 """
 
 from __future__ import annotations
@@ -141,6 +147,10 @@ def table(sealed: dict[str, Any]) -> str:
                     f"{cell(f['neutral'])} | {cell(f.get('release'))} | "
                     f"{cell(f.get('ships_minus_release'))} | {shares} | {f['ships']['units']} |"
                 )
+    lines += [
+        f"restamped {n['date']}: {n['from'][:12]} -> {n['to'][:12]}: {n['why']}"
+        for n in sealed.get("notes", [])
+    ]
     return "\n".join(lines)
 
 
@@ -151,31 +161,51 @@ def cell(f: dict[str, Any] | None) -> str:
     return f"{f['value']:.3f}" + ("" if ci is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]")
 
 
-def resealed(
-    stored: dict[str, Any], measured: bytes, now: bytes, rows_root: Path = rowsfile.ROWS
+def restamp(
+    sealed: dict[str, Any],
+    old: Shipped,
+    new: Shipped,
+    digests: tuple[str, str],
+    protocols: dict[str, Any],
+    note: dict[str, str],
+    rows_root: Path = rowsfile.ROWS,
 ) -> dict[str, Any]:
-    """``stored`` (sealed.json's figures, measured for the cutoffs.json ``measured``) kept for
-    ``now``, that file rewritten at the build's precision: only when the two make the same
-    decisions on every row of every judge, kind and part (:func:`build.same_decisions`: no
-    label is read, no figure made), so that the figures are those of ``now`` as they were of
-    ``measured``; their floats are written at the build's precision (the same figures)."""
-    was = hashlib.sha256(measured).hexdigest()
-    if stored["cutoffs_sha256"] != was:
-        raise SystemExit(f"sealed.json measured cutoffs.json {stored['cutoffs_sha256'][:12]}, "
-                         f"not {was[:12]}")  # fmt: skip
-    count, changed = build.same_decisions(
-        Shipped.model_validate_json(measured), Shipped.model_validate_json(now), rows_root
-    )
-    if changed:
-        raise SystemExit("the decisions differ, seal again: " + "; ".join(changed))
-    note = (
-        f"cutoffs.json {was[:12]} rewritten at {build.DECIMALS} decimals by fitting/build.py: "
-        f"the same decisions on all {count} rows of every judge, kind and part, so the figures "
-        "measured for it are this file's"
-    )
-    rest = {k: v for k, v in stored.items() if k not in ("cutoffs_sha256", "rounded_from", "note")}
-    out = {"cutoffs_sha256": hashlib.sha256(now).hexdigest(), "rounded_from": was, "note": note}
-    return {**out, **build.rounded_json(rest)}
+    """``sealed`` (measured for ``old``, whose sha256 is ``digests[0]``) moved to ``new``
+    (``digests[1]``), with ``protocols`` and ``note`` (``date``, ``why``) recorded and its
+    floats at the build's precision: refused (SystemExit, naming each difference) unless both
+    hold the same judges and kinds and make the same decisions on every row of every judge,
+    kind and part (:func:`build.same_decisions`: no label is read, no figure made, so the
+    figures measured for ``old`` are ``new``'s)."""
+    if sealed["cutoffs_sha256"] != digests[0]:
+        raise SystemExit(
+            f"sealed.json measured cutoffs.json {sealed['cutoffs_sha256'][:12]}, not "
+            f"{digests[0][:12]}: --restamp takes the file the figures were measured for"
+        )
+    was = {j.alias: set(j.kinds) for j in old.judges}
+    now = {j.alias: set(j.kinds) for j in new.judges}
+    differ = [
+        f"{a}: judges or kinds differ"
+        for a in sorted(set(was) | set(now))
+        if was.get(a) != now.get(a)
+    ]
+    count, changed = build.same_decisions(old, new, rows_root)
+    if differ or changed:
+        raise SystemExit(
+            f"what ships decides otherwise ({'; '.join(differ + changed)}): measure it "
+            "(sealed.py); --restamp is for a change that decides nothing"
+        )
+    why = f"{note['why']} (the same decisions on all {count} rows of every judge, kind and part)"
+    change = {"date": note["date"], "from": digests[0], "to": digests[1], "why": why}
+    stamped = {k: v for k, v in sealed.items() if k not in ("judges", "protocols", "notes")}
+    stamped["cutoffs_sha256"] = digests[1]
+    notes = [*sealed.get("notes", []), change]
+    judges = build.rounded_json(sealed["judges"])
+    return {**stamped, "protocols": protocols, "notes": notes, "judges": judges}
+
+
+def protocols_of(aliases: Sequence[str]) -> dict[str, Any]:
+    """The protocol each judge's rows were judged under (``judge.json``; checked on reading)."""
+    return {alias: rowsfile.of_judge(alias)[0]["protocol"] for alias in aliases}
 
 
 def shipped_sha256() -> str:
@@ -194,24 +224,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="an earlier release's cutoffs.json, measured beside what ships on the same rows",
     )
     parser.add_argument(
-        "--reseal-rounded",
+        "--restamp",
         type=Path,
         default=None,
-        metavar="MEASURED/cutoffs.json",
-        help="the cutoffs.json sealed.json measured, which the committed one rewrites at the "
-        "build's precision: keep the figures if every decision is the same (measure nothing)",
+        help="the cutoffs.json the figures were measured for, when only what it records changed",
     )
+    parser.add_argument("--note", default=None, help="with --restamp: why, in one line")
     args = parser.parse_args(argv)
     stored = json.loads(SEALED.read_text("utf-8")) if SEALED.is_file() else None
     digest = shipped_sha256()
-    if args.reseal_rounded is not None:
-        if stored is None or build.main(["--check"]) != 0:
-            print("no sealed figures, or what ships is not what build.py makes", file=sys.stderr)
-            return 1
-        sealed = resealed(stored, args.reseal_rounded.read_bytes(), SHIPPED_PATH.read_bytes())
-        SEALED.write_text(json.dumps(sealed, indent=1, ensure_ascii=False) + "\n", "utf-8")
-        print(sealed["note"])
-        return 0
+    if args.restamp is not None:
+        return _restamp(args, stored, digest)
     if args.show or (stored is not None and stored["cutoffs_sha256"] == digest):
         if stored is None:
             print("no sealed figures yet", file=sys.stderr)
@@ -246,10 +269,32 @@ def main(argv: Sequence[str] | None = None) -> int:
             else {"release_sha256": hashlib.sha256(args.against.read_bytes()).hexdigest()}
         ),
         "measured": args.date or datetime.date.today().isoformat(),
+        "protocols": protocols_of(list(judges)),
         "judges": build.rounded_json(judges),  # at the build's precision
     }
     SEALED.write_text(json.dumps(sealed, indent=1, ensure_ascii=False) + "\n", "utf-8")
     print(table(sealed))
+    return 0
+
+
+def _restamp(args: argparse.Namespace, stored: dict[str, Any] | None, digest: str) -> int:
+    """``--restamp``: :func:`restamp` on the committed files, written to ``sealed.json``."""
+    import datetime
+
+    if stored is None or not args.note:
+        print("--restamp needs a sealed.json and --note WHY", file=sys.stderr)
+        return 1
+    if build.main(["--check"]) != 0:
+        print("what ships is not what build.py makes: build first", file=sys.stderr)
+        return 1
+    old = Shipped.model_validate_json(args.restamp.read_text("utf-8"))
+    before = hashlib.sha256(args.restamp.read_bytes()).hexdigest()
+    note = {"date": args.date or datetime.date.today().isoformat(), "why": args.note}
+    aliases = list(stored["judges"])
+    sealed = restamp(stored, old, read_shipped(), (before, digest), protocols_of(aliases), note)
+    SEALED.write_text(json.dumps(sealed, indent=1, ensure_ascii=False) + "\n", "utf-8")
+    print(f"sealed.json: the figures measured {sealed['measured']} now stand for cutoffs.json")
+    print(f"{digest[:12]} (was {before[:12]}): {args.note}")
     return 0
 
 

@@ -4,7 +4,6 @@ the committed ``cutoffs.json``/``evidence.json`` are what the build makes."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import random
@@ -16,7 +15,7 @@ import pytest
 from benchmark_scripts import ROOT, load
 
 from localjudge.decisions import Difference, read_shipped, ship_rule
-from localjudge.decisions.shipped import SHIPPED_PATH
+from localjudge.decisions.shipped import SHIPPED_PATH, Shipped
 from localjudge.errors import ProtocolError
 from localjudge.judge.models.registry import builtin_registry
 from localjudge.metrics.protocols import PROTOCOLS, UNNAMED, ProtocolRef
@@ -117,6 +116,16 @@ def test_an_informative_judge_ships_fits_and_a_noisy_one_the_neutral_cutoffs(bui
         "obvious kept": True,
     }
     assert not evidence["noise"]["position.relevant"]["rule"]["gain"]
+
+
+def test_what_ships_and_its_evidence_name_the_rows_protocol(built):
+    _, _, (shipped, evidence) = built
+    for judge in shipped.judges:
+        assert judge.protocol is not None
+        assert judge.protocol.model_dump() == UNNAMED.as_json()
+        assert evidence[judge.alias]["protocol"] == UNNAMED.as_json()
+    dumped = shipped.model_dump(mode="json")["judges"][0]
+    assert list(dumped)[:3] == ["alias", "sha256", "protocol"]
 
 
 def test_the_build_is_a_pure_function_of_its_rows(built):
@@ -509,38 +518,49 @@ def test_the_sealed_figures_are_measured_once_per_shipped_file(tmp_path, monkeyp
     assert (tmp_path / "sealed.json").read_text("utf-8") == first
 
 
+def test_a_restamp_moves_the_figures_to_a_file_that_decides_alike(built):
+    """``sealed.py --restamp``: the figures measured for a cutoffs.json are kept for a file
+    that records more (each judge's protocol) or writes its floats at the build's precision,
+    when the two decide every row alike (the test part too: decisions only, no label), with
+    both digests and a note; a change in what decides is refused (it is measured, never
+    restamped)."""
+    root, _, (shipped, _) = built
+    data = shipped.model_dump(mode="json")
+    for j in data["judges"]:
+        j["protocol"] = None
+    for k in data["judges"][0]["kinds"].values():  # more digits, the same decisions
+        k["cutoffs"] = [c - 1e-10 for c in k["cutoffs"]]
+    old = Shipped.model_validate(data)
+    figures = {"good": {"k": {"value": 0.1234567891, "ci95": [-2.220446049250313e-16, 0.5]}}}
+    stored = {"cutoffs_sha256": "o" * 64, "measured": "2026-12-06", "judges": figures}
+    protocols = {"good": UNNAMED.as_json()}
+    note = {"date": "2026-12-20", "why": "cutoffs.json names each judge's protocol"}
+    got = sealed.restamp(stored, old, shipped, ("o" * 64, "n" * 64), protocols, note, root)
+    every = sum(len(rows.of_judge(alias, root)[1]) for alias in ("good", "noise"))
+    assert got["cutoffs_sha256"] == "n" * 64
+    assert got["measured"] == "2026-12-06"  # the test part was not read again
+    assert got["protocols"] == protocols
+    why = f"{note['why']} (the same decisions on all {every} rows of every judge, kind and part)"
+    assert got["notes"] == [{"date": note["date"], "why": why, "from": "o" * 64, "to": "n" * 64}]
+    assert got["judges"] == {"good": {"k": {"value": 0.123457, "ci95": [0.0, 0.5]}}}
+    assert list(got)[-1] == "judges"
+    assert "restamped 2026-12-20: oooooooooooo -> nnnnnnnnnnnn" in sealed.table(
+        {**got, "judges": {}}
+    )
+    with pytest.raises(SystemExit, match="measured for"):
+        sealed.restamp(stored, old, shipped, ("x" * 64, "n" * 64), protocols, note, root)
+    good = shipped.judges[0]
+    kind = next(k for k, v in good.kinds.items() if v.status == "fitted")
+    moved = good.kinds[kind].model_copy(update={"cutoffs": [0.01] * len(good.kinds[kind].cutoffs)})
+    other = good.model_copy(update={"kinds": {**good.kinds, kind: moved}})
+    changed = shipped.model_copy(update={"judges": [other, *shipped.judges[1:]]})
+    with pytest.raises(SystemExit, match=f"decides otherwise \\(good {kind}: .* decided otherwise"):
+        sealed.restamp(stored, old, changed, ("o" * 64, "n" * 64), protocols, note, root)
+
+
 def test_the_committed_held_out_figures_are_those_of_what_ships():
     """The README's held-out figures come from ``fitting/sealed.json``: it must have measured
     the committed ``cutoffs.json`` (a change of what ships is sealed again, once)."""
     stored = json.loads(sealed.SEALED.read_text("utf-8"))
     assert stored["cutoffs_sha256"] == sealed.shipped_sha256()
     assert set(stored["judges"]) == {j.alias for j in read_shipped().judges}
-
-
-def test_sealed_figures_are_kept_for_a_cutoffs_file_rounded_with_the_same_decisions(built):
-    """``sealed.py --reseal-rounded``: the figures measured for a cutoffs.json are kept for that
-    file rewritten at the build's precision when the two decide every row alike (test part
-    included: decisions only, no label), with both digests; else it refuses."""
-    root, _, (shipped, _) = built
-    now = build.dump(shipped.model_dump(mode="json")).encode()
-    data = shipped.model_dump(mode="json")
-    for k in data["judges"][0]["kinds"].values():  # more digits, the same decisions
-        k["cutoffs"] = [c - 1e-10 for c in k["cutoffs"]]
-    measured = build.dump(data).encode()
-    digest = hashlib.sha256(measured).hexdigest()
-    figures = {"good": {"k": {"value": 0.1234567891, "ci95": [-2.220446049250313e-16, 0.5]}}}
-    stored = {"cutoffs_sha256": digest, "measured": "2026-12-06", "judges": figures}
-    kept = sealed.resealed(stored, measured, now, root)
-    assert kept["cutoffs_sha256"] == hashlib.sha256(now).hexdigest()
-    assert kept["rounded_from"] == digest
-    every = sum(len(rows.of_judge(alias, root)[1]) for alias in ("good", "noise"))
-    assert f"the same decisions on all {every} rows" in kept["note"]
-    assert kept["measured"] == "2026-12-06"
-    assert kept["judges"] == {"good": {"k": {"value": 0.123457, "ci95": [0.0, 0.5]}}}
-    with pytest.raises(SystemExit, match=r"measured cutoffs\.json"):
-        sealed.resealed(stored, now, now, root)
-    data["judges"][0]["kinds"]["position.relevant"] = {"status": "neutral", "why": "a test"}
-    other = build.dump(data).encode()
-    stored["cutoffs_sha256"] = hashlib.sha256(other).hexdigest()
-    with pytest.raises(SystemExit, match=r"good position\.relevant: .* decided otherwise"):
-        sealed.resealed(stored, other, now, root)
