@@ -6,7 +6,7 @@ the bundled judges' build (``fitting/``) all call it; nothing else re-implements
   readings;
 - :mod:`~localjudge.decisions.cutoffs`: cut-offs, combinations of readings, their provenance;
 - :mod:`~localjudge.decisions.decide`: an answer's soft value, readings and hard value, and
-  whether it is a close call (:data:`~localjudge.decisions.decide.CLOSE_CALL_MARGIN`);
+  whether it is a close call (:data:`~localjudge.decisions.decide.CLOSE_CALL_MARGINS`);
 - :mod:`~localjudge.decisions.fit` and :mod:`~localjudge.decisions.combination_fit`: fitting
   cut-offs and combinations on human labels, and measuring them;
 - :mod:`~localjudge.decisions.rule`: the storing rule (does a fit replace what is in use);
@@ -26,9 +26,10 @@ with) and :mod:`localjudge.stats` (kappa, the bootstrap); nothing from run, cli 
 
 from localjudge.decisions.cutoffs import NO_CUTOFFS, Combination, Cutoffs, Provenance
 from localjudge.decisions.decide import (
-    CLOSE_CALL_MARGIN,
+    CLOSE_CALL_MARGINS,
     LOG_ODDS_CLIP,
     close_call,
+    close_call_margin,
     cutoff_distance,
     decide,
     decide_all,
@@ -78,7 +79,7 @@ from localjudge.decisions.store import (
 )
 
 __all__ = [
-    "CLOSE_CALL_MARGIN",
+    "CLOSE_CALL_MARGINS",
     "COMBINED_READINGS",
     "CONDITIONS",
     "KINDS",
@@ -101,6 +102,7 @@ __all__ = [
     "Verdict",
     "builtin_cutoffs",
     "close_call",
+    "close_call_margin",
     "cutoff_distance",
     "cutoffs_of",
     "decide",

@@ -12,9 +12,9 @@ value, how much better the judge predicts the QUESTION after the passage than af
 item's baseline ask (no passage), and how well it predicts it after no passage. No reading
 looks at the item's other passages.
 
-A verdict whose soft value lies within :data:`CLOSE_CALL_MARGIN` of a cut-off it was decided
-against is a *close call* (:func:`close_call`): llama.cpp's arithmetic differs a little from one
-machine to another, so such a verdict can go the other way elsewhere.
+A verdict whose soft value lies within its kind's margin (:data:`CLOSE_CALL_MARGINS`) of a
+cut-off it was decided against is a *close call* (:func:`close_call`): llama.cpp's arithmetic
+differs from one machine to another, so such a verdict can go the other way elsewhere.
 
 Everything here is a pure function of its arguments.
 """
@@ -34,9 +34,10 @@ from localjudge.judge.protocol import Generation, Reading, SoftDecision
 from localjudge.metrics.asks import Answer, Ask, Decision
 
 __all__ = [
-    "CLOSE_CALL_MARGIN",
+    "CLOSE_CALL_MARGINS",
     "LOG_ODDS_CLIP",
     "close_call",
+    "close_call_margin",
     "cutoff_distance",
     "decide",
     "decide_all",
@@ -155,11 +156,25 @@ def _cuts(decision: Decision, cutoffs: Cutoffs) -> tuple[float, ...]:
     return tuple(cutoffs.values.get(decision.kind) or neutral(decision.graded))
 
 
-#: how near its cut-off a soft value makes its verdict a close call (:func:`close_call`); the
-#: verdict's soft value moves by about this much between machines, thread counts and batch
-#: sizes, so a verdict this close can go the other way elsewhere. Fixed by measurement:
-#: docs/reliability.md, "Close calls".
-CLOSE_CALL_MARGIN = 0.01
+#: per kind of decision, how near its cut-off a soft value makes its verdict a close call
+#: (:func:`close_call`), in the soft value's own unit (P(yes); the expected grade). Fixed by
+#: measurement (docs/reliability.md, "Close calls"): the default judge's soft values of the
+#: same calls, judged by two llama.cpp builds (with and without AVX-512), thread counts and
+#: batch sizes, move by up to about two thirds of these margins; a verdict nearer its cut-off
+#: can go the other way on another machine. A kind not listed takes the widest.
+CLOSE_CALL_MARGINS: Mapping[str, float] = {
+    "recall.supported": 0.05,
+    "relevance.used": 0.08,
+    "relevance.grade": 0.12,
+    "position.relevant": 0.35,
+    "position.relevant_answer": 0.35,
+}
+
+
+def close_call_margin(kind: str) -> float:
+    """The close-call margin of ``kind`` (:data:`CLOSE_CALL_MARGINS`; the widest for a kind
+    it does not list)."""
+    return CLOSE_CALL_MARGINS.get(kind, max(CLOSE_CALL_MARGINS.values()))
 
 
 def cutoff_distance(decision: Decision, soft: float, cutoffs: Cutoffs = NO_CUTOFFS) -> float:
@@ -170,7 +185,7 @@ def cutoff_distance(decision: Decision, soft: float, cutoffs: Cutoffs = NO_CUTOF
 
 
 def close_call(decision: Decision, soft: float, cutoffs: Cutoffs = NO_CUTOFFS) -> float | None:
-    """:func:`cutoff_distance` rounded to 4 decimals when it is within
-    :data:`CLOSE_CALL_MARGIN` (a close call), else None."""
+    """:func:`cutoff_distance` rounded to 4 decimals when it is within the kind's margin
+    (:func:`close_call_margin`: a close call), else None."""
     distance = cutoff_distance(decision, soft, cutoffs)
-    return round(distance, 4) if abs(distance) <= CLOSE_CALL_MARGIN else None
+    return round(distance, 4) if abs(distance) <= close_call_margin(decision.kind) else None

@@ -139,7 +139,7 @@ class Decided:
     expected: str
     got: str
     #: the verdict's signed distance to its cut-off when it is a close call (within
-    #: :data:`~localjudge.decisions.decide.CLOSE_CALL_MARGIN`: it can go the other way on
+    #: :data:`~localjudge.decisions.decide.CLOSE_CALL_MARGINS`: it can go the other way on
     #: another machine), else None
     close_call: float | None = None
 

@@ -14,7 +14,6 @@ from typing import Any
 
 from localjudge.canonical import read_json, write_json
 from localjudge.console import number
-from localjudge.decisions import CLOSE_CALL_MARGIN
 from localjudge.judge.protocol import Judge
 from localjudge.metrics.protocols import current_protocol
 from localjudge.run.results import (
@@ -88,6 +87,8 @@ def read_summary(path: Path) -> Summary:
 
 #: where the docs say what a close call is
 CLOSE_CALLS_DOC = "docs/reliability.md#close-calls"
+#: what a close call means, in the lines that count them
+CLOSE_CALLS_WHY = "verdicts near enough their cut-off to go the other way on another machine"
 
 
 def close_calls_line(summary: Mapping[str, Any]) -> str | None:
@@ -101,8 +102,7 @@ def close_calls_line(summary: Mapping[str, Any]) -> str | None:
     if not counts:
         return None
     return (
-        f"close calls: {', '.join(counts)} (a verdict within {CLOSE_CALL_MARGIN:g} of its "
-        f"cut-off can differ on another machine; {CLOSE_CALLS_DOC})"
+        f"close calls: {', '.join(counts)} ({CLOSE_CALLS_WHY}; {CLOSE_CALLS_DOC})"
     )
 
 

@@ -51,9 +51,10 @@ def _clear(verdicts: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
 @pytest.fixture
 def clear_verdicts() -> Callable[[list[dict[str, Any]], str], list[dict[str, Any]]]:
     """``clear_verdicts(verdicts, key)``: ``verdicts``, after checking that none of their
-    ``key`` decisions is a close call. A verdict within ``CLOSE_CALL_MARGIN`` of its cut-off
-    can go the other way on another CPU, thread count or batch (docs/reliability.md, "Close
-    calls"), so a test that pins a verdict pins only clear ones and holds on every machine."""
+    ``key`` decisions is a close call. A verdict within its kind's margin of its cut-off
+    (``CLOSE_CALL_MARGINS``) can go the other way on another CPU, thread count or batch
+    (docs/reliability.md, "Close calls"), so a test that pins a verdict pins only clear ones
+    and holds on every machine."""
     return _clear
 
 

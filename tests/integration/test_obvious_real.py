@@ -10,7 +10,7 @@ counts it as relevant to the question is a judgement call, so it is not pinned h
 What the default judge gets wrong here is listed in :data:`KNOWN_MISSES`, each with its reason
 and in the README's "Still weak": any other miss fails, and so does a listed one that is right
 again (then its line goes), so the list stays exactly what the judge gets wrong. A verdict that
-is a close call (within ``CLOSE_CALL_MARGIN`` of its cut-off) can go either way on another
+is a close call (within ``CLOSE_CALL_MARGINS`` of its cut-off) can go either way on another
 machine, so it is pinned neither way: it is left out of both sides, and at most
 :data:`CLOSE_CALLS_ALLOWED` of the decisions checked may be close calls.
 """

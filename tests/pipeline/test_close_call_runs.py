@@ -1,7 +1,8 @@
-"""Close calls through a run (scripted judges): a verdict whose soft value lies within
-CLOSE_CALL_MARGIN of its cut-off is marked in results.jsonl with its distance, counted in
-summary.json and named in the printed table; one twice the margin away is not, and its row
-keeps today's bytes. Near and far values come from the margin, so changing it changes no test."""
+"""Close calls through a run (scripted judges): a verdict whose soft value lies within its
+kind's margin (CLOSE_CALL_MARGINS) of its cut-off is marked in results.jsonl with its distance,
+counted in summary.json and named in the printed table; one outside every kind's margin is not,
+and its row keeps today's bytes. Near and far values come from the margins, so changing one
+changes no test."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from click.testing import CliRunner, Result
 
 from localjudge.cli import main
 from localjudge.cli.exits import EXIT_OK
-from localjudge.decisions import CLOSE_CALL_MARGIN
+from localjudge.decisions import CLOSE_CALL_MARGINS
 from localjudge.judge.cache.caching import CachingJudge
 from localjudge.judge.cache.store import Cache
 from localjudge.judge.protocol import Generation, SoftDecision
@@ -21,10 +22,11 @@ from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.run.evaluate.file_run import eval_file
 from localjudge.run.report.render import eval_view, load_records
 from localjudge.run.results import read_results
-from localjudge.run.summary import CLOSE_CALLS_DOC, read_summary
+from localjudge.run.summary import CLOSE_CALLS_DOC, CLOSE_CALLS_WHY, read_summary
 from localjudge.testing import ScriptedJudge, prompt_data, says_no
 
-NEAR, FAR = CLOSE_CALL_MARGIN / 2, 2 * CLOSE_CALL_MARGIN
+#: inside every kind's margin, and outside every kind's (each margin is below 0.5)
+NEAR, FAR = min(CLOSE_CALL_MARGINS.values()) / 2, (max(CLOSE_CALL_MARGINS.values()) + 0.5) / 2
 #: P(yes) by the word a statement or passage starts with; a grade's expected value is 1 + P
 #: (between grades 1 and 2), so its distance to the cut-off 1.5 is P - 0.5 too
 P_YES = {"near": 0.5 + NEAR, "below": 0.5 - NEAR, "far": 0.5 + FAR}
@@ -126,9 +128,7 @@ def test_a_close_verdict_is_marked_counted_and_named_a_far_one_is_not(tmp_path: 
     assert counts == {"recall": 1, "position": 1, "relevance": 2}
     [line] = [line for line in result.stdout.splitlines() if line.startswith("close calls:")]
     assert line == (
-        f"close calls: recall 1, position 1, relevance 2 (a verdict within "
-        f"{CLOSE_CALL_MARGIN:g} of its cut-off can differ on another machine; "
-        f"{CLOSE_CALLS_DOC})"
+        f"close calls: recall 1, position 1, relevance 2 ({CLOSE_CALLS_WHY}; {CLOSE_CALLS_DOC})"
     )
     # the line follows the table
     lines = result.stdout.splitlines()
@@ -231,7 +231,6 @@ def test_the_diff_names_a_flipped_verdict_that_was_a_close_call(tmp_path: Path) 
         in result.stdout
     )
     assert result.stdout.splitlines()[-2] == (
-        f"close calls among the flipped verdicts: recall 1, position 1, relevance 1 (a verdict "
-        f"within {CLOSE_CALL_MARGIN:g} of its cut-off can differ on another machine; "
-        f"{CLOSE_CALLS_DOC})"
+        f"close calls among the flipped verdicts: recall 1, position 1, relevance 1 "
+        f"({CLOSE_CALLS_WHY}; {CLOSE_CALLS_DOC})"
     )

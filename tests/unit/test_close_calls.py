@@ -1,7 +1,8 @@
 """Close calls: a verdict's signed distance to the nearest cut-off it was decided against
 (fitted or neutral, yes/no or graded, after a fitted combination), and the mark an answer
-carries only when that distance is within the margin. Near and far values come from
-:data:`CLOSE_CALL_MARGIN`, so changing the margin changes no test."""
+carries only when that distance is within its kind's margin. Near and far values come from
+:data:`CLOSE_CALL_MARGINS` (near: inside every kind's; far: outside every kind's), so changing
+a margin changes no test."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ import math
 import pytest
 
 from localjudge.decisions import (
-    CLOSE_CALL_MARGIN,
+    CLOSE_CALL_MARGINS,
+    KINDS,
     NO_CUTOFFS,
     Combination,
     Cutoffs,
     close_call,
+    close_call_margin,
     cutoff_distance,
     decide,
     hard_value,
@@ -32,8 +35,8 @@ from localjudge.metrics.instructions import (
 )
 
 STATS = GenerationStats(1, 1, 1, 0.0)
-M = CLOSE_CALL_MARGIN
-NEAR, FAR = M / 2, 2 * M
+NEAR = min(CLOSE_CALL_MARGINS.values()) / 2
+FAR = (max(CLOSE_CALL_MARGINS.values()) + 0.5) / 2
 
 
 def test_a_yes_no_distance_is_signed_against_the_neutral_cut_off() -> None:
@@ -114,7 +117,7 @@ def test_after_a_combination_the_distance_is_the_combined_value_s() -> None:
     # soft value far below the cut-off, and the verdict is decided on that: no close call
     ask = _relevant_ask()
     gen = _yes_no(0.5 + NEAR)
-    far = Cutoffs(combinations={"position.relevant": Combination({"judged": 1.0}, (-1.0,))})
+    far = Cutoffs(combinations={"position.relevant": Combination({"judged": 1.0}, (-4.0,))})
     answer = decide(ask, gen, far)
     assert answer.value == "no"
     assert answer.close_call is None
@@ -148,3 +151,16 @@ def test_the_recall_ask_s_decision_is_marked_too() -> None:
         SUPPORTED.schema()(supported="no"), '{"supported":"no"}', STATS, decisions=(decision,)
     )
     assert decide(ask, gen).close_call == round(-NEAR, 4)
+
+
+def test_each_kind_has_its_margin_and_an_unknown_kind_the_widest() -> None:
+    assert set(CLOSE_CALL_MARGINS) == set(KINDS)
+    assert all(0.0 < m < 0.5 for m in CLOSE_CALL_MARGINS.values())
+    assert close_call_margin("no.such_kind") == max(CLOSE_CALL_MARGINS.values())
+    # the kind decides: the same distance is close for one kind and clear for another
+    narrow = min(CLOSE_CALL_MARGINS, key=CLOSE_CALL_MARGINS.__getitem__)
+    wide = max(CLOSE_CALL_MARGINS, key=CLOSE_CALL_MARGINS.__getitem__)
+    between = (CLOSE_CALL_MARGINS[narrow] + CLOSE_CALL_MARGINS[wide]) / 2
+    assert close_call(RELEVANT, 0.5 + between) == round(between, 4)  # position: the widest
+    assert close_call(SUPPORTED, 0.5 + between) is None  # recall: the narrowest
+    assert (narrow, wide) == ("recall.supported", "position.relevant")

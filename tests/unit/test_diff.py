@@ -9,11 +9,12 @@ import statistics
 import pytest
 
 from localjudge.console import render
-from localjudge.decisions import CLOSE_CALL_MARGIN
+from localjudge.decisions import CLOSE_CALL_MARGINS
 from localjudge.errors import UsageError
 from localjudge.run.report.diff import Run, diff_runs, verdict_changes, wilcoxon
 from localjudge.run.report.diff_console import diff_close_line, diff_tables
 from localjudge.run.report.render import render_diff
+from localjudge.run.summary import CLOSE_CALLS_WHY
 from localjudge.stats.bootstrap import interval
 
 
@@ -190,7 +191,7 @@ def test_metrics_in_one_run_only_are_named():
 
 # --------------------------------------------------------------------------- close calls
 
-NEAR = round(CLOSE_CALL_MARGIN / 2, 4)
+NEAR = round(min(CLOSE_CALL_MARGINS.values()) / 2, 4)
 
 
 def close(verdicts, piece, distance):
@@ -226,8 +227,7 @@ def test_a_flipped_verdict_says_it_was_a_close_call_in_either_run():
     text = render(diff_tables(diff_runs(a, b)))
     assert f"#1 (close call in A: relevant {NEAR:+.4f}; in B: relevant {-NEAR:+.4f})" in text
     assert diff_close_line(diff_runs(a, b)) == (
-        f"close calls among the flipped verdicts: position 1 (a verdict within "
-        f"{CLOSE_CALL_MARGIN:g} of its cut-off can differ on another machine; "
+        f"close calls among the flipped verdicts: position 1 ({CLOSE_CALLS_WHY}; "
         "docs/reliability.md#close-calls)"
     )
     html = render_diff(diff_runs(a, b))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from localjudge.canonical import file_sha256
-from localjudge.decisions import CLOSE_CALL_MARGIN
+from localjudge.decisions import CLOSE_CALL_MARGINS
 from localjudge.errors import DataError
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.run.bench import compare
@@ -524,7 +524,7 @@ def test_verdict_tables_flag_what_lowered_the_score():
 
 
 def test_verdict_tables_mark_close_calls_with_their_distance():
-    near = round(CLOSE_CALL_MARGIN / 2, 4)
+    near = round(min(CLOSE_CALL_MARGINS.values()) / 2, 4)
     t = verdict_table(
         "relevance",
         [
@@ -550,7 +550,7 @@ def test_verdict_tables_mark_close_calls_with_their_distance():
 
 def with_close_call(out, dest):
     """A copy of the eval run ``out`` whose ok-1 recall row's first verdict is a close call."""
-    near = round(CLOSE_CALL_MARGIN / 2, 4)
+    near = round(min(CLOSE_CALL_MARGINS.values()) / 2, 4)
     dest.mkdir()
     rows = read_rows(out)
     for r in rows:

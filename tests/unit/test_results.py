@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from localjudge.decisions import CLOSE_CALL_MARGIN
+from localjudge.decisions import CLOSE_CALL_MARGINS
 from localjudge.errors import ContextOverflowError, DataError, InvalidItemError
 from localjudge.judge.protocol import GenerationStats, JudgeIdentity
 from localjudge.metrics import MetricResult
@@ -33,6 +33,7 @@ from localjudge.run.results import (
 from localjudge.run.rundir import detect_run
 from localjudge.run.summary import (
     CLOSE_CALLS_DOC,
+    CLOSE_CALLS_WHY,
     read_summary,
     summarize,
     summary_table,
@@ -248,7 +249,7 @@ def test_summary_table():
 
 
 def test_close_calls_are_counted_per_decision_and_old_rows_count_none():
-    near = round(CLOSE_CALL_MARGIN / 2, 4)
+    near = round(min(CLOSE_CALL_MARGINS.values()) / 2, 4)
     verdicts = [
         {"index": 0, "relevance": "high", "close_call": {"relevance": near, "used": -near}},
         {"index": 1, "relevance": "none"},
@@ -273,8 +274,7 @@ def test_the_summary_table_says_how_many_close_calls_after_the_table():
     }
     lines = summary_table(summary).splitlines()
     assert lines[-1] == (
-        f"close calls: recall 1, relevance 2 (a verdict within {CLOSE_CALL_MARGIN:g} of its "
-        f"cut-off can differ on another machine; {CLOSE_CALLS_DOC})"
+        f"close calls: recall 1, relevance 2 ({CLOSE_CALLS_WHY}; {CLOSE_CALLS_DOC})"
     )
     assert len(lines) == 6
     # none, or a summary written before they were counted: no line

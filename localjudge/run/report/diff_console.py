@@ -9,9 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from localjudge.console import Column, TextTable, number
-from localjudge.decisions import CLOSE_CALL_MARGIN
 from localjudge.run.report.diff import close_flip_text
-from localjudge.run.summary import CLOSE_CALLS_DOC
+from localjudge.run.summary import CLOSE_CALLS_DOC, CLOSE_CALLS_WHY
 
 __all__ = ["diff_close_line", "diff_notes", "diff_tables"]
 
@@ -46,8 +45,8 @@ def diff_close_line(diff: Mapping[str, Any]) -> str | None:
     if not counts:
         return None
     return (
-        f"close calls among the flipped verdicts: {', '.join(counts)} (a verdict within "
-        f"{CLOSE_CALL_MARGIN:g} of its cut-off can differ on another machine; {CLOSE_CALLS_DOC})"
+        f"close calls among the flipped verdicts: {', '.join(counts)} ({CLOSE_CALLS_WHY}; "
+        f"{CLOSE_CALLS_DOC})"
     )
 
 

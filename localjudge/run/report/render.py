@@ -25,7 +25,6 @@ from localjudge.canonical import file_sha256
 from localjudge.console import is_number
 from localjudge.data.dataset import LIST_FIELDS, read_records
 from localjudge.data.items import make_item
-from localjudge.decisions import CLOSE_CALL_MARGIN
 from localjudge.errors import DataError, InvalidItemError
 from localjudge.metrics import METRICS
 from localjudge.metrics.base import VerdictRow, shown
@@ -389,7 +388,6 @@ def eval_view(
         "metrics": metrics,
         "items": items,
         "n_failed": sum(1 for i in items if i["error"] is not None),
-        "close_margin": f"{CLOSE_CALL_MARGIN:g}",
         "payload": script_json(
             {
                 "items": payload_items,
