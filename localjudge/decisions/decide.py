@@ -157,24 +157,28 @@ def _cuts(decision: Decision, cutoffs: Cutoffs) -> tuple[float, ...]:
 
 
 #: per kind of decision, how near its cut-off a soft value makes its verdict a close call
-#: (:func:`close_call`), in the soft value's own unit (P(yes); the expected grade). Fixed by
-#: measurement (docs/reliability.md, "Close calls"): the default judge's soft values of the
-#: same calls, judged by two llama.cpp builds (with and without AVX-512), thread counts and
-#: batch sizes, move by up to about two thirds of these margins; a verdict nearer its cut-off
-#: can go the other way on another machine. A kind not listed takes the widest.
+#: (:func:`close_call`): for a yes/no kind in log-odds (the distance between the log-odds of
+#: P(yes) and of the cut-off), for a graded kind in expected grade. Fixed by measurement
+#: (docs/reliability.md, "Close calls"): the default judge's soft values of the same calls,
+#: judged by two llama.cpp builds (AVX-512 and AVX2), move by up to two thirds of these
+#: margins (thread counts and batch sizes move nothing); a verdict nearer its cut-off can go
+#: the other way on another machine. Log-odds, because a build moves a probability near one
+#: half more than one near 0 or 1 by the same change of the model's logits. A kind not listed
+#: takes the widest of its sort.
 CLOSE_CALL_MARGINS: Mapping[str, float] = {
-    "recall.supported": 0.05,
-    "relevance.used": 0.08,
+    "recall.supported": 0.26,
+    "relevance.used": 0.37,
+    "position.relevant": 1.6,
+    "position.relevant_answer": 1.6,
     "relevance.grade": 0.12,
-    "position.relevant": 0.35,
-    "position.relevant_answer": 0.35,
 }
 
 
 def close_call_margin(kind: str) -> float:
-    """The close-call margin of ``kind`` (:data:`CLOSE_CALL_MARGINS`; the widest for a kind
-    it does not list)."""
-    return CLOSE_CALL_MARGINS.get(kind, max(CLOSE_CALL_MARGINS.values()))
+    """The close-call margin of ``kind`` (:data:`CLOSE_CALL_MARGINS`: log-odds for a yes/no
+    kind, expected grade for a graded one; a kind it does not list takes the widest yes/no
+    margin)."""
+    return CLOSE_CALL_MARGINS.get(kind, CLOSE_CALL_MARGINS["position.relevant"])
 
 
 def cutoff_distance(decision: Decision, soft: float, cutoffs: Cutoffs = NO_CUTOFFS) -> float:
@@ -185,7 +189,16 @@ def cutoff_distance(decision: Decision, soft: float, cutoffs: Cutoffs = NO_CUTOF
 
 
 def close_call(decision: Decision, soft: float, cutoffs: Cutoffs = NO_CUTOFFS) -> float | None:
-    """:func:`cutoff_distance` rounded to 4 decimals when it is within the kind's margin
-    (:func:`close_call_margin`: a close call), else None."""
+    """:func:`cutoff_distance` rounded to 4 decimals when the verdict is a close call, else
+    None: when the soft value lies within the kind's margin of that cut-off
+    (:func:`close_call_margin`), a yes/no decision's in log-odds, a graded one's in grade."""
     distance = cutoff_distance(decision, soft, cutoffs)
-    return round(distance, 4) if abs(distance) <= close_call_margin(decision.kind) else None
+    gap = abs(distance)
+    if not decision.graded:
+        gap = abs(_log_odds(soft) - _log_odds(soft - distance))
+    return round(distance, 4) if gap <= close_call_margin(decision.kind) else None
+
+
+def _log_odds(p: float) -> float:
+    p = min(max(p, 1e-12), 1.0 - 1e-12)
+    return math.log(p / (1.0 - p))

@@ -7,6 +7,7 @@ changes no test."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,13 @@ from localjudge.run.results import read_results
 from localjudge.run.summary import CLOSE_CALLS_DOC, CLOSE_CALLS_WHY, read_summary
 from localjudge.testing import ScriptedJudge, prompt_data, says_no
 
-#: inside every kind's margin, and outside every kind's (each margin is below 0.5)
-NEAR, FAR = min(CLOSE_CALL_MARGINS.values()) / 2, (max(CLOSE_CALL_MARGINS.values()) + 0.5) / 2
+#: P(yes) - 0.5 (and an expected grade's distance to its cut-off) inside every kind's margin,
+#: and outside every kind's: a yes/no margin is in log-odds, and 0.5 + x has log-odds
+#: 2 atanh(2x), so x is inside a margin m when x < tanh(m / 2) / 2
+_YES_NO = [m for k, m in CLOSE_CALL_MARGINS.items() if k != "relevance.grade"]
+_GRADE = CLOSE_CALL_MARGINS["relevance.grade"]
+NEAR = min(math.tanh(min(_YES_NO) / 2) / 2, _GRADE) / 2
+FAR = (max(math.tanh(max(_YES_NO) / 2) / 2, _GRADE) + 0.5) / 2
 #: P(yes) by the word a statement or passage starts with; a grade's expected value is 1 + P
 #: (between grades 1 and 2), so its distance to the cut-off 1.5 is P - 0.5 too
 P_YES = {"near": 0.5 + NEAR, "below": 0.5 - NEAR, "far": 0.5 + FAR}

@@ -35,8 +35,13 @@ from localjudge.metrics.instructions import (
 )
 
 STATS = GenerationStats(1, 1, 1, 0.0)
-NEAR = min(CLOSE_CALL_MARGINS.values()) / 2
-FAR = (max(CLOSE_CALL_MARGINS.values()) + 0.5) / 2
+#: P(yes) - 0.5 (and an expected grade's distance to its cut-off) inside every kind's margin,
+#: and outside every kind's: a yes/no margin is in log-odds, and 0.5 + x has log-odds
+#: 2 atanh(2x), so x is inside a margin m when x < tanh(m / 2) / 2
+_YES_NO = [m for k, m in CLOSE_CALL_MARGINS.items() if k != "relevance.grade"]
+_GRADE = CLOSE_CALL_MARGINS["relevance.grade"]
+NEAR = min(math.tanh(min(_YES_NO) / 2) / 2, _GRADE) / 2
+FAR = (max(math.tanh(max(_YES_NO) / 2) / 2, _GRADE) + 0.5) / 2
 
 
 def test_a_yes_no_distance_is_signed_against_the_neutral_cut_off() -> None:
@@ -155,12 +160,24 @@ def test_the_recall_ask_s_decision_is_marked_too() -> None:
 
 def test_each_kind_has_its_margin_and_an_unknown_kind_the_widest() -> None:
     assert set(CLOSE_CALL_MARGINS) == set(KINDS)
-    assert all(0.0 < m < 0.5 for m in CLOSE_CALL_MARGINS.values())
     assert close_call_margin("no.such_kind") == max(CLOSE_CALL_MARGINS.values())
-    # the kind decides: the same distance is close for one kind and clear for another
-    narrow = min(CLOSE_CALL_MARGINS, key=CLOSE_CALL_MARGINS.__getitem__)
-    wide = max(CLOSE_CALL_MARGINS, key=CLOSE_CALL_MARGINS.__getitem__)
-    between = (CLOSE_CALL_MARGINS[narrow] + CLOSE_CALL_MARGINS[wide]) / 2
-    assert close_call(RELEVANT, 0.5 + between) == round(between, 4)  # position: the widest
-    assert close_call(SUPPORTED, 0.5 + between) is None  # recall: the narrowest
-    assert (narrow, wide) == ("recall.supported", "position.relevant")
+    # the kind decides: log-odds 1.0 from the neutral cut-off is close for position (its margin
+    # is the widest) and clear for recall
+    p = 1 / (1 + math.exp(-1.0))
+    assert CLOSE_CALL_MARGINS["recall.supported"] < 1.0 < CLOSE_CALL_MARGINS["position.relevant"]
+    assert close_call(RELEVANT, p) == round(p - 0.5, 4)
+    assert close_call(SUPPORTED, p) is None
+
+
+def test_a_yes_no_margin_is_in_log_odds() -> None:
+    # the same log-odds either side of a fitted cut-off low on the scale: close both ways,
+    # though the distances in P(yes) differ
+    margin = CLOSE_CALL_MARGINS["recall.supported"]
+    cut = 0.1
+    fitted = Cutoffs(values={"recall.supported": (cut,)})
+    logit = math.log(cut / (1 - cut))
+    for step in (0.9 * margin, -0.9 * margin):
+        p = 1 / (1 + math.exp(-(logit + step)))
+        assert close_call(SUPPORTED, p, fitted) == round(p - cut, 4)
+    outside = 1 / (1 + math.exp(-(logit - 1.1 * margin)))
+    assert close_call(SUPPORTED, outside, fitted) is None
