@@ -164,11 +164,11 @@ def _cuts(decision: Decision, cutoffs: Cutoffs) -> tuple[float, ...]:
 #: margins (thread counts and batch sizes move nothing); a verdict nearer its cut-off can go
 #: the other way on another machine. Log-odds, because a build moves a probability near one
 #: half more than one near 0 or 1 by the same change of the model's logits. A kind not listed
-#: takes the widest of its sort.
+#: takes the widest.
 CLOSE_CALL_MARGINS: Mapping[str, float] = {
     "recall.supported": 0.26,
     "relevance.used": 0.37,
-    "position.relevant": 1.6,
+    "position.relevant": 0.34,
     "position.relevant_answer": 1.6,
     "relevance.grade": 0.12,
 }
@@ -176,9 +176,8 @@ CLOSE_CALL_MARGINS: Mapping[str, float] = {
 
 def close_call_margin(kind: str) -> float:
     """The close-call margin of ``kind`` (:data:`CLOSE_CALL_MARGINS`: log-odds for a yes/no
-    kind, expected grade for a graded one; a kind it does not list takes the widest yes/no
-    margin)."""
-    return CLOSE_CALL_MARGINS.get(kind, CLOSE_CALL_MARGINS["position.relevant"])
+    kind, expected grade for a graded one; a kind it does not list takes the widest)."""
+    return CLOSE_CALL_MARGINS.get(kind, max(CLOSE_CALL_MARGINS.values()))
 
 
 def cutoff_distance(decision: Decision, soft: float, cutoffs: Cutoffs = NO_CUTOFFS) -> float:

@@ -94,16 +94,18 @@ CLOSE_CALLS_WHY = "verdicts near enough their cut-off to go the other way on ano
 def close_calls_line(summary: Mapping[str, Any]) -> str | None:
     """The line that says how many close calls each metric of ``summary`` has (None when it has
     none, or was written before they were counted)."""
+    return counted_close_calls("close calls", summary["metrics"], "close_calls")
+
+
+def counted_close_calls(head: str, metrics: Mapping[str, Any], key: str) -> str | None:
+    """``head: metric n, ...`` and what a close call is, from each metric's count under ``key``
+    (None when no metric has one)."""
     counts = [
-        f"{name} {n}"
-        for name, m in summary["metrics"].items()
-        if isinstance(n := m.get("close_calls"), int) and n > 0
+        f"{name} {n}" for name, m in metrics.items() if isinstance(n := m.get(key), int) and n > 0
     ]
     if not counts:
         return None
-    return (
-        f"close calls: {', '.join(counts)} ({CLOSE_CALLS_WHY}; {CLOSE_CALLS_DOC})"
-    )
+    return f"{head}: {', '.join(counts)} ({CLOSE_CALLS_WHY}; {CLOSE_CALLS_DOC})"
 
 
 def summary_table(summary: Mapping[str, Any], *, terminal: bool = False) -> str:

@@ -78,7 +78,7 @@ def test_position_and_relevance_find_the_one_relevant_piece(
 
 
 def test_relevance_sees_which_piece_the_response_repeats(
-    default_judge: Any, check_call: Any, clear_verdicts: Any
+    default_judge: Any, check_call: Any
 ) -> None:
     """The response copies the first piece: used, the second: not (under an output key "used"
     this judge said "no" to both)."""
@@ -88,8 +88,14 @@ def test_relevance_sees_which_piece_the_response_repeats(
         "response": "The Eiffel Tower is a wrought-iron tower on the Champ de Mars in Paris.",
     }
     relevance = check_call(default_judge, ContextRelevance(), record)
-    found = clear_verdicts(relevance.result.verdicts, "used")
-    assert [v["used"] for v in found] == [True, False], relevance.raw
+    verdicts = relevance.result.verdicts
+    # the piece the response repeats reads as more used: the log-odds are 0.6 apart, more than
+    # two builds' largest move of each (0.24: docs/reliability.md, "Close calls")
+    p_used = [v["probs"]["used"]["true"] for v in verdicts]
+    assert p_used[0] > p_used[1], relevance.raw
+    # `used` sits near one half for this judge: a verdict that is a close call is not pinned
+    clear = [v for v in verdicts if "used" not in v.get("close_call", {})]
+    assert [v["used"] for v in clear] == [v["index"] == 0 for v in clear], relevance.raw
 
 
 def test_the_same_call_again_gives_the_same_bytes(default_judge: Any) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from localjudge.console import Column, TextTable, number
 from localjudge.run.report.diff import close_flip_text
-from localjudge.run.summary import CLOSE_CALLS_DOC, CLOSE_CALLS_WHY
+from localjudge.run.summary import counted_close_calls
 
 __all__ = ["diff_close_line", "diff_notes", "diff_tables"]
 
@@ -37,16 +37,8 @@ def _suffix(text: str) -> str:
 def diff_close_line(diff: Mapping[str, Any]) -> str | None:
     """The line that says how many flipped verdicts of each metric were close calls in either
     run (None when none was)."""
-    counts = [
-        f"{name} {n}"
-        for name, m in diff["metrics"].items()
-        if isinstance(n := m.get("n_flipped_close"), int) and n > 0
-    ]
-    if not counts:
-        return None
-    return (
-        f"close calls among the flipped verdicts: {', '.join(counts)} ({CLOSE_CALLS_WHY}; "
-        f"{CLOSE_CALLS_DOC})"
+    return counted_close_calls(
+        "close calls among the flipped verdicts", diff["metrics"], "n_flipped_close"
     )
 
 
