@@ -31,6 +31,7 @@ from localjudge.metrics.position import ContextPosition
 from localjudge.metrics.recall import ContextRecall
 from localjudge.metrics.relevance import ContextRelevance
 from localjudge.run.evaluate.evaluation import evaluate
+from localjudge.run.results import close_calls
 
 __all__ = ["obvious_check", "obvious_items"]
 
@@ -107,17 +108,10 @@ def _flags(
             i,
             verdict_word(kind, w),
             verdict_word(kind, says(v)),
-            close_call_of(v, key),
+            close_calls(v).get(key),
         )
         for i, (w, v) in enumerate(zip(want, verdicts, strict=True))
     ]
-
-
-def close_call_of(verdict: Mapping[str, Any], key: str) -> float | None:
-    """The distance a verdict's ``close_call`` gives its decision ``key`` (None: not close)."""
-    close = verdict.get("close_call") or {}
-    value = close.get(key)
-    return None if value is None else float(value)
 
 
 def _recall(
@@ -144,7 +138,7 @@ def _recall(
         want = bool(r["labels"]["relevant"][i])
         got = bool(res.result.value is not None and res.result.value >= 1.0)
         kind = "recall.supported"
-        closes = (close_call_of(v, "attributed") for v in res.result.verdicts)
+        closes = (close_calls(v).get("attributed") for v in res.result.verdicts)
         close = next((c for c in closes if c is not None), None)
         out.append(
             Decided(kind, str(r["id"]), i, verdict_word(kind, want), verdict_word(kind, got), close)
