@@ -332,8 +332,6 @@ COMPOSITION = (
     "cluster.driver",
     "cli.",
 )
-#: lines a room of judge/ (its top, or one subpackage) may hold
-MAX_ROOM_LINES = 1600
 
 
 def _room(module: str, rooms: set[str]) -> str | None:
@@ -410,19 +408,6 @@ def test_the_judge_rule_sees_each_kind_of_break(tmp_path):
     ]
 
 
-def _lines(path: Path) -> int:
-    return len(path.read_text("utf-8").splitlines())
-
-
-def test_no_room_of_judge_over_the_room_limit():
-    judge = PACKAGE / "judge"
-    rooms = {"": sum(_lines(p) for p in judge.glob("*.py"))}
-    for name in JUDGE_RANK:
-        if name:
-            rooms[name] = sum(_lines(p) for p in (judge / name).rglob("*.py"))
-    assert {name: n for name, n in rooms.items() if n > MAX_ROOM_LINES} == {}
-
-
 def test_each_room_of_judge_says_what_it_owns_and_offers():
     for name in sorted(n for n in JUDGE_RANK if n):
         package = importlib.import_module(f"localjudge.judge.{name}")
@@ -491,23 +476,6 @@ def test_one_module_starts_child_processes():
     assert list(spawning) == ["localjudge.judge.isolation"]
 
 
-#: a module a reader can hold
-MAX_LINES = 450
-
-
-def test_no_module_over_the_line_limit():
-    lines = {
-        name: len(path.read_text("utf-8").splitlines())
-        for name, path in _module_files(PACKAGE).items()
-    }
-    assert {name: n for name, n in lines.items() if n > MAX_LINES} == {}
-
-
-def test_at_most_twelve_modules_at_the_top_of_the_package():
-    top = [p.name for p in PACKAGE.glob("*.py")]
-    assert len(top) <= 12, sorted(top)
-
-
 # --------------------------------------------------------------------------- fitting/, benchmarks/
 
 REPO = PACKAGE.parent
@@ -538,9 +506,8 @@ def script_graph(*folders: Path) -> dict[str, dict[str, int]]:
     return graph
 
 
-def test_fitting_holds_six_python_files_at_most_and_no_import_path_edits():
+def test_no_script_of_fitting_edits_the_import_path():
     files = sorted(FITTING.glob("*.py"))
-    assert len(files) <= 6, [p.name for p in files]
     edits = [p.name for p in files if "sys.path.insert" in p.read_text("utf-8")]
     assert edits == []
 
