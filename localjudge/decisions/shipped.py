@@ -2,8 +2,9 @@
 combination of readings, whether they are fitted, neutral or an exception, and one line of why.
 
 The package data ``localjudge/judge/models/cutoffs.json`` holds a :class:`Shipped`;
-``fitting/build.py`` writes it whole, never patches it, with the evidence beside it
-(``evidence.json``: per source figures with intervals, what the rule decided and why), and
+``fitting/build.py`` writes it whole, never patches it, with its evidence in
+``fitting/evidence.json`` (per source figures with intervals, what the rule decided and why:
+read by the build and the docs, never at run time, so it is not package data), and
 ``build.py --check`` fails when either differs from what the build makes. The registry of the
 judge files themselves (``registry.json``) holds no cut-off.
 """
@@ -17,7 +18,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
-    "EVIDENCE_PATH",
     "SHIPPED_PATH",
     "Shipped",
     "ShippedJudge",
@@ -28,9 +28,8 @@ __all__ = [
 ]
 
 _MODELS = Path(__file__).resolve().parents[1] / "judge" / "models"
-#: what ships, and the evidence the build wrote beside it (package data)
+#: what ships (package data)
 SHIPPED_PATH = _MODELS / "cutoffs.json"
-EVIDENCE_PATH = _MODELS / "evidence.json"
 
 
 class _Frozen(BaseModel):

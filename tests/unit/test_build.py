@@ -1,6 +1,7 @@
 """``fitting/build.py``: what ships is a pure function of the judged rows and the exceptions,
 decided by the one storing rule on the validation part, blind to the sealed test part; and
-the committed ``cutoffs.json``/``evidence.json`` are what the build makes."""
+the committed ``cutoffs.json`` and ``fitting/evidence.json`` are what the build makes, and
+the wheel carries the first and not the second."""
 
 from __future__ import annotations
 
@@ -459,6 +460,20 @@ def test_what_ships_is_typed_and_built_for_every_bundled_judge():
     # every bundled judge is built from its rows: none is carried from an older registry
     assert {j.alias for j in shipped.judges} == {j.alias for j in builtin_registry()}
     assert all(j.built.startswith("fitting/build.py from rows") for j in shipped.judges)
+
+
+def test_the_wheel_carries_what_runs_and_the_evidence_stays_in_fitting():
+    """``cutoffs.json`` is read at run time (package data); the evidence is read by the build
+    and the docs only, so it lives in ``fitting/`` and the wheel does not carry it."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
+    package_data = data["tool"]["setuptools"]["package-data"]
+    shipped = [f for files in package_data.values() for f in files]
+    assert "cutoffs.json" in package_data["localjudge.judge.models"]
+    assert not any("evidence" in f for f in shipped)
+    assert build.EVIDENCE_PATH == ROOT / "fitting" / "evidence.json"
+    assert build.EVIDENCE_PATH.is_file()
+    assert not list((ROOT / "localjudge").rglob("evidence.json"))
 
 
 def test_the_rule_gain_no_source_worse_and_the_obvious():
