@@ -79,9 +79,18 @@ import numpy as np
 
 import rows as rowsfile
 from devsets import KIND_SOURCES, SOURCES
-from localjudge.decisions import KINDS, Combination, Difference, Verdict, ship_rule
-from localjudge.decisions.combination_fit import Reads, combined_soft, fit_combination
-from localjudge.decisions.fit import FIGURES, Observation, figure_of, fit, hard, split_groups
+from localjudge.decisions import (
+    KINDS,
+    Combination,
+    Cutoffs,
+    Difference,
+    Ruling,
+    Verdict,
+    ruling,
+    ship_rule,
+)
+from localjudge.decisions.combination_fit import Reads, fit_combination
+from localjudge.decisions.fit import FIGURES, Observation, figure_of, fit, split_groups
 from localjudge.decisions.obvious import groups_met, target_shares
 from localjudge.decisions.shipped import (
     SHIPPED_PATH,
@@ -185,13 +194,20 @@ def kept_cutoffs(cutoffs: Sequence[float], soft: Sequence[float]) -> tuple[float
 
 class Fit:
     """A kind's decision over rows: its combination of readings (None: the call's own soft
-    value) and cut-offs (None: the neutral ones); :meth:`hard` decides rows. Made by fitting
-    (:meth:`fitted`) or from what ships (:meth:`shipped`)."""
+    value) and cut-offs (None: the neutral ones); :meth:`hard` decides rows as ``eval``
+    decides a call (:func:`localjudge.decisions.ruling`, with these as the judge's cut-offs).
+    Made by fitting (:meth:`fitted`) or from what ships (:meth:`shipped`)."""
 
     def __init__(
         self, kind: str, combination: Combination | None, cutoffs: Sequence[float] | None
     ) -> None:
         self.kind, self.combination, self.cutoffs = kind, combination, cutoffs
+        # as stored, unchecked: an older entry (--against) may weigh a retired reading
+        self.decides = Cutoffs(
+            {} if cutoffs is None else {kind: tuple(cutoffs)},
+            {},
+            {} if combination is None else {kind: combination},
+        )
 
     @classmethod
     def fitted(cls, kind: str, names: tuple[str, ...], found: Sequence[dict[str, Any]]) -> Fit:
@@ -219,13 +235,18 @@ class Fit:
         return cls(kind, combination, k.cutoffs)
 
     def soft(self, found: Sequence[dict[str, Any]]) -> list[float]:
-        if self.combination is None:
-            return [float(r["soft"]) for r in found]
-        return combined_soft(self.combination, reads(found), graded=graded(self.kind))
+        """Each row's soft value: the combination's of its readings, else the call's own."""
+        return [self._ruling(r).soft for r in found]
 
     def hard(self, found: Sequence[dict[str, Any]]) -> list[int]:
-        obs = [Observation("", s, 0) for s in self.soft(found)]
-        return hard(obs, self.cutoffs, graded=graded(self.kind))
+        """Each row's hard value (0/1, or the grade)."""
+        return [self._ruling(r).hard for r in found]
+
+    def _ruling(self, row: dict[str, Any]) -> Ruling:
+        made = ruling(self.kind, float(row["soft"]), row["readings"], self.decides)
+        if self.combination is not None and made.combined is None:  # usable() keeps none such
+            raise ValueError(f"row {row['id']} lacks a reading the combination weighs")
+        return made
 
 
 def reads(found: Sequence[dict[str, Any]]) -> list[Reads]:

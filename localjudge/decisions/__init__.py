@@ -6,7 +6,11 @@ the bundled judges' build (``fitting/``) all call it; nothing else re-implements
   readings;
 - :mod:`~localjudge.decisions.cutoffs`: cut-offs, combinations of readings, their provenance;
 - :mod:`~localjudge.decisions.decide`: an answer's soft value, readings and hard value, and
-  whether it is a close call (:data:`~localjudge.decisions.decide.CLOSE_CALL_MARGINS`);
+  whether it is a close call (:data:`~localjudge.decisions.decide.CLOSE_CALL_MARGINS`): the
+  one way from probabilities to a soft value
+  (:func:`~localjudge.decisions.decide.soft_value`) and from a soft value to a hard one
+  (:func:`~localjudge.decisions.decide.hard_value`), put together per decision by
+  :func:`~localjudge.decisions.decide.ruling`;
 - :mod:`~localjudge.decisions.fit` and :mod:`~localjudge.decisions.combination_fit`: fitting
   cut-offs and combinations on human labels, and measuring them;
 - :mod:`~localjudge.decisions.rule`: the storing rule (does a fit replace what is in use);
@@ -28,14 +32,17 @@ from localjudge.decisions.cutoffs import NO_CUTOFFS, Combination, Cutoffs, Prove
 from localjudge.decisions.decide import (
     CLOSE_CALL_MARGINS,
     LOG_ODDS_CLIP,
+    Ruling,
     close_call,
     close_call_margin,
+    combined_probs,
     cutoff_distance,
     decide,
     decide_all,
     hard_value,
     plain_probs,
     readings,
+    ruling,
     soft_value,
 )
 from localjudge.decisions.kinds import (
@@ -95,6 +102,7 @@ __all__ = [
     "KindSpec",
     "ObviousCheck",
     "Provenance",
+    "Ruling",
     "Shipped",
     "ShippedJudge",
     "ShippedKind",
@@ -103,6 +111,7 @@ __all__ = [
     "builtin_cutoffs",
     "close_call",
     "close_call_margin",
+    "combined_probs",
     "cutoff_distance",
     "cutoffs_of",
     "decide",
@@ -119,6 +128,7 @@ __all__ = [
     "read_shipped",
     "readings",
     "reset_cutoffs",
+    "ruling",
     "ship_rule",
     "shipped",
     "shipped_judge",

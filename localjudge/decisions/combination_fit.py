@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from localjudge.decisions.cutoffs import Combination
+from localjudge.decisions.decide import soft_value
 from localjudge.decisions.fit import Observation, fit
 
 __all__ = ["RIDGE", "CrossFit", "Reads", "combined_soft", "cross_fit", "fit_combination"]
@@ -79,15 +80,20 @@ def fit_combination(
 
 
 def combined_soft(combination: Combination, obs: Sequence[Reads], *, graded: bool) -> list[float]:
-    """Each decision's soft value under ``combination``: P(yes), or the expected grade."""
+    """Each decision's soft value under ``combination``: P(yes), or the expected grade
+    (:func:`~localjudge.decisions.decide.soft_value` of
+    :meth:`~localjudge.decisions.cutoffs.Combination.levels`, as ``eval`` makes it). ``graded`` must
+    match the combination's intercepts (one for yes/no, three for a grade)."""
     out = []
     for o in obs:
-        probs = combination.probs(o.readings)
-        if probs is None:
+        levels = combination.levels(o.readings)
+        if levels is None:
             raise ValueError(
                 f"a decision of group {o.group!r} lacks a reading the combination weighs"
             )
-        out.append(sum(g * p for g, p in enumerate(probs)) if graded else probs[0])
+        if (len(levels) > 2) != graded:
+            raise ValueError(f"a {'graded' if graded else 'yes/no'} kind, {len(levels)} levels")
+        out.append(soft_value(levels))
     return out
 
 

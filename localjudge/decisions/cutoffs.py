@@ -20,7 +20,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from localjudge.decisions.kinds import KINDS, READINGS, RETIRED_READINGS
+from localjudge.decisions.kinds import KINDS, READINGS, RETIRED_READINGS, neutral
 
 __all__ = ["NO_CUTOFFS", "Combination", "Cutoffs", "Provenance"]
 
@@ -91,6 +91,15 @@ class Combination:
             return (_sigmoid(z + self.intercepts[0]),)
         at_least = [1.0, *(_sigmoid(z - t) for t in self.intercepts), 0.0]
         return tuple(max(at_least[g] - at_least[g + 1], 0.0) for g in range(len(at_least) - 1))
+
+    def levels(self, readings: Mapping[str, float]) -> tuple[float, ...] | None:
+        """The probability of each hard value, lowest first: (P(no), P(yes)), or that of each
+        grade (what :func:`~localjudge.decisions.decide.soft_value` takes); None when a reading
+        it weighs is missing."""
+        probs = self.probs(readings)
+        if probs is None or len(probs) > 1:
+            return probs
+        return (1.0 - probs[0], probs[0])
 
     def as_json(self) -> dict[str, Any]:
         return {"weights": dict(sorted(self.weights.items())), "intercepts": list(self.intercepts)}
@@ -179,6 +188,11 @@ class Cutoffs:
         else:
             sources = {k: source.get(k, Provenance("api")) for k in kinds}
         return cls(values, sources, combined)
+
+    def of(self, kind: str) -> tuple[float, ...]:
+        """The cut-offs a decision of ``kind`` is decided against: its own, else the neutral
+        ones (:func:`~localjudge.decisions.kinds.neutral`)."""
+        return tuple(self.values.get(kind) or neutral(KINDS[kind].graded))
 
     @property
     def kinds(self) -> list[str]:

@@ -1,5 +1,12 @@
 """How an answer becomes a verdict: a decision's soft value, its readings, and its hard value.
 
+There is one way from probabilities to a soft value (:func:`soft_value`) and one from a soft
+value to a hard one (:func:`hard_value`), and one way to put them together for a decision of
+a kind (:func:`ruling`): the product's verdicts (``eval``, through :func:`decide`),
+``localjudge calibrate``, the bundled judges' build (``fitting/build.py``) and their sealed
+figures (``fitting/sealed.py``) all decide through them, so a figure the build measures counts
+the verdicts ``eval`` makes on the same rows.
+
 :func:`decide` reads a decision's soft value from the probabilities of its allowed values and
 turns it into the hard value with the judge's cut-off for that kind of decision
 (:class:`~localjudge.decisions.cutoffs.Cutoffs`; without one, the neutral cut-offs, the larger
@@ -24,26 +31,29 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
 from localjudge.decisions.cutoffs import NO_CUTOFFS, Cutoffs
-from localjudge.decisions.kinds import neutral
 from localjudge.judge.protocol import Generation, Reading, SoftDecision
 from localjudge.metrics.asks import Answer, Ask, Decision
 
 __all__ = [
     "CLOSE_CALL_MARGINS",
     "LOG_ODDS_CLIP",
+    "Ruling",
     "close_call",
     "close_call_margin",
+    "combined_probs",
     "cutoff_distance",
     "decide",
     "decide_all",
     "hard_value",
     "plain_probs",
     "readings",
+    "ruling",
     "soft_value",
 ]
 
@@ -80,16 +90,49 @@ def decide(
     if soft_verdict is None:
         return Answer(chosen)
     probs = plain_probs(soft_verdict)
-    soft = soft_value(decision, probs)
-    found = readings(decision.graded, soft, generation.reading, base)
-    combination = cutoffs.combinations.get(decision.kind)
-    combined = combination.probs(found) if combination is not None else None
-    if combined is not None:
-        probs = _value_probs(decision, combined)
-        soft = soft_value(decision, probs)
-    value = hard_value(decision, soft, cutoffs)
-    close = close_call(decision, soft, cutoffs)
-    return Answer(value, probs, soft, readings=found, close_call=close)
+    own = soft_value(_in_order(decision, probs))
+    found = readings(decision.graded, own, generation.reading, base)
+    made = ruling(decision.kind, own, found, cutoffs)
+    if made.combined is not None:
+        probs = _by_value(decision, made.combined)
+    value = _value(decision, made.hard)
+    close = close_call(decision, made.soft, cutoffs)
+    return Answer(value, probs, made.soft, readings=found, close_call=close)
+
+
+@dataclass(frozen=True)
+class Ruling:
+    """A decision as :func:`ruling` makes it: its ``hard`` value (:func:`hard_value`: 0 or 1 for
+    a yes/no decision, the grade for a graded one), the ``soft`` value it was decided on, and
+    ``combined``: the probability of each hard value, lowest first, where the kind's
+    combination of readings made the soft value (None: the call's own soft value did)."""
+
+    hard: int
+    soft: float
+    combined: tuple[float, ...] | None = None
+
+
+def ruling(kind: str, own: float, found: Mapping[str, float], cutoffs: Cutoffs) -> Ruling:
+    """A decision of ``kind`` from its call's own soft value ``own`` and its readings ``found``
+    (:func:`readings`): the soft value is the kind's combination of the readings where
+    ``cutoffs`` hold one and ``found`` has every reading it weighs (:func:`combined_probs`,
+    then :func:`soft_value`), else ``own``; the hard value is that against the kind's cut-offs,
+    the neutral ones without them (:meth:`~localjudge.decisions.cutoffs.Cutoffs.of`). What
+    :func:`decide` does after reading the call, and what ``fitting/build.py`` and
+    ``fitting/sealed.py`` do to each judged row."""
+    combined = combined_probs(kind, found, cutoffs)
+    soft = own if combined is None else soft_value(combined)
+    return Ruling(hard_value(soft, cutoffs.of(kind)), soft, combined)
+
+
+def combined_probs(
+    kind: str, found: Mapping[str, float], cutoffs: Cutoffs
+) -> tuple[float, ...] | None:
+    """The probability of each hard value, lowest first (:func:`soft_value`'s order), under
+    the combination of readings ``cutoffs`` hold for ``kind``; None when they hold none, or
+    ``found`` lacks a reading it weighs."""
+    combination = cutoffs.combinations.get(kind)
+    return None if combination is None else combination.levels(found)
 
 
 #: a yes/no decision's log-odds are clipped here (a probability of exactly 0 or 1)
@@ -116,12 +159,29 @@ def readings(
     return found
 
 
-def _value_probs(decision: Decision, combined: Sequence[float]) -> dict[str, float]:
-    """A combination's probabilities by plain value text."""
+def _by_value(decision: Decision, levels: Sequence[float]) -> dict[str, float]:
+    """The probability of each hard value, lowest first, by plain value text."""
     if decision.graded:
-        return {str(v): float(p) for v, p in zip(decision.values, combined, strict=True)}
+        return {str(v): float(p) for v, p in zip(decision.values, levels, strict=True)}
     yes, no = decision.values[0], decision.values[1]
-    return {str(yes): float(combined[0]), str(no): 1.0 - float(combined[0])}
+    return {str(yes): float(levels[1]), str(no): float(levels[0])}
+
+
+def _in_order(decision: Decision, probs: Mapping[str, float]) -> tuple[float, ...]:
+    """Probabilities by plain value text as the probability of each hard value, lowest first
+    (a value the judge gave none: 0)."""
+    if decision.graded:
+        return tuple(probs.get(str(v), 0.0) for v in decision.values)
+    yes, no = decision.values[0], decision.values[1]
+    return (probs.get(str(no), 0.0), probs.get(str(yes), 0.0))
+
+
+def _value(decision: Decision, hard: int) -> Any:
+    """The plain value of hard value ``hard``: a grade, or a yes/no decision's yes (1) or no."""
+    if decision.graded:
+        grades = sorted(int(v) for v in decision.values)
+        return grades[min(hard, len(grades) - 1)]
+    return decision.values[0] if hard else decision.values[1]
 
 
 def plain_probs(verdict: SoftDecision) -> dict[str, float]:
@@ -133,27 +193,21 @@ def _plain(value_text: str) -> str:
     return str(json.loads(value_text)) if value_text.startswith('"') else value_text
 
 
-def soft_value(decision: Decision, probs: Mapping[str, float]) -> float:
-    """P(the positive value) for a yes/no decision; the expected grade for a graded one."""
-    if decision.graded:
-        return sum(int(v) * probs.get(str(v), 0.0) for v in decision.values)
-    return probs.get(str(decision.values[0]), 0.0)
+def soft_value(probs: Sequence[float]) -> float:
+    """The one way from probabilities to a soft value: the expected hard value, where
+    ``probs`` is the probability of each hard value, lowest first (:func:`hard_value`'s
+    values). A yes/no decision's (P(no), P(yes)) give P(yes); a graded one's P(grade 0) ...
+    P(grade 3) give the expected grade."""
+    return sum(v * p for v, p in enumerate(probs))
 
 
-def hard_value(decision: Decision, soft: float, cutoffs: Cutoffs = NO_CUTOFFS) -> Any:
-    """The decision's value: ``soft`` against the kind's cut-offs, or against the neutral ones
-    (the larger probability) when the kind has none."""
-    cuts = _cuts(decision, cutoffs)
-    if decision.graded:
-        grades = sorted(int(v) for v in decision.values)
-        return grades[min(sum(soft >= c for c in cuts), len(grades) - 1)]
-    yes, no = decision.values[0], decision.values[1]
-    return yes if soft >= cuts[0] else no
-
-
-def _cuts(decision: Decision, cutoffs: Cutoffs) -> tuple[float, ...]:
-    """The cut-offs ``decision`` is decided against: the kind's, else the neutral ones."""
-    return tuple(cutoffs.values.get(decision.kind) or neutral(decision.graded))
+def hard_value(soft: float, cutoffs: Sequence[float]) -> int:
+    """The one way from a soft value to a hard one: how many of the ascending ``cutoffs``
+    ``soft`` reaches (at a cut-off counts). A yes/no decision (one cut-off on P(yes)): 1 for
+    yes, 0 for no; a graded one (three on the expected grade): the grade. Without fitted
+    cut-offs a kind takes the neutral ones
+    (:meth:`~localjudge.decisions.cutoffs.Cutoffs.of`)."""
+    return sum(1 for c in cutoffs if soft >= c)
 
 
 #: per kind of decision, how near its cut-off a soft value makes its verdict a close call
@@ -182,9 +236,10 @@ def close_call_margin(kind: str) -> float:
 
 def cutoff_distance(decision: Decision, soft: float, cutoffs: Cutoffs = NO_CUTOFFS) -> float:
     """The signed distance of ``soft`` to the nearest cut-off it is decided against
-    (:func:`hard_value`'s: the kind's, else the neutral ones): ``soft`` minus that cut-off, so
-    >= 0 on the side of the higher value. A graded decision takes the nearest of its cut-offs."""
-    return soft - min(_cuts(decision, cutoffs), key=lambda cut: abs(soft - cut))
+    (the kind's, else the neutral ones: :meth:`~localjudge.decisions.cutoffs.Cutoffs.of`):
+    ``soft`` minus that cut-off, so >= 0 on the side of the higher value. A graded decision
+    takes the nearest of its cut-offs."""
+    return soft - min(cutoffs.of(decision.kind), key=lambda cut: abs(soft - cut))
 
 
 def close_call(decision: Decision, soft: float, cutoffs: Cutoffs = NO_CUTOFFS) -> float | None:

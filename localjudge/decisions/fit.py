@@ -2,8 +2,10 @@
 
 Pure functions of :class:`Observation` s: one judge decision (its soft value) beside the human
 label of the same statement or passage, with the group it belongs to (a query, a claim, an
-item), which is what the data is split and resampled by. Without cut-offs the hard value is the
-neutral cut-offs, the larger probability (:func:`~localjudge.decisions.kinds.neutral`).
+item), which is what the data is split and resampled by. The hard values are
+:func:`~localjudge.decisions.decide.hard_value`'s, the one way ``eval`` decides too; without
+cut-offs, against the neutral ones, the larger probability
+(:func:`~localjudge.decisions.kinds.neutral`).
 
 - A yes/no kind gets one cut-off on P(yes): the one that maximises balanced accuracy (recall,
   whose target is balanced accuracy) or Cohen's kappa (the others) on the fitted part.
@@ -26,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from localjudge.decisions.decide import hard_value
 from localjudge.decisions.kinds import neutral
 from localjudge.stats.agreement import cohen_kappa
 from localjudge.stats.bootstrap import interval
@@ -39,7 +42,7 @@ __all__ = [
     "figure_of",
     "fit",
     "fit_folds",
-    "hard",
+    "hard_values",
     "over_clusters",
     "split_groups",
     "statistics",
@@ -66,13 +69,14 @@ class Observation:
 Statistic = Callable[[Sequence[Observation], list[int]], Any]
 
 
-def hard(
+def hard_values(
     obs: Sequence[Observation], cutoffs: Sequence[float] | None, *, graded: bool = False
 ) -> list[int]:
-    """The hard values: the soft values against ``cutoffs`` (the number reached), or against
-    the neutral ones (the larger probability) without them."""
-    cuts = np.asarray(cutoffs if cutoffs is not None else neutral(graded))
-    return [int(np.sum(o.soft >= cuts)) for o in obs]
+    """Each decision's hard value (:func:`~localjudge.decisions.decide.hard_value`): its soft
+    value against ``cutoffs``, or against the neutral ones (the larger probability) without
+    them."""
+    cuts = tuple(cutoffs) if cutoffs is not None else neutral(graded)
+    return [hard_value(o.soft, cuts) for o in obs]
 
 
 # --------------------------------------------------------------------------- statistics
@@ -137,7 +141,7 @@ def agreement(
     """Agreement of the hard values (with ``cutoffs``, or the neutral ones) with the people, each
     figure with its bootstrap interval over groups; the soft values' ROC AUC (yes/no) and the
     judge's and the people's share of each value."""
-    judged = hard(obs, cutoffs, graded=graded)
+    judged = hard_values(obs, cutoffs, graded=graded)
     clusters = clusters_of(obs)
 
     def over(stat: Statistic) -> Callable[[Sequence[list[int]]], float | None]:

@@ -27,7 +27,7 @@ from localjudge.decisions.fit import (
     Observation,
     clusters_of,
     fit_folds,
-    hard,
+    hard_values,
     over_clusters,
     split_groups,
     statistics,
@@ -146,14 +146,14 @@ def held_out_check(
     soft = [o.soft for o in obs] if held_out_soft is None else list(held_out_soft)
     # each decision judged by the cut-offs fitted on the half it is not in
     fitted = [
-        hard(
+        hard_values(
             [Observation(o.group, v, o.human)],
             on_second if o.group in first else on_first,
             graded=graded,
         )[0]
         for o, v in zip(obs, soft, strict=True)
     ]
-    now = hard(obs, current, graded=graded)
+    now = hard_values(obs, current, graded=graded)
     stat = statistics(graded)[objective]
     clusters = clusters_of(obs)
 

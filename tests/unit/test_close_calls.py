@@ -61,8 +61,8 @@ def test_a_yes_no_distance_takes_the_fitted_cut_off() -> None:
     # near the neutral cut-off, far from the fitted one: no close call
     assert close_call(SUPPORTED, 0.5 + NEAR, fitted) is None
     # the sign agrees with the verdict: >= 0 is the positive value
-    assert hard_value(SUPPORTED, 0.3 - NEAR, fitted) == "no"
-    assert hard_value(SUPPORTED, 0.3 + NEAR, fitted) == "yes"
+    assert hard_value(0.3 - NEAR, fitted.of(SUPPORTED.kind)) == 0  # no
+    assert hard_value(0.3 + NEAR, fitted.of(SUPPORTED.kind)) == 1  # yes
 
 
 @pytest.mark.parametrize(
@@ -78,7 +78,8 @@ def test_a_graded_distance_is_to_the_nearest_of_its_cut_offs(cutoffs, cuts) -> N
         assert close_call(GRADE, cut - NEAR, cutoffs) == round(-NEAR, 4)
         assert close_call(GRADE, cut + FAR, cutoffs) is None
         # a grade either side of the cut-off
-        assert hard_value(GRADE, cut - NEAR, cutoffs) + 1 == hard_value(GRADE, cut + NEAR, cutoffs)
+        cuts_of = cutoffs.of(GRADE.kind)
+        assert hard_value(cut - NEAR, cuts_of) + 1 == hard_value(cut + NEAR, cuts_of)
     # halfway between two cut-offs is no close call
     assert close_call(GRADE, (cuts[0] + cuts[1]) / 2, cutoffs) is None
 

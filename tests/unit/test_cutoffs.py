@@ -7,13 +7,22 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score, roc_auc_score
 
-from localjudge.decisions import KINDS, Cutoffs, Provenance, hard_value, held_out_check, neutral
+from localjudge.decisions import (
+    KINDS,
+    NO_CUTOFFS,
+    Cutoffs,
+    Provenance,
+    hard_value,
+    held_out_check,
+    neutral,
+    soft_value,
+)
 from localjudge.decisions.fit import (
     MAX_EXCESS_SHARE,
     Observation,
     agreement,
     fit,
-    hard,
+    hard_values,
     split_groups,
     two_fold,
 )
@@ -100,17 +109,23 @@ def test_every_kind_the_metrics_ask_is_a_known_kind_of_cutoff():
 
 def test_hard_value_against_cutoffs():
     # no cut-off: the larger probability (never the greedy token against its own probabilities)
-    assert hard_value(YES_NO, 0.3) == "no"
-    assert hard_value(YES_NO, 0.5) == "yes"
-    assert hard_value(YES_NO, 0.51) == "yes"
-    assert [hard_value(GRADE, e) for e in (0.49, 0.5, 1.49, 1.5, 2.6)] == [0, 1, 1, 2, 3]
-    cuts = Cutoffs.from_json({"recall.supported": 0.3})
-    assert hard_value(YES_NO, 0.3, cuts) == "yes"  # at the cut-off: yes
-    assert hard_value(YES_NO, 0.29, cuts) == "no"
-    grade = Cutoffs.from_json({"relevance.grade": [0.5, 1.5, 2.5]})
-    assert [hard_value(GRADE, e, grade) for e in (0.4, 0.5, 1.6, 2.5, 3.0)] == [0, 1, 2, 3, 3]
+    yes_no, grades = NO_CUTOFFS.of(YES_NO.kind), NO_CUTOFFS.of(GRADE.kind)
+    assert hard_value(0.3, yes_no) == 0
+    assert hard_value(0.5, yes_no) == 1
+    assert hard_value(0.51, yes_no) == 1
+    assert [hard_value(e, grades) for e in (0.49, 0.5, 1.49, 1.5, 2.6)] == [0, 1, 1, 2, 3]
+    cuts = Cutoffs.from_json({"recall.supported": 0.3}).of(YES_NO.kind)
+    assert hard_value(0.3, cuts) == 1  # at the cut-off: yes
+    assert hard_value(0.29, cuts) == 0
+    grade = Cutoffs.from_json({"relevance.grade": [0.5, 1.5, 2.5]}).of(GRADE.kind)
+    assert [hard_value(e, grade) for e in (0.4, 0.5, 1.6, 2.5, 3.0)] == [0, 1, 2, 3, 3]
     assert neutral(graded=False) == (0.5,)
-    assert hard([Observation("g", 0.5, 1), Observation("g", 0.49, 0)], None) == [1, 0]
+    assert hard_values([Observation("g", 0.5, 1), Observation("g", 0.49, 0)], None) == [1, 0]
+
+
+def test_the_soft_value_is_the_expected_hard_value():
+    assert soft_value((0.3, 0.7)) == 0.7  # (P(no), P(yes)): P(yes), exactly
+    assert soft_value((0.1, 0.2, 0.3, 0.4)) == pytest.approx(2.0)  # the expected grade
 
 
 def test_a_binary_fit_finds_the_cutoff_the_argmax_misses():
@@ -129,7 +144,7 @@ def test_a_binary_fit_finds_the_cutoff_the_argmax_misses():
 def test_balanced_accuracy_objective_on_unbalanced_labels():
     obs = [o for o in binary(400) if o.human == 1 or o.soft < 0.08]
     cuts = fit(obs, graded=False, objective="balanced_accuracy")
-    judged = hard(obs, cuts)
+    judged = hard_values(obs, cuts)
     pairs = list(zip(judged, (o.human for o in obs), strict=True))
     rates = [np.mean([j == h for j, h in pairs if h == c]) for c in (0, 1)]
     assert min(rates) > 0.8
@@ -139,7 +154,7 @@ def test_statistics_match_scikit_learn():
     obs = graded()
     cuts = fit(obs, graded=True)
     figures = agreement(obs, cuts, graded=True)
-    judged = hard(obs, cuts)
+    judged = hard_values(obs, cuts)
     humans = [o.human for o in obs]
     expected = cohen_kappa_score(humans, judged, weights="quadratic", labels=[0, 1, 2, 3])
     assert figures["qwk"]["value"] == pytest.approx(expected)
