@@ -1,7 +1,7 @@
 """``localjudge bench``: run judges on labelled data and print how each agrees with the labels.
 
-A client of :func:`localjudge.run.bench.bench_file` (which runs each judge in its own supervised
-process) with the options shared with ``eval`` (:mod:`localjudge.cli.options`).
+A client of :func:`localjudge.run.bench.runner.bench_file` (which runs each judge in its own
+supervised process) with the options shared with ``eval`` (:mod:`localjudge.cli.options`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``localjudge calibrate``: fit a judge's cut-offs on a labelled file and store them.
 
-A client of :func:`localjudge.run.calibrate.calibrate`; the stored cut-offs go into the user
-registry for the judge's file (:func:`localjudge.decisions.store_cutoffs`), where
+A client of :func:`localjudge.run.calibrate.calibration.calibrate`; the stored cut-offs go into
+the user registry for the judge's file (:func:`localjudge.decisions.store_cutoffs`), where
 ``eval`` and ``bench`` find them. Its options come from a config file and the environment as
 ``eval``'s and ``bench``'s do (:mod:`localjudge.cli.config`: the top level, then a
 ``[calibrate]`` table, then ``LOCALJUDGE_CALIBRATE_<OPTION>``, then the command line).

@@ -1,5 +1,6 @@
 """The HTML report of a run: what ``report`` writes, and what ``eval`` and ``bench`` write beside
-their run when given ``--html`` (:func:`localjudge.run.report.write_report`, loaded only then)."""
+their run when given ``--html`` (:func:`localjudge.run.report.render.write_report`, loaded only
+then)."""
 
 from __future__ import annotations
 

@@ -102,7 +102,7 @@ class CrossFit:
     """A combination checked on held-out halves: ``held_out`` is each decision's soft value
     under the combination fitted on the half of the groups it is not in; ``fold_cutoffs`` the
     cut-offs fitted with each half's combination on that half's combined values (the half
-    ``first`` first, as :func:`~localjudge.stats.cutoffs_fit.held_out_check` takes them)."""
+    ``first`` first, as :func:`~localjudge.decisions.rule.held_out_check` takes them)."""
 
     held_out: list[float]
     fold_cutoffs: list[tuple[float, ...]]

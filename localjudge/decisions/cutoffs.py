@@ -3,8 +3,9 @@ the combinations of readings that give a kind's soft value, and where each came 
 
 A decision's soft value is read from the probabilities of its allowed values
 (:mod:`localjudge.decisions.decide`); a cut-off fitted on labelled data turns it into the hard
-verdict. The bundled judges ship cut-offs fitted on the development sets in their registry
-entries; ``localjudge calibrate`` fits a user's own and stores them in the user registry
+verdict. The bundled judges ship cut-offs fitted on the development sets in ``cutoffs.json``
+(:mod:`localjudge.decisions.shipped`, built from judged rows by ``fitting/build.py``);
+``localjudge calibrate`` fits a user's own and stores them in the user registry
 (:mod:`localjudge.decisions.store`). A kind without a cut-off takes the neutral cut-offs, the
 larger probability (:func:`~localjudge.decisions.kinds.neutral`).
 

@@ -134,11 +134,11 @@ def held_out_check(
     """Cross-fitted cut-offs against ``current`` (None: the neutral ones) on the same decisions,
     with the paired bootstrap over groups (see :class:`HeldOutCheck`). ``fold_cutoffs``: the
     cut-offs already fitted on the first half of the split and on the second (what
-    :func:`two_fold` reports as its folds' ``cutoffs``), so they are not fitted again.
-    ``held_out_soft``: each decision's soft value under a model fitted on the half it is not in
-    (a combination of readings, :func:`~localjudge.stats.combination_fit.cross_fit`), which the
-    fold cut-offs then apply to; by default its own soft value (``current`` always applies to
-    that)."""
+    :func:`~localjudge.decisions.fit.two_fold` reports as its folds' ``cutoffs``), so they are
+    not fitted again. ``held_out_soft``: each decision's soft value under a model fitted on the
+    half it is not in (a combination of readings,
+    :func:`~localjudge.decisions.combination_fit.cross_fit`), which the fold cut-offs then apply
+    to; by default its own soft value (``current`` always applies to that)."""
     first = split_groups([o.group for o in obs])
     if fold_cutoffs is None:
         fold_cutoffs = fit_folds(obs, first, graded=graded, objective=objective)

@@ -2,7 +2,7 @@
 
 The llama.cpp backend (:mod:`localjudge.judge.llama.judge`), the caching wrapper
 (:mod:`localjudge.judge.cache.caching`) and the scripted fake (:mod:`localjudge.testing`) all
-implement :class:`Judge`, with its optional many-requests call :meth:`Judge.generate_many`; the
+implement :class:`Judge`, with its optional many-requests call (:func:`generate_many`); the
 runner (:mod:`localjudge.run.evaluate.evaluation`) knows nothing else about models, and the
 metrics know nothing about judges at all.
 
@@ -187,7 +187,7 @@ class Judge(Protocol):
         ...
 
 
-#: what :meth:`Judge.generate_many` gives per request: the generation, or the overflow that kept
+#: what a judge's ``generate_many`` gives per request: the generation, or the overflow that kept
 #: it from being made (raised before generating; the one per-request failure)
 Outcome = Union["Generation[BaseModel]", ContextOverflowError]
 

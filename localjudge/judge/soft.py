@@ -74,7 +74,7 @@ class Decisions:
     gave."""
 
     def __init__(self, keys: Mapping[str, tuple[str, ...]] | None = None) -> None:
-        #: decision keys and the JSON texts of their values (:attr:`EngineRequest.decisions`)
+        #: decision keys and the JSON texts of their values (``EngineRequest.decisions``)
         self.keys: Mapping[str, tuple[str, ...]] = keys if keys is not None else {}
         self.current: _Open | None = None
         self.decided: set[int] = set()

@@ -206,7 +206,8 @@ def eval_file(
     ``raw_output`` adds each row's raw judge output text (``raw_output``). ``chunk_size``:
     items handed to the judge together per metric (rows do not depend on it; a Ray judge wants
     large chunks, :data:`localjudge.cluster.RAY_CHUNK_SIZE`). ``only``: per metric, the input
-    indices it scores (see :func:`evaluate`); recorded in the run's settings by its sha256.
+    indices it scores (see :func:`localjudge.evaluate`); recorded in the run's settings by its
+    sha256.
 
     A finished run already in ``out_dir`` is replaced only when this run is the same run again
     (same data sha256, judge identity and settings: a rerun writes the same rows), or with
@@ -214,8 +215,9 @@ def eval_file(
     is judged. An unfinished run there (``results.jsonl.partial``) is always taken over: that is
     how a rerun resumes.
 
-    ``cutoffs``: as :func:`evaluate` takes them (by default the judge's own), resolved once: the
-    data, the labelled items and each metric's recorded settings all use the same ones.
+    ``cutoffs``: as :func:`~localjudge.run.evaluate.evaluation.evaluate` takes them (by default
+    the judge's own), resolved once: the data, the labelled items and each metric's recorded
+    settings all use the same ones.
 
     Pass a :class:`~localjudge.judge.cache.caching.CachingJudge` to cache and resume.
 
