@@ -34,6 +34,7 @@ from localjudge.metrics import (
 )
 from localjudge.run.evaluate.evaluation import evaluate, score
 from localjudge.run.evaluate.file_run import eval_file
+from localjudge.run.options import EvalOptions, Hooks, ScoringOptions
 from localjudge.run.results import ItemResult
 from localjudge.run.settings import build_metrics
 from localjudge.scoring import RelevancePenalties
@@ -50,8 +51,10 @@ __all__ = [
     "ContextRelevance",
     "Cutoffs",
     "DataError",
+    "EvalOptions",
     "Generation",
     "GenerationStats",
+    "Hooks",
     "InvalidItemError",
     "ItemError",
     "ItemResult",
@@ -65,6 +68,7 @@ __all__ = [
     "ModelError",
     "OutputBudgetError",
     "RelevancePenalties",
+    "ScoringOptions",
     "UsageError",
     "__version__",
     "budgeted",

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,11 +18,15 @@ from localjudge.cli import progress as drawn
 from localjudge.cli.config import ConfiguredCommand
 from localjudge.cli.exits import guarded
 from localjudge.cli.html_out import write_html
-from localjudge.cli.options import judge_factory, judge_options, judge_settings, run_options
-from localjudge.cli.ray_options import ray_config, ray_options
+from localjudge.cli.options import JudgeArgs, RunArgs, judge_factory, judge_options, run_options
+from localjudge.cli.ray_options import RayArgs, ray_options
 from localjudge.errors import (
     UsageError,
 )
+
+if TYPE_CHECKING:
+    from localjudge.cluster import RayConfig
+    from localjudge.run.options import BenchOptions
 
 
 @click.command("bench", cls=ConfiguredCommand)
@@ -55,60 +60,63 @@ from localjudge.errors import (
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars; print only the table.")
 @click.pass_context
 @guarded
-def bench_command(  # noqa: PLR0917 (Click passes every option as an argument)
-    ctx: click.Context,
-    /,
-    data: Path,
-    models: tuple[str, ...],
-    all_judges: bool,
-    out_dir: Path,
-    metric_names: tuple[str, ...],
-    limit: int | None,
-    scale: float,
-    truncate: bool,
-    reasons: bool,
-    html: bool,
-    overwrite: bool,
-    quiet: bool,
-    **judge_options: Any,
-) -> None:
+def bench_command(ctx: click.Context, /, **params: Any) -> None:
     """Benchmark judges against the human labels in DATA (labelled JSONL: docs/data-format.md)."""
     from localjudge.judge.isolation import terminate_as_interrupt  # noqa: PLC0415
-    from localjudge.metrics import MetricSettings  # noqa: PLC0415
     from localjudge.run.bench.runner import bench_file, bench_table  # noqa: PLC0415
 
-    progress = not quiet and drawn.on_terminal()
-    ray = ray_config(judge_options, ctx.find_root().obj)
-    if all_judges:
-        models = _installed_judges(models)
+    args = BenchArgs(**params)
+    progress = not args.quiet and drawn.on_terminal()
+    options = args.options(args.ray_config(ctx.find_root().obj), progress=progress)
+    models = _installed_judges(args.models) if args.all_judges else args.models
 
     def announce(name: str) -> None:
-        if not quiet and not progress:  # a bar names its judge
+        if not args.quiet and not progress:  # a bar names its judge
             click.echo(f"judging with {name} ...", err=True)
 
     # SIGTERM (timeout, systemd, CI runners) stops a bench as Ctrl-C does, between judges too;
     # while a judge runs, its supervised child gets the signal and keeps what it finished
     with terminate_as_interrupt():
         outcome = bench_file(
-            data,
-            out_dir,
-            judges=[judge_settings(m, **judge_options) for m in (models or (None,))],
-            metrics=list(metric_names) or None,
-            metric_settings=MetricSettings(scale=scale, reasons=reasons),
-            limit=limit,
-            truncate=truncate,
+            args.data,
+            args.out_dir,
+            judges=[args.judge_settings(m) for m in (models or (None,))],
+            options=options,
             open_judge=judge_factory(ctx),
-            ray=ray,
             on_judge=announce,
-            progress=progress,
-            overwrite=overwrite,
         )
     click.echo(bench_table(outcome.report, terminal=sys.stdout.isatty()))
-    report = write_html(out_dir, None) if html else None
-    if not quiet:
+    report = write_html(args.out_dir, None) if args.html else None
+    if not args.quiet:
         click.echo(f"bench: {outcome.bench_path}\nitems: {outcome.items_path}")
         if report is not None:
             click.echo(f"report: {report}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchArgs(RunArgs, RayArgs, JudgeArgs):
+    """``bench``'s command line (and ``localjudge.toml``), as Click passes it, built once."""
+
+    data: Path
+    models: tuple[str, ...]
+    all_judges: bool
+    out_dir: Path
+    quiet: bool
+
+    def options(self, ray: RayConfig | None, *, progress: bool) -> BenchOptions:
+        """The library's options for this bench (``limit``, ``truncate`` and ``overwrite``
+        are those of each judge's eval run)."""
+        from localjudge.run.options import BenchOptions  # noqa: PLC0415
+
+        return BenchOptions(
+            metrics=list(self.metric_names) or None,
+            metric_settings=self.metric_settings(),
+            limit=self.limit,
+            truncate=self.truncate,
+            overwrite=self.overwrite,
+            ray=ray,
+            progress=progress,
+        )
 
 
 def _installed_judges(named: Sequence[str]) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import click
 
 from localjudge.cli.config import ConfiguredCommand
 from localjudge.cli.exits import guarded
-from localjudge.cli.options import judge_factory, judge_options, judge_settings
+from localjudge.cli.options import JudgeArgs, judge_factory, judge_options
 from localjudge.decisions import Provenance
 from localjudge.errors import DataError, UsageError
 
@@ -58,18 +59,7 @@ from localjudge.errors import DataError, UsageError
 @judge_options
 @click.pass_context
 @guarded
-def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argument)
-    ctx: click.Context,
-    /,
-    labels: Path,
-    model: str | None,
-    metric_names: tuple[str, ...],
-    limit: int | None,
-    dry_run: bool,
-    store_anyway: bool,
-    reset: bool,
-    **options: Any,
-) -> None:
+def calibrate_command(ctx: click.Context, /, **params: Any) -> None:
     """Fit the judge's cut-offs on LABELS (labelled JSONL, bench's format), print agreement
     before and after on the half of the file held back from each fit (two ways round, with
     95% bootstrap intervals), and store for that judge the cut-offs fitted on the whole file
@@ -101,9 +91,11 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
     from localjudge.run.calibrate.table import IN_SAMPLE, calibration_table  # noqa: PLC0415
     from localjudge.run.settings import open_judge  # noqa: PLC0415
 
-    if reset:
-        _reset(ctx, model, metric_names, options)
+    args = CalibrateArgs(**params)
+    if args.reset:
+        _reset(ctx, args)
         return
+    labels, limit, store_anyway = args.labels, args.limit, args.store_anyway
     if labels is None:
         raise UsageError("calibrate needs LABELS (or --reset)")
     records: list[Mapping[str, Any]] = []
@@ -115,12 +107,11 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
         lines.append(record.line)
         if limit is not None and len(records) >= limit:
             break
-    metrics = list(metric_names) or None
+    metrics = list(args.metric_names) or None
     # every label checked before the judge loads: a refused one costs no model load
     check_labels(records, metrics, lines=lines, path=str(labels))
-    settings = judge_settings(model, **options)
     factory = judge_factory(ctx) or open_judge
-    judge = factory(settings)
+    judge = factory(args.judge_settings(args.model))
     origin = Provenance(
         "calibrate", labels.name, file_sha256(labels), datetime.date.today().isoformat()
     )
@@ -132,8 +123,8 @@ def calibrate_command(  # noqa: PLR0917 (Click passes every option as an argumen
             click.echo(f"kept: {kind}: the held-out gain is not confirmed; the value in use stays")
     if chosen:
         chosen = _obvious(judge, found.now, chosen, store_anyway=store_anyway)
-    if dry_run or not chosen:
-        click.echo("nothing stored" + (" (--dry-run)" if dry_run else ""))
+    if args.dry_run or not chosen:
+        click.echo("nothing stored" + (" (--dry-run)" if args.dry_run else ""))
         return
     store_cutoffs(judge.identity.sha256, chosen)
     kinds = ", ".join(sorted(chosen.values))
@@ -162,9 +153,21 @@ def _obvious(judge: Any, now: Any, chosen: Any, *, store_anyway: bool) -> Any:
     return chosen.only(keep)
 
 
-def _reset(
-    ctx: click.Context, model: str | None, metric_names: tuple[str, ...], options: Any
-) -> None:
+@dataclass(frozen=True, kw_only=True)
+class CalibrateArgs(JudgeArgs):
+    """``calibrate``'s command line (and ``localjudge.toml``), as Click passes it, built once:
+    the judge options, ``--metric`` and ``--limit`` are ``eval``'s and ``bench``'s."""
+
+    labels: Path | None
+    model: str | None
+    metric_names: tuple[str, ...]
+    limit: int | None
+    dry_run: bool
+    store_anyway: bool
+    reset: bool
+
+
+def _reset(ctx: click.Context, args: CalibrateArgs) -> None:
     """Remove the user's cut-offs of the judge's file (found without loading it): the shipped
     ones apply again."""
     from localjudge.decisions import kinds_of, reset_cutoffs  # noqa: PLC0415
@@ -172,13 +175,13 @@ def _reset(
 
     factory = judge_factory(ctx)
     if factory is not None:  # an embedding program's (or a test's) judge
-        identity = factory(judge_settings(model, **options)).identity
+        identity = factory(args.judge_settings(args.model)).identity
         sha256, name = identity.sha256, identity.model
     else:
-        resolved = resolve_model(model)
+        resolved = resolve_model(args.model)
         sha256 = resolved.expected_sha256 or model_sha256(resolved.path)
         name = resolved.alias or resolved.path.name
-    kinds = set(kinds_of(metric_names)) if metric_names else None
+    kinds = set(kinds_of(args.metric_names)) if args.metric_names else None
     removed = reset_cutoffs(sha256, kinds)
     if removed:
         click.echo(f"removed {', '.join(removed)} for {name}: the shipped cut-offs apply")

@@ -12,8 +12,9 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,19 +23,30 @@ from localjudge.cli.config import ConfiguredCommand
 from localjudge.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_THRESHOLD, guarded
 from localjudge.cli.html_out import write_html
 from localjudge.cli.options import (
+    JudgeArgs,
+    RunArgs,
     judge_factory,
     judge_options,
-    judge_settings,
     parse_thresholds,
     run_options,
 )
 from localjudge.cli.progress import progress_bar
-from localjudge.cli.ray_options import ray_config, ray_options
+from localjudge.cli.ray_options import RayArgs, ray_options
 from localjudge.errors import (
     LocalJudgeError,
     UsageError,
     internal_error,
 )
+
+if TYPE_CHECKING:
+    from localjudge.cluster import RayConfig
+    from localjudge.decisions import Cutoffs
+    from localjudge.judge.protocol import Judge
+    from localjudge.run.options import EvalOptions
+    from localjudge.run.settings import JudgeSettings
+
+    #: opens a judge from its settings (a test's, or the real one)
+    JudgeFactory = Callable[[JudgeSettings], Judge]
 
 
 @click.command("eval", cls=ConfiguredCommand)
@@ -123,19 +135,71 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
     """Score DATA (JSONL, JSON, CSV, Parquet, or a Hugging Face save_to_disk folder) and write
     OUT/results.jsonl and OUT/summary.json."""
     factory = judge_factory(ctx)
-    params["ray"] = ray = ray_config(params, ctx.find_root().obj)
+    args = EvalArgs(**params)
+    ray = args.ray_config(ctx.find_root().obj)
+    call = EvalCall(args, args.options(ray), ray)
     from localjudge.judge.isolation import IN_PROCESS_ENV, run_in_child  # noqa: PLC0415
 
     in_process = factory is not None or (ray is not None and ray.worker is not None)
     if in_process or os.environ.get(IN_PROCESS_ENV) == "1":
-        _eval_run(params, factory, None)
+        _eval_run(call, factory, None)
         return
 
-    partial = Path(params["out_dir"]) / "results.jsonl.partial"
-    code = run_in_child(_eval_child, params, resume_hint=f"{partial} and the judge-call cache")
-    if code > 128 and code != EXIT_INTERRUPTED and params.get("junit") is not None:
-        junit_after_crash(params["junit"], code)
+    partial = args.out_dir / "results.jsonl.partial"
+    code = run_in_child(_eval_child, call, resume_hint=f"{partial} and the judge-call cache")
+    if code > 128 and code != EXIT_INTERRUPTED and args.junit is not None:
+        junit_after_crash(args.junit, code)
     sys.exit(code)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalArgs(RunArgs, RayArgs, JudgeArgs):
+    """``eval``'s command line (and ``localjudge.toml``), as Click passes it, built once."""
+
+    data: Path
+    model: str | None
+    out_dir: Path
+    fail_under: tuple[str, ...]
+    max_failure_rate: float | None
+    maps: tuple[str, ...]
+    fmt: str | None
+    labels: Path | None
+    isotonic: bool
+    raw_output: bool
+    junit: Path | None
+    quiet: bool
+
+    def options(self, ray: RayConfig | None) -> EvalOptions:
+        """The library's options for this run (checked as they are built)."""
+        from localjudge.data.dataset import parse_mapping  # noqa: PLC0415 (keep --help fast)
+        from localjudge.run.options import CHUNK_SIZE, EvalOptions  # noqa: PLC0415
+
+        mapping = parse_mapping(self.maps)
+        thresholds = parse_thresholds(self.fail_under)
+        return EvalOptions(
+            mapping=mapping,
+            fmt=self.fmt,
+            limit=self.limit,
+            truncate=self.truncate,
+            labels=self.labels,
+            isotonic=self.isotonic,
+            raw_output=self.raw_output,
+            overwrite=self.overwrite,
+            fail_under=thresholds,
+            max_failure_rate=self.max_failure_rate,
+            settings=self.judge_settings(self.model).recorded(),
+            chunk_size=ray.chunk_size if ray is not None else CHUNK_SIZE,
+        )
+
+
+@dataclass(frozen=True)
+class EvalCall:
+    """What the judge's process runs: the command line, the options built from it once, and
+    the Ray cluster to judge on (picklable: it crosses into the child)."""
+
+    args: EvalArgs
+    options: EvalOptions
+    ray: RayConfig | None
 
 
 def junit_after_crash(path: Path, code: int) -> None:
@@ -148,84 +212,49 @@ def junit_after_crash(path: Path, code: int) -> None:
         write_junit(path, junit_xml([], stopped=why, properties={"complete": False}))
 
 
-def _eval_child(params: dict[str, Any], reporter: Any) -> None:
+def _eval_child(call: EvalCall, reporter: Any) -> None:
     """``eval`` in the judge's child process (see :mod:`localjudge.judge.isolation`)."""
-    guarded(_eval_run)(params, None, reporter)
+    guarded(_eval_run)(call, None, reporter)
 
 
-def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, reporter: Any) -> None:
-    from localjudge.data.dataset import parse_mapping  # noqa: PLC0415 (keep --help fast)
-    from localjudge.metrics import MetricSettings  # noqa: PLC0415
-    from localjudge.run.evaluate.file_run import open_run  # noqa: PLC0415
+def _eval_run(call: EvalCall, factory: JudgeFactory | None, reporter: Any) -> None:
+    from localjudge.run.evaluate.file_run import open_run  # noqa: PLC0415 (keep --help fast)
+    from localjudge.run.options import Hooks  # noqa: PLC0415
     from localjudge.run.settings import build_metrics  # noqa: PLC0415
     from localjudge.run.summary import summary_table  # noqa: PLC0415
 
-    p = dict(params)
-    data: Path = p.pop("data")
-    out_dir: Path = p.pop("out_dir")
-    fmt, limit, quiet = p.pop("fmt"), p.pop("limit"), p.pop("quiet")
-    metric_names: tuple[str, ...] = p.pop("metric_names")
-    mapping = parse_mapping(p.pop("maps"))
-    thresholds = parse_thresholds(p.pop("fail_under"))
-    max_failure_rate = p.pop("max_failure_rate")
-    progress = not quiet and drawn.on_terminal()
-    scale, truncate, reasons = p.pop("scale"), p.pop("truncate"), p.pop("reasons")
-    labels, html, raw_output = p.pop("labels"), p.pop("html"), p.pop("raw_output")
-    isotonic = p.pop("isotonic")
-    junit_path: Path | None = p.pop("junit")
-    overwrite = p.pop("overwrite")
-    ray = p.pop("ray")
+    args, options = call.args, call.options
+    progress = not args.quiet and drawn.on_terminal()
     # the data (and labels) opened once and the output locked once, before the judge loads: an
     # unreadable file or a second run into OUT is refused at once
-    with open_run(data, out_dir, mapping=mapping, fmt=fmt, limit=limit, labels=labels) as run:
-        found = run.survey() if progress or not metric_names else None
-        names = list(metric_names) or (found.metrics if found else [])
+    with open_run(args.data, args.out_dir, options) as run:
+        found = run.survey() if progress or not args.metric_names else None
+        names = list(args.metric_names) or (found.metrics if found else [])
         if not names:
             raise UsageError(
-                f"no metric applies to {data}: records need user_input and retrieved_contexts, "
-                "plus reference (recall) or response (relevance)",
+                f"no metric applies to {args.data}: records need user_input and "
+                "retrieved_contexts, plus reference (recall) or response (relevance)",
                 hint="name fields with --map, e.g. --map user_input=question",
             )
-        settings = judge_settings(p.pop("model"), **p)
-        judge, cutoffs = _open(settings, ray, factory, quiet=quiet)
-        metrics = build_metrics(names, MetricSettings(scale=scale, reasons=reasons))
+        opened = _open(args.judge_settings(args.model), call.ray, factory, quiet=args.quiet)
+        metrics = build_metrics(names, args.metric_settings())
         total = found.n_records if found and progress else None
         junit = None
-        if junit_path is not None:
-            recorded = {
-                "data": str(data),
-                "limit": limit,
-                "truncate": truncate,
-                "scale": scale,
-                "reasons": reasons,
-                "map": mapping,
-                "format": fmt,
-                "max_failure_rate": max_failure_rate,
-                **settings.recorded(),
-            }
+        if args.junit is not None:
             run_metrics = [m.name for m in metrics]
-            junit = _junit_report(junit_path, judge, run_metrics, thresholds, recorded)
+            junit = _junit_report(args.junit, args, options, opened.judge, run_metrics)
         with (
             progress_bar(total, len(metrics), reporter) as on_progress,
             _stopping(junit),
         ):
-            on_result = _each(on_progress, junit_row(junit, judge) if junit else None)
-            outcome = run.score(
-                judge=judge,
-                metrics=metrics,
-                cutoffs=cutoffs,
-                truncate=truncate,
-                fail_under=thresholds,
-                max_failure_rate=max_failure_rate,
-                settings=settings.recorded(),
-                on_result=on_result,
+            hooks = Hooks(
+                on_result=_each(on_progress, junit_row(junit, opened.judge) if junit else None),
                 on_judging=reporter.judging if reporter is not None else None,
-                isotonic=isotonic,
-                raw_output=raw_output,
-                overwrite=overwrite,
-                **({"chunk_size": ray.chunk_size} if ray is not None else {}),
             )
-        report = write_html(out_dir, data) if html else None
+            outcome = run.score(
+                judge=opened.judge, metrics=metrics, cutoffs=opened.cutoffs, hooks=hooks
+            )
+        report = write_html(args.out_dir, args.data) if args.html else None
         if junit is not None:
             run_info = outcome.summary["run"]
             junit.write(
@@ -236,7 +265,7 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
                 cache_hits=run_info["cache_hits"],
                 failed_thresholds=outcome.failed_thresholds,
             )
-    if not quiet:
+    if not args.quiet:
         click.echo(summary_table(outcome.summary, terminal=sys.stdout.isatty()))
         click.echo(f"results: {outcome.results_path}\nsummary: {outcome.summary_path}")
         if report is not None:
@@ -247,9 +276,17 @@ def _eval_run(params: dict[str, Any], factory: Callable[[Any], Any] | None, repo
     sys.exit(EXIT_THRESHOLD if outcome.failed_thresholds else EXIT_OK)
 
 
+@dataclass(frozen=True)
+class OpenJudge:
+    """The run's judge and the cut-offs it decides with (resolved once, for the whole run)."""
+
+    judge: Judge
+    cutoffs: Cutoffs
+
+
 def _open(
-    settings: Any, ray: Any, factory: Callable[[Any], Any] | None, *, quiet: bool
-) -> tuple[Any, Any]:
+    settings: JudgeSettings, ray: RayConfig | None, factory: JudgeFactory | None, *, quiet: bool
+) -> OpenJudge:
     """The run's judge (a Ray pool, a test's factory, or loaded here) and its cut-offs (read
     once, for the whole run), with one line on stderr (not with -q) when it has no fitted
     cut-offs or combinations of its own."""
@@ -263,7 +300,7 @@ def _open(
     cutoffs = resolve_cutoffs(judge)
     if not quiet and (note := neutral_cutoffs_note(judge, cutoffs, settings.name)):
         click.echo(f"localjudge: note: {note}", err=True)
-    return judge, cutoffs
+    return OpenJudge(judge, cutoffs)
 
 
 def _warn(outcome: Any) -> None:
@@ -275,22 +312,33 @@ def _warn(outcome: Any) -> None:
 
 
 def _junit_report(
-    path: Path, judge: Any, metrics: list[str], thresholds: dict[str, float], run: dict[str, Any]
+    path: Path, args: EvalArgs, options: EvalOptions, judge: Judge, metrics: list[str]
 ) -> Any:
     from localjudge.run.report.junit import JUnitReport  # noqa: PLC0415
     from localjudge.versions import versions  # noqa: PLC0415
 
     identity = judge.identity
+    recorded = {
+        "data": str(args.data),
+        "limit": options.limit,
+        "truncate": options.truncate,
+        "scale": args.scale,
+        "reasons": args.reasons,
+        "map": options.mapping,
+        "format": options.fmt,
+        "max_failure_rate": options.max_failure_rate,
+        **options.settings,
+    }
     properties = {
         "model": identity.model,
         "model_sha256": identity.sha256,
         "backend": identity.backend,
         "judge_settings": dict(identity.settings),
-        "run_settings": run,
+        "run_settings": recorded,
         "versions": versions(),
         "complete": False,
     }
-    return JUnitReport(path, metrics, thresholds, properties)
+    return JUnitReport(path, metrics, dict(options.fail_under), properties)
 
 
 def junit_row(junit: Any, judge: Any) -> Callable[[Any], None]:

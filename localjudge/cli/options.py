@@ -1,6 +1,8 @@
 """The typed options ``eval`` and ``bench`` share, declared once so both accept the same: what
 to run and how to score (:data:`run_options`), how to load a judge (:data:`judge_options`,
-also ``calibrate``'s), and the judge settings and factory a command builds from them.
+also ``calibrate``'s), their values as one typed object each (:class:`RunArgs`,
+:class:`JudgeArgs`: a command's own arguments class adds its options to them and is built once
+from what Click passes), and the judge settings and factory a command builds from them.
 
 Judges come from a factory in Click's context object (``obj={"open_judge": ...}``, default
 :func:`localjudge.run.settings.open_judge`), so every command can be driven with a scripted
@@ -10,13 +12,17 @@ judge. The Ray options are in :mod:`localjudge.cli.ray_options`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from localjudge.errors import UsageError
-from localjudge.metrics import METRICS
+from localjudge.metrics import METRICS, MetricSettings
+
+if TYPE_CHECKING:
+    from localjudge.run.settings import JudgeSettings
 
 #: the smallest context window -c accepts (0 aside)
 MIN_CTX = 256
@@ -202,22 +208,56 @@ def _ctx_size(value: int) -> int:
     return value
 
 
-def judge_settings(model: str | None, **options: Any) -> Any:
-    from localjudge.run.settings import JudgeSettings  # noqa: PLC0415
+@dataclass(frozen=True, kw_only=True)
+class JudgeArgs:
+    """The values of :data:`judge_options`, as Click passes them (``eval``, ``bench`` and
+    ``calibrate`` share them)."""
 
-    return JudgeSettings(
-        model=model,
-        n_ctx=options["n_ctx"],
-        n_gpu_layers=options["n_gpu_layers"],
-        n_threads=options["threads"],
-        seed=options["seed"],
-        chat_template=False if options["no_chat_template"] else None,
-        flash_attn=options["flash_attn"],
-        chat_template_kwargs=options["chat_template_kwargs"],
-        cache=options["cache_path"],
-        use_cache=not options["no_cache"],
-        **({"parallel": options["parallel"]} if options["parallel"] is not None else {}),
-    )
+    n_ctx: int
+    n_gpu_layers: int | str
+    threads: int | None
+    flash_attn: str
+    chat_template_kwargs: dict[str, Any]
+    seed: int
+    no_chat_template: bool
+    cache_path: Path | None
+    no_cache: bool
+    parallel: int | None
+
+    def judge_settings(self, model: str | None) -> JudgeSettings:
+        """How to load the judge ``model`` with these options."""
+        from localjudge.run.settings import JudgeSettings  # noqa: PLC0415
+
+        return JudgeSettings(
+            model=model,
+            n_ctx=self.n_ctx,
+            n_gpu_layers=self.n_gpu_layers,
+            n_threads=self.threads,
+            seed=self.seed,
+            chat_template=False if self.no_chat_template else None,
+            flash_attn=self.flash_attn,
+            chat_template_kwargs=self.chat_template_kwargs,
+            cache=self.cache_path,
+            use_cache=not self.no_cache,
+            **({"parallel": self.parallel} if self.parallel is not None else {}),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunArgs:
+    """The values of :data:`run_options`, as Click passes them (``eval`` and ``bench``)."""
+
+    metric_names: tuple[str, ...]
+    limit: int | None
+    scale: float
+    truncate: bool
+    reasons: bool
+    html: bool
+    overwrite: bool
+
+    def metric_settings(self) -> MetricSettings:
+        """The settings every metric of the run is built with."""
+        return MetricSettings(scale=self.scale, reasons=self.reasons)
 
 
 def judge_factory(ctx: click.Context) -> Callable[[Any], Any] | None:

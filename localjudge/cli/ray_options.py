@@ -1,15 +1,20 @@
 """The options that judge on a Ray cluster (:mod:`localjudge.cluster`), shared by ``eval`` and
-``bench``, and the cluster they ask for. Ray itself loads only with ``--ray``.
+``bench``, their values (:class:`RayArgs`) and the cluster they ask for. Ray itself loads only
+with ``--ray``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from localjudge.cli.options import option_group
 from localjudge.errors import UsageError
+
+if TYPE_CHECKING:
+    from localjudge.cluster import RayConfig
 
 #: judging on a Ray cluster (localjudge.cluster): eval and bench share them
 ray_options = option_group(
@@ -38,15 +43,27 @@ ray_options = option_group(
 )
 
 
-def ray_config(options: dict[str, Any], ctx_obj: Any) -> Any:
-    """The cluster to judge on, popped from ``options`` (None without --ray)."""
-    address = options.pop("ray_address")
-    actors, gpus = options.pop("ray_actors"), options.pop("ray_gpus")
-    if address is None:
-        if actors is not None or gpus is not None:
-            raise UsageError("--ray-actors and --ray-gpus need --ray")
-        return None
-    from localjudge.cluster import RayConfig  # noqa: PLC0415 (ray loads only with --ray)
+@dataclass(frozen=True, kw_only=True)
+class RayArgs:
+    """The values of :data:`ray_options`, as Click passes them (``eval`` and ``bench``)."""
 
-    worker = ctx_obj.get("ray_worker") if isinstance(ctx_obj, dict) else None
-    return RayConfig(address=address or None, actors=actors, num_gpus=gpus, worker=worker)
+    ray_address: str | None
+    ray_actors: int | None
+    ray_gpus: float | None
+
+    def ray_config(self, ctx_obj: Any) -> RayConfig | None:
+        """The cluster to judge on (None without --ray); ``ctx_obj``: Click's context object,
+        whose ``ray_worker`` builds each actor's judge (tests)."""
+        if self.ray_address is None:
+            if self.ray_actors is not None or self.ray_gpus is not None:
+                raise UsageError("--ray-actors and --ray-gpus need --ray")
+            return None
+        from localjudge.cluster import RayConfig  # noqa: PLC0415 (ray loads only with --ray)
+
+        worker = ctx_obj.get("ray_worker") if isinstance(ctx_obj, dict) else None
+        return RayConfig(
+            address=self.ray_address or None,
+            actors=self.ray_actors,
+            num_gpus=self.ray_gpus,
+            worker=worker,
+        )

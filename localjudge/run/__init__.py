@@ -3,6 +3,8 @@
 At the top, the run's files and what every room may use:
 
 - :mod:`~localjudge.run.settings`: a judge, its cache and its metrics assembled from settings;
+- :mod:`~localjudge.run.options`: the typed, frozen options of a run (``EvalOptions``,
+  ``BenchOptions``, ``ScoringOptions``), built once and passed whole;
 - :mod:`~localjudge.run.results` (file kinds, versions, shapes, rows),
   :mod:`~localjudge.run.summary` (``summary.json``), :mod:`~localjudge.run.rundir` (the output
   directory's lock and rules) and :mod:`~localjudge.run.outcome` (what ``evaluate`` returns);

@@ -23,6 +23,7 @@ from localjudge.metrics.instructions import baseline_ask
 from localjudge.metrics.protocols import current_protocol
 from localjudge.metrics.statements import split_statements
 from localjudge.run.evaluate.file_run import eval_file, open_run, survey
+from localjudge.run.options import EvalOptions
 from localjudge.run.outcome import ThresholdError
 from localjudge.run.results import FORMAT_VERSION
 from localjudge.testing import ScriptedJudge, assert_scores
@@ -692,6 +693,7 @@ def test_survey_finds_the_metrics(tmp_path, records, mapping, limit, expected):
     path.write_text("not json\n" + "".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     # the malformed first line takes a place in the limit but gives no field
     effective_limit = None if limit is None else limit + 1
-    with open_run(path, tmp_path / "out", mapping=mapping, limit=effective_limit) as run:
+    options = EvalOptions(mapping=mapping, limit=effective_limit)
+    with open_run(path, tmp_path / "out", options) as run:
         assert run.survey().metrics == expected
     assert survey(islice(read_records(path), effective_limit), mapping).metrics == expected

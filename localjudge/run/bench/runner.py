@@ -10,6 +10,7 @@ counted and listed, never silently dropped.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -33,7 +34,7 @@ from localjudge.errors import (
 )
 from localjudge.judge.isolation import Reporter, death_line, supervise
 from localjudge.judge.protocol import Judge
-from localjudge.metrics import METRICS, MetricSettings
+from localjudge.metrics import METRICS
 from localjudge.run.bench.compare import compare, item_rows, judges_agreement
 from localjudge.run.bench.memory import PeakMemory
 from localjudge.run.evaluate.file_run import eval_file
@@ -45,6 +46,7 @@ from localjudge.run.labels import (
     n_pieces,
     refuse_labels,
 )
+from localjudge.run.options import BenchOptions, EvalOptions
 from localjudge.run.results import (
     BENCH,
     RESULTS,
@@ -156,18 +158,12 @@ class _Job:
     judge: JudgeSettings
     data: Path
     out_dir: Path
-    metrics: tuple[str, ...]
-    metric_settings: MetricSettings
-    limit: int | None
-    truncate: bool
+    #: the bench's options (its metrics, their settings, the Ray cluster)
+    bench: BenchOptions
+    #: the judge's eval run's options (the bench's limit, truncate and overwrite, its items)
+    options: EvalOptions
     #: items to judge, for a progress bar on stderr (None: no bar)
     progress_total: float | None = None
-    #: replace a finished run of other data or settings in ``out_dir``
-    overwrite: bool = False
-    #: judge on this Ray cluster (a localjudge.cluster.RayConfig; None: here)
-    ray: Any = None
-    #: per metric, the input indices whose labels cover it (the only items judged for it)
-    only: Mapping[str, tuple[int, ...]] | None = None
 
 
 def bench_file(
@@ -175,21 +171,20 @@ def bench_file(
     out_dir: Path,
     *,
     judges: Sequence[JudgeSettings],
-    metrics: Sequence[str] | None = None,
-    metric_settings: MetricSettings | None = None,
-    limit: int | None = None,
-    truncate: bool = False,
+    options: BenchOptions | None = None,
     open_judge: JudgeFactory | None = None,
-    ray: Any = None,
     on_judge: Callable[[str], None] | None = None,
-    progress: bool = False,
-    overwrite: bool = False,
+    **keywords: Any,
 ) -> BenchOutcome:
-    """Run every judge on the labelled ``data`` and compare each with the human labels.
+    """Run every judge on the labelled ``data`` and compare each with the human labels, with
+    ``options`` (:class:`~localjudge.run.options.BenchOptions`), or the same names as keyword
+    arguments (they replace the fields of ``options``): ``metrics``, ``metric_settings``,
+    ``limit``, ``truncate``, ``overwrite``, ``ray``, ``progress``.
 
     Each judge's results go to ``out_dir/judges/<n>-<name>/`` as an ordinary eval run;
     ``bench.json`` and ``bench_items.jsonl`` hold the comparison. By default each judge runs in
-    a fresh process; with ``open_judge`` (a factory of judges) they run in this one.
+    a fresh process; with ``open_judge`` (a factory of judges) they run in this one;
+    ``on_judge`` is called with each judge's name as its run starts.
     ``progress`` draws a bar per judge on stderr (items judged, items/s, ETA). With ``ray``
     (a :class:`localjudge.cluster.RayConfig`) each judge in turn runs on that Ray cluster, its
     items spread over the cluster's actors, driven from this process.
@@ -198,6 +193,8 @@ def bench_file(
     of other settings, is refused (:class:`~localjudge.errors.UsageError`) unless
     ``overwrite``; the same bench again resumes or rewrites it (as :func:`eval_file` does).
     """
+    options = BenchOptions.given(options, keywords)
+    limit, metrics = options.limit, options.metrics
     labelled: dict[int, dict[str, Any]] = {}
     n_records = 0
     problems: list[str] = []
@@ -230,7 +227,7 @@ def bench_file(
         raise UsageError(f"judges repeated: {names}")
     with output_lock(out_dir):  # the judges' runs lock their own directories below it
         data_sha = file_sha256(data)
-        if not overwrite:
+        if not options.overwrite:
             refuse_replacing(
                 out_dir, _bench_differences(out_dir, data_sha, metrics, names), "bench"
             )
@@ -243,14 +240,11 @@ def bench_file(
                 judge=spec,
                 data=data,
                 out_dir=out_dir / "judges" / f"{n}-{_safe(spec.name)}",
-                metrics=tuple(metrics),
-                metric_settings=metric_settings or MetricSettings(),
-                limit=limit,
-                truncate=truncate,
-                progress_total=sum(map(len, covered.values())) / len(metrics) if progress else None,
-                overwrite=overwrite,
-                ray=ray,
-                only=covered,
+                bench=dataclasses.replace(options, metrics=tuple(metrics)),
+                options=options.eval_options(only=covered, settings=spec.recorded()),
+                progress_total=(
+                    sum(map(len, covered.values())) / len(metrics) if options.progress else None
+                ),
             )
             runs[spec.name] = _dispatch(job, open_judge, list(runs))
             rows_by_judge[spec.name] = list(read_results(job.out_dir / RESULTS.name))
@@ -299,8 +293,8 @@ def _dispatch(
     job: _Job, open_judge: JudgeFactory | None, finished: Sequence[str] = ()
 ) -> dict[str, Any]:
     """``job`` on its Ray cluster, with the given factory here, or else in a fresh process."""
-    if job.ray is not None:
-        factory: JudgeFactory = job.ray.open
+    if job.bench.ray is not None:
+        factory: JudgeFactory = job.bench.ray.open
         return _judge_job(job, factory)
     return _run_job(job, finished) if open_judge is None else _judge_job(job, open_judge)
 
@@ -363,7 +357,7 @@ def _bar(job: _Job) -> Iterator[Callable[[Any], None] | None]:
 
     from localjudge.console import BAR_FORMAT  # noqa: PLC0415
 
-    step = 1.0 / max(len(job.metrics), 1)
+    step = 1.0 / max(len(job.bench.metrics or ()), 1)
     with tqdm(
         total=job.progress_total,
         desc=job.judge.name,
@@ -397,15 +391,10 @@ def _judge_job(
             job.data,
             job.out_dir,
             judge=judge,
-            metrics=build_metrics(job.metrics, job.metric_settings),
-            limit=job.limit,
-            truncate=job.truncate,
-            settings=job.judge.recorded(),
+            metrics=build_metrics(job.bench.metrics or (), job.bench.metric_settings),
+            options=job.options,
             on_result=on_result,
             on_judging=reporter.judging if reporter is not None else None,
-            overwrite=job.overwrite,
-            only=job.only,
-            **({"chunk_size": job.ray.chunk_size} if job.ray is not None else {}),
         )
         wall_seconds = time.perf_counter() - start
     return {

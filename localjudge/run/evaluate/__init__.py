@@ -4,6 +4,8 @@ Owns :mod:`~localjudge.run.evaluate.evaluation` (``evaluate`` and ``score``: the
 judge call, the cut-offs in use), :mod:`~localjudge.run.evaluate.file_run` (``open_run`` and
 ``eval_file``: a data file to ``results.jsonl`` and ``summary.json``, its files opened and its
 output locked once), :mod:`~localjudge.run.evaluate.phases` (that run's phases, in order),
+:mod:`~localjudge.run.evaluate.plan` (what those phases share: the open files, the options and
+the cut-offs fixed once),
 :mod:`~localjudge.run.evaluate.labelled_pass` (the labelled items of ``eval --labels``:
 ``labelled.jsonl``, PPI and the isotonic map), :mod:`~localjudge.run.evaluate.grouping` (a
 chunk's calls in one batch, those that share an opening together) and

@@ -16,7 +16,7 @@ Results come out in input order (item, then metric order).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
@@ -39,6 +39,7 @@ from localjudge.metrics.asks import Answers, Ask, reason_request, sum_stats
 from localjudge.metrics.protocols import current_protocol
 from localjudge.run.evaluate.grouping import ask_grouped
 from localjudge.run.evaluate.truncation import trim_contexts
+from localjudge.run.options import CHUNK_SIZE, Hooks, OnJudging, ScoringOptions
 from localjudge.run.outcome import Evaluation
 from localjudge.run.results import ItemResult
 from localjudge.run.settings import resolve_cutoffs
@@ -57,15 +58,9 @@ __all__ = [
     "trim_contexts",
 ]
 
-#: items per chunk: large enough to amortise the prefix switch between metrics (and to fill a
-#: batched engine), small enough that results stream out steadily
-CHUNK_SIZE = 16
-
 #: why a verdict has no reason in ``details.reasons_skipped`` (its decision was made all the same)
 REASON_SKIPPED = "the reason call did not fit the context window"
 
-#: called with the (index, id, metric) of the items handed to the judge, before it starts on them
-OnJudging = Callable[[Sequence[tuple[int, str, str]]], None]
 #: what evaluate() accepts per record: a mapping, a pydantic model, a prepared Item, or a dataset
 #: Record (one that could not be read, a malformed JSONL line, becomes an error row)
 RecordLike = Mapping[str, Any] | BaseModel | Item | Record
@@ -92,20 +87,21 @@ def evaluate(
     records: Iterable[RecordLike],
     metrics: Sequence[Metric | str | type[Metric]],
     judge: Judge,
+    options: ScoringOptions | None = None,
     *,
-    mapping: Mapping[str, str] | None = None,
-    column_map: Mapping[str, str] | None = None,
-    truncate: bool = False,
-    chunk_size: int = CHUNK_SIZE,
-    on_result: Callable[[ItemResult], None] | None = None,
-    on_judging: OnJudging | None = None,
     keep: bool = True,
-    only: Mapping[str, Collection[int]] | None = None,
-    cutoffs: Cutoffs | None = None,
+    column_map: Mapping[str, str] | None = None,
+    **keywords: Any,
 ) -> Evaluation:
     """Score every record with every metric; the :class:`~localjudge.run.outcome.Evaluation`
     yields results as chunks finish, in input order, and has ``summary()``, ``rows()``,
     ``to_jsonl()``, ``to_pandas()`` and ``assert_thresholds()``.
+
+    ``options`` (a :class:`~localjudge.run.options.ScoringOptions`; an
+    :class:`~localjudge.run.options.EvalOptions` is one, and only its scoring fields are read
+    here), or the same names as keyword arguments (they replace the fields of ``options``):
+    ``mapping``, ``truncate``, ``chunk_size``, ``only``, ``cutoffs``; and the hooks
+    ``on_result`` and ``on_judging`` (:class:`~localjudge.run.options.Hooks`).
 
     Per-item problems (invalid fields, a prompt too long for the window) become results with
     ``error`` set; every other exception propagates and stops the run. With ``truncate`` an item
@@ -138,27 +134,21 @@ def evaluate(
     resolved = resolve_metrics(metrics)
     if judge is None:
         raise ValueError("evaluate() needs a judge: load_judge() or a fake")
-    if mapping is not None and column_map is not None:
-        raise ValueError("give mapping= or column_map=, not both")
-    used = resolve_cutoffs(judge, cutoffs)
+    if column_map is not None:
+        if keywords.get("mapping") is not None:
+            raise ValueError("give mapping= or column_map=, not both")
+        keywords = {**keywords, "mapping": column_map}
+    scoring, hooks = ScoringOptions.given(options, keywords)
+    used = resolve_cutoffs(judge, scoring.cutoffs)
     stream = judged(
-        _records_of(records),
-        resolved,
-        judge,
-        cutoffs=used,
-        mapping=mapping if mapping is not None else column_map,
-        truncate=truncate,
-        chunk_size=chunk_size,
-        on_result=on_result,
-        on_judging=on_judging,
-        only=only,
+        _records_of(records), resolved, judge, cutoffs=used, options=scoring, hooks=hooks
     )
     return Evaluation(
         stream,
         metrics=[m.name for m in resolved],
         identity=judge.identity,
         settings_by_metric={
-            m.name: metric_settings(m, truncate=truncate, cutoffs=used) for m in resolved
+            m.name: metric_settings(m, truncate=scoring.truncate, cutoffs=used) for m in resolved
         },
         keep=keep,
     )
@@ -170,27 +160,23 @@ def judged(
     judge: Judge,
     *,
     cutoffs: Cutoffs,
-    mapping: Mapping[str, str] | None = None,
-    truncate: bool = False,
-    chunk_size: int = CHUNK_SIZE,
-    on_result: Callable[[ItemResult], None] | None = None,
-    on_judging: OnJudging | None = None,
-    only: Mapping[str, Collection[int]] | None = None,
+    options: ScoringOptions,
+    hooks: Hooks | None = None,
 ) -> Iterator[ItemResult]:
     """:func:`evaluate`'s stream of results, for a caller that has fixed the metrics, the
     cut-offs and what the rows record itself (``eval_file``'s passes): nothing is resolved
-    again here."""
+    again here (``options.cutoffs`` is not read: ``cutoffs`` are the ones in use)."""
+    hooks = hooks or Hooks()
+    only, mapping = options.only, options.mapping
     entries = (_as_item(r, i, mapping) for i, r in enumerate(records))
-    while chunk := list(islice(entries, chunk_size)):
+    while chunk := list(islice(entries, options.chunk_size)):
         jobs = [
             (entry, metric)
             for entry in chunk
             for metric in metrics
             if only is None or entry.index in only.get(metric.name, ())
         ]
-        yield from _score_chunk(
-            jobs, judge, truncate, on_result, on_judging=on_judging, cutoffs=cutoffs
-        )
+        yield from _score_chunk(jobs, judge, options.truncate, hooks, cutoffs=cutoffs)
 
 
 def metric_settings(metric: Metric, *, truncate: bool, cutoffs: Cutoffs) -> dict[str, Any]:
@@ -238,7 +224,8 @@ def score(
     Raises the item's :class:`~localjudge.errors.ItemError` instead of returning an error row.
     """
     item = make_item(fields, index=0)
-    [res] = list(evaluate([item], [metric], judge, truncate=truncate, cutoffs=cutoffs))
+    options = ScoringOptions(truncate=truncate, cutoffs=cutoffs)
+    [res] = list(evaluate([item], [metric], judge, options))
     if res.error is not None:
         raise res.error
     assert res.result is not None
@@ -288,16 +275,15 @@ def _score_chunk(
     jobs: Sequence[tuple[Item | _Failed, Metric]],
     judge: Judge,
     truncate: bool,
-    on_result: Callable[[ItemResult], None] | None,
+    hooks: Hooks,
     *,
-    on_judging: OnJudging | None = None,
-    cutoffs: Cutoffs | None = None,
+    cutoffs: Cutoffs,
 ) -> list[ItemResult]:
     """Score each (item, metric) of ``jobs``; results in ``jobs`` order. The judge gets every
     decision call of the chunk at once, calls that share an opening next to each other; then,
     for metrics with reasons on, one reason call per decision."""
-    cutoffs = cutoffs if cutoffs is not None else Cutoffs()
     results: list[ItemResult | None] = [None] * len(jobs)
+    on_result = hooks.on_result
 
     def done(job: int, result: MetricResult | None, error: ItemError | None) -> None:
         entry, metric = jobs[job]
@@ -323,7 +309,7 @@ def _score_chunk(
         else:
             pending.append(_Pending(job, metric, entry, built))
     decided = _decide(
-        judge, pending, truncate=truncate, cutoffs=cutoffs, done=done, on_judging=on_judging
+        judge, pending, truncate=truncate, cutoffs=cutoffs, done=done, on_judging=hooks.on_judging
     )
     _explain(judge, [p for p in decided if p.metric.reasons])
     for p in sorted(decided, key=lambda p: p.job):

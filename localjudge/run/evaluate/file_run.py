@@ -4,7 +4,8 @@ the survey of the data before it and the labelled items of PPI.
 :func:`open_run` opens a run's files once: it takes the output directory's lock and opens the
 data file (and the labels file) as :class:`~localjudge.data.datafile.DataFile` s, so the
 survey, the judged records and the manifest's sha256 all read one handle, and the lock is
-taken once. :meth:`EvalRun.score` then runs it: it fixes the cut-offs, the settings each
+taken once; the run's :class:`~localjudge.run.options.EvalOptions` are given there, built once.
+:meth:`EvalRun.score` then runs it: it fixes the cut-offs, the settings each
 metric's rows record and the run's manifest once, judges the labelled items
 (``labelled.jsonl``), then the data, streaming rows to ``results.jsonl.partial`` as chunks
 finish and renaming it to ``results.jsonl`` when the run completes. Every judge call is in the
@@ -15,7 +16,7 @@ re-judges nothing it had finished. :func:`eval_file` is the two in one call. The
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from itertools import islice
@@ -27,10 +28,9 @@ from localjudge.data.dataset import list_fields
 from localjudge.data.items import ALIASES, FIELDS
 from localjudge.data.records import Record
 from localjudge.decisions import Cutoffs
-from localjudge.errors import UsageError
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, Metric
-from localjudge.run.evaluate.evaluation import CHUNK_SIZE, OnJudging
+from localjudge.run.evaluate.evaluation import resolve_cutoffs
 from localjudge.run.evaluate.labelled_pass import LabelledScores, calibrations, in_sample
 from localjudge.run.evaluate.phases import (
     RunFiles,
@@ -40,8 +40,8 @@ from localjudge.run.evaluate.phases import (
     prepare,
     summary_of,
 )
+from localjudge.run.options import EvalOptions, Hooks
 from localjudge.run.outcome import RunOutcome, failed_thresholds
-from localjudge.run.results import ItemResult
 from localjudge.run.rundir import output_lock
 from localjudge.run.summary import write_summary
 
@@ -81,29 +81,21 @@ def survey(records: Iterable[Record], mapping: Mapping[str, str]) -> DataSurvey:
 
 
 @contextmanager
-def open_run(
-    data: Path,
-    out_dir: Path,
-    *,
-    mapping: Mapping[str, str] | None = None,
-    fmt: str | None = None,
-    limit: int | None = None,
-    labels: Path | None = None,
-) -> Iterator[EvalRun]:
-    """The eval run of ``data`` (its first ``limit`` records, read with ``fmt`` and
-    ``mapping``) into ``out_dir``, its files open: the data and ``labels`` files opened once
-    (a file that cannot be read raises :class:`~localjudge.errors.DataError` now), then the
-    output directory's lock taken (another run that writes there is refused at once). Open it
-    before the judge loads; both are released when the block ends."""
-    mapping = dict(mapping or {})
-    columns = list_fields(mapping)
+def open_run(data: Path, out_dir: Path, options: EvalOptions | None = None) -> Iterator[EvalRun]:
+    """The eval run of ``data`` into ``out_dir`` with ``options`` (its first ``limit`` records,
+    read with ``fmt`` and ``mapping``), its files open: the data and ``labels`` files opened
+    once (a file that cannot be read raises :class:`~localjudge.errors.DataError` now), then
+    the output directory's lock taken (another run that writes there is refused at once). Open
+    it before the judge loads; both are released when the block ends."""
+    options = options if options is not None else EvalOptions()
+    columns = list_fields(options.mapping)
     with ExitStack() as stack:
-        source = stack.enter_context(DataFile(data, fmt=fmt, list_fields=columns))
+        source = stack.enter_context(DataFile(data, fmt=options.fmt, list_fields=columns))
         labelled = None
-        if labels is not None:
-            labelled = stack.enter_context(DataFile(labels, list_fields=columns))
+        if options.labels is not None:
+            labelled = stack.enter_context(DataFile(options.labels, list_fields=columns))
         stack.enter_context(output_lock(out_dir))
-        yield EvalRun(RunFiles(source, out_dir, mapping, fmt, limit, labelled))
+        yield EvalRun(RunFiles(source, out_dir, labelled, options))
 
 
 class EvalRun:
@@ -112,6 +104,11 @@ class EvalRun:
 
     def __init__(self, files: RunFiles) -> None:
         self.files = files
+
+    @property
+    def options(self) -> EvalOptions:
+        """The options the run was opened with."""
+        return self.files.options
 
     def records(self) -> Iterator[Record]:
         """A pass over the run's records (the first ``limit``)."""
@@ -126,46 +123,22 @@ class EvalRun:
         *,
         judge: Judge,
         metrics: Sequence[Metric],
-        truncate: bool = False,
-        fail_under: Mapping[str, float] | None = None,
-        max_failure_rate: float | None = None,
-        settings: Mapping[str, Any] | None = None,
-        on_result: Callable[[ItemResult], None] | None = None,
-        on_judging: OnJudging | None = None,
-        isotonic: bool = False,
-        raw_output: bool = False,
-        overwrite: bool = False,
-        chunk_size: int = CHUNK_SIZE,
-        only: Mapping[str, Collection[int]] | None = None,
         cutoffs: Cutoffs | None = None,
+        hooks: Hooks | None = None,
     ) -> RunOutcome:
-        """Judge the run and write its files; the options are :func:`eval_file`'s."""
-        _check_options(metrics, fail_under, self.files.labels, isotonic=isotonic)
-        run = prepare(
-            self.files,
-            judge=judge,
-            metrics=metrics,
-            cutoffs=cutoffs,
-            settings=settings,
-            only=only,
-            isotonic=isotonic,
-            truncate=truncate,
-            raw_output=raw_output,
-            chunk_size=chunk_size,
-            overwrite=overwrite,
-        )
+        """Judge the run and write its files (see :func:`eval_file`). ``cutoffs``: those the
+        caller has resolved already (the CLI, to say whether they are neutral before the run);
+        by default the run's ``options.cutoffs``, else the judge's own, resolved here once."""
+        options = self.options
+        options.check([m.name for m in metrics])
+        used = resolve_cutoffs(judge, cutoffs if cutoffs is not None else options.cutoffs)
+        run = prepare(self.files, judge=judge, metrics=metrics, cutoffs=used)
         labelled = labelled_pass(run)
-        writer = data_pass(
-            run,
-            self.records(),
-            calibrations(labelled) if isotonic else {},
-            only=only,
-            on_result=on_result,
-            on_judging=on_judging,
-        )
+        calibrated = calibrations(labelled) if options.isotonic else {}
+        writer = data_pass(run, self.records(), calibrated, hooks or Hooks())
         summary = summary_of(run, writer, labelled)
         summary_path = write_summary(self.files.out_dir, summary)
-        failed = failed_thresholds(summary, fail_under, max_failure_rate)
+        failed = failed_thresholds(summary, options.fail_under, options.max_failure_rate)
         return RunOutcome(writer.path, summary_path, summary, failed, notes(run))
 
 
@@ -175,27 +148,17 @@ def eval_file(
     *,
     judge: Judge,
     metrics: Sequence[Metric],
-    mapping: Mapping[str, str] | None = None,
-    fmt: str | None = None,
-    limit: int | None = None,
-    truncate: bool = False,
-    fail_under: Mapping[str, float] | None = None,
-    max_failure_rate: float | None = None,
-    settings: Mapping[str, Any] | None = None,
-    on_result: Callable[[ItemResult], None] | None = None,
-    on_judging: OnJudging | None = None,
-    labels: Path | None = None,
-    isotonic: bool = False,
-    raw_output: bool = False,
-    overwrite: bool = False,
-    chunk_size: int = CHUNK_SIZE,
-    only: Mapping[str, Collection[int]] | None = None,
-    cutoffs: Cutoffs | None = None,
+    options: EvalOptions | None = None,
+    **keywords: Any,
 ) -> RunOutcome:
     """Score ``data`` with ``metrics`` and write ``results.jsonl`` and ``summary.json`` to
-    ``out_dir``. ``fail_under`` maps metric names to thresholds for their mean;
-    ``max_failure_rate`` (0 to 1) is the largest share of failed items any metric may have.
-    Both only fill :attr:`RunOutcome.failed_thresholds` (the CLI exits 1 on them).
+    ``out_dir``, with ``options`` (:class:`~localjudge.run.options.EvalOptions`), or the same
+    names as keyword arguments (they replace the fields of ``options``), and the hooks
+    ``on_result`` and ``on_judging`` (:class:`~localjudge.run.options.Hooks`).
+
+    ``fail_under`` maps metric names to thresholds for their mean; ``max_failure_rate`` (0 to
+    1) is the largest share of failed items any metric may have. Both only fill
+    :attr:`RunOutcome.failed_thresholds` (the CLI exits 1 on them).
 
     With ``labels`` (a small labelled file in bench's format) those items are scored first
     (``labelled.jsonl``) and the summary gains, per metric, the prediction-powered estimate of
@@ -207,7 +170,7 @@ def eval_file(
     items handed to the judge together per metric (rows do not depend on it; a Ray judge wants
     large chunks, :data:`localjudge.cluster.RAY_CHUNK_SIZE`). ``only``: per metric, the input
     indices it scores (see :func:`localjudge.evaluate`); recorded in the run's settings by its
-    sha256.
+    sha256. ``settings``: the judge's settings as ``summary.json`` records them.
 
     A finished run already in ``out_dir`` is replaced only when this run is the same run again
     (same data sha256, judge identity and settings: a rerun writes the same rows), or with
@@ -223,38 +186,7 @@ def eval_file(
 
     The data file is opened once and the output directory locked once (:func:`open_run`;
     :meth:`EvalRun.score` is the rest)."""
-    _check_options(metrics, fail_under, labels, isotonic=isotonic)  # before a folder is made
-    with open_run(data, out_dir, mapping=mapping, fmt=fmt, limit=limit, labels=labels) as run:
-        return run.score(
-            judge=judge,
-            metrics=metrics,
-            truncate=truncate,
-            fail_under=fail_under,
-            max_failure_rate=max_failure_rate,
-            settings=settings,
-            on_result=on_result,
-            on_judging=on_judging,
-            isotonic=isotonic,
-            raw_output=raw_output,
-            overwrite=overwrite,
-            chunk_size=chunk_size,
-            only=only,
-            cutoffs=cutoffs,
-        )
-
-
-def _check_options(
-    metrics: Sequence[Metric],
-    fail_under: Mapping[str, float] | None,
-    labels: Path | DataFile | None,
-    *,
-    isotonic: bool,
-) -> None:
-    """Refuse thresholds on metrics that are not run, and an isotonic fit without labels."""
-    unknown = set(fail_under or {}) - {m.name for m in metrics}
-    if unknown:
-        raise UsageError(
-            f"--fail-under names metrics that are not run: {', '.join(sorted(unknown))}"
-        )
-    if isotonic and labels is None:
-        raise UsageError("--isotonic needs --labels (the labelled items it is fitted on)")
+    options, hooks = EvalOptions.given(options, keywords)
+    options.check([m.name for m in metrics])  # before a folder is made
+    with open_run(data, out_dir, options) as run:
+        return run.score(judge=judge, metrics=metrics, hooks=hooks)

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localjudge.data.records import Record
 from localjudge.decisions import Cutoffs, kinds_of
 from localjudge.errors import DataError
-from localjudge.judge.protocol import Judge
-from localjudge.metrics import METRICS, Metric
-from localjudge.run.evaluate.evaluation import CHUNK_SIZE, judged
+from localjudge.metrics import METRICS
+from localjudge.run.evaluate.evaluation import judged
+from localjudge.run.evaluate.plan import Plan
 from localjudge.run.labels import canonical, item_where, label_problem, n_pieces, refuse_labels
+from localjudge.run.options import ScoringOptions
 from localjudge.run.results import LABELLED, ResultRow, ResultsWriter
 from localjudge.stats.ppi import fit_isotonic, ppi_mean
 
@@ -56,26 +56,16 @@ class LabelledScores:
         return calibrated
 
 
-def score_labelled(
-    records: Sequence[Record],
-    labels: Path,
-    out_dir: Path,
-    *,
-    judge: Judge,
-    metrics: Sequence[Metric],
-    mapping: Mapping[str, str],
-    truncate: bool,
-    settings_by_metric: Mapping[str, Mapping[str, Any]],
-    cutoffs: Cutoffs,
-    raw_output: bool = False,
-    chunk_size: int = CHUNK_SIZE,
-) -> dict[str, LabelledScores]:
-    """Score the records of the labelled file ``labels`` (bench's format: records with
-    ``labels``) like the data, write their rows to ``out_dir/labelled.jsonl``, and pair each
-    judge score with the metric's formula applied to the human labels. Items without labels
+def score_labelled(run: Plan) -> dict[str, LabelledScores]:
+    """Score the records of the run's labelled file (bench's format: records with ``labels``)
+    like the data, write their rows to ``labelled.jsonl`` in its output directory, and pair
+    each judge score with the metric's formula applied to the human labels. Items without labels
     for a metric are left out of it; a label refused (:mod:`localjudge.run.labels`) raises
     :class:`~localjudge.errors.DataError` before anything is judged."""
-    field = mapping.get("retrieved_contexts", "retrieved_contexts")
+    assert run.files.labels is not None
+    labels, records, metrics = run.files.labels.path, run.labelled, run.metrics
+    options = run.options
+    field = options.mapping.get("retrieved_contexts", "retrieved_contexts")
     checked = {rec.index: rec.data for rec in records if rec.data and "labels" in rec.data}
     refuse_labels(
         (
@@ -95,18 +85,17 @@ def score_labelled(
             if value is not None:
                 human[(index, m.name)] = float(value)
     scores = {m.name: LabelledScores() for m in metrics}
+    # every labelled item (``only`` picks among the data's), scored as the data is
+    scoring = ScoringOptions(
+        mapping=options.mapping, truncate=options.truncate, chunk_size=options.chunk_size
+    )
     with ResultsWriter(
-        out_dir / LABELLED.name, judge.identity, settings_by_metric, raw_output=raw_output
+        run.files.out_dir / LABELLED.name,
+        run.judge.identity,
+        run.settings_by_metric,
+        raw_output=options.raw_output,
     ) as writer:
-        for res in judged(
-            records,
-            metrics,
-            judge,
-            cutoffs=cutoffs,
-            mapping=mapping,
-            truncate=truncate,
-            chunk_size=chunk_size,
-        ):
+        for res in judged(records, metrics, run.judge, cutoffs=run.cutoffs, options=scoring):
             row = writer.write(res)
             h = human.get((res.index, res.metric))
             if h is not None and row["score"] is not None:

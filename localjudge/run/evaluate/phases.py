@@ -10,25 +10,23 @@ know about the figures.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 from localjudge.canonical import canonical_json, sha256_text
-from localjudge.data.datafile import DataFile
 from localjudge.data.records import Record
 from localjudge.decisions import Cutoffs, kinds_of
 from localjudge.judge.isolation import InterruptLatch
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import Metric
-from localjudge.run.evaluate.evaluation import OnJudging, judged, metric_settings, resolve_cutoffs
+from localjudge.run.evaluate.evaluation import judged, metric_settings
 from localjudge.run.evaluate.labelled_pass import (
     LabelledScores,
     corrected,
     in_sample,
     score_labelled,
 )
-from localjudge.run.results import RESULTS, ItemResult, ResultRow, ResultsWriter, Summary
+from localjudge.run.evaluate.plan import Plan, RunFiles
+from localjudge.run.options import Hooks
+from localjudge.run.results import RESULTS, ResultRow, ResultsWriter, Summary
 from localjudge.run.rundir import finished_run, refuse_replacing, run_differences
 from localjudge.run.summary import build_summary
 
@@ -41,20 +39,6 @@ __all__ = [
     "prepare",
     "summary_of",
 ]
-
-
-@dataclass(frozen=True)
-class RunFiles:
-    """A run's open files and what picks its records."""
-
-    #: the data file, opened once
-    source: DataFile
-    out_dir: Path
-    mapping: Mapping[str, str]
-    fmt: str | None
-    limit: int | None
-    #: the labelled file of ``--labels``, opened once
-    labels: DataFile | None
 
 
 def exceptions_of(cutoffs: Cutoffs, metrics: Sequence[Metric]) -> dict[str, str]:
@@ -73,67 +57,38 @@ def _selection_sha256(only: Mapping[str, Collection[int]]) -> str:
     return sha256_text(canonical_json({m: sorted(set(ix)) for m, ix in only.items()}))
 
 
-@dataclass(frozen=True)
-class Plan:
-    """What the phases of one run share, fixed before anything is judged (:func:`prepare`)."""
-
-    files: RunFiles
-    judge: Judge
-    metrics: Sequence[Metric]
-    #: the cut-offs every pass uses and the settings record (resolved once)
-    cutoffs: Cutoffs
-    #: the labelled file's records (read once, before anything is judged)
-    labelled: Sequence[Record]
-    #: per metric, the settings its rows record (built once)
-    settings_by_metric: Mapping[str, Mapping[str, Any]]
-    #: the run's settings as ``summary.json`` records them
-    settings: Mapping[str, Any]
-    truncate: bool
-    raw_output: bool
-    chunk_size: int
-
-
-def prepare(
-    files: RunFiles,
-    *,
-    judge: Judge,
-    metrics: Sequence[Metric],
-    cutoffs: Cutoffs | None,
-    settings: Mapping[str, Any] | None,
-    only: Mapping[str, Collection[int]] | None,
-    isotonic: bool,
-    truncate: bool,
-    raw_output: bool,
-    chunk_size: int,
-    overwrite: bool,
-) -> Plan:
-    """The run's cut-offs and settings; refuses to replace a finished run in ``out_dir`` that
-    is another run (the data's sha256 is read for that comparison only; otherwise the data pass
-    hashes the file as it reads it)."""
-    used = resolve_cutoffs(judge, cutoffs)
+def prepare(files: RunFiles, *, judge: Judge, metrics: Sequence[Metric], cutoffs: Cutoffs) -> Plan:
+    """The run's settings with ``cutoffs`` (resolved by the caller, once); refuses to replace a
+    finished run in ``out_dir`` that is another run (the data's sha256 is read for that
+    comparison only; otherwise the data pass hashes the file as it reads it)."""
+    options = files.options
     labels = files.labels
     labelled = list(labels.records()) if labels is not None else []
     settings_by_metric = {
-        m.name: metric_settings(m, truncate=truncate, cutoffs=used) for m in metrics
+        m.name: metric_settings(m, truncate=options.truncate, cutoffs=cutoffs) for m in metrics
     }
     run_settings = {
-        **(settings or {}),
+        **options.settings,
         "metrics": settings_by_metric,
-        "limit": files.limit,
-        "map": files.mapping,
-        "format": files.fmt,
-        **({"only_sha256": _selection_sha256(only)} if only is not None else {}),
+        "limit": options.limit,
+        "map": options.mapping,
+        "format": options.fmt,
+        **({"only_sha256": _selection_sha256(options.only)} if options.only is not None else {}),
         # a judge without fitted cut-offs or combinations: its verdicts are the neutral ones
-        **({} if used else {"neutral_cutoffs": True}),
+        **({} if cutoffs else {"neutral_cutoffs": True}),
         # the kinds that ship as an exception to their rule, each with its reason
-        **({"exceptions": found} if (found := exceptions_of(used, metrics)) else {}),
+        **({"exceptions": found} if (found := exceptions_of(cutoffs, metrics)) else {}),
         **(
-            {"labels": str(labels.path), "labels_sha256": labels.sha256, "isotonic": isotonic}
+            {
+                "labels": str(labels.path),
+                "labels_sha256": labels.sha256,
+                "isotonic": options.isotonic,
+            }
             if labels is not None
             else {}
         ),
     }
-    previous = None if overwrite else finished_run(files.out_dir)
+    previous = None if options.overwrite else finished_run(files.out_dir)
     if previous is not None:
         refuse_replacing(
             files.out_dir,
@@ -145,48 +100,27 @@ def prepare(
             ),
         )
     return Plan(
-        files,
-        judge,
-        metrics,
-        used,
-        labelled,
-        settings_by_metric,
-        run_settings,
-        truncate,
-        raw_output,
-        chunk_size,
+        files=files,
+        judge=judge,
+        metrics=metrics,
+        cutoffs=cutoffs,
+        labelled=labelled,
+        settings_by_metric=settings_by_metric,
+        settings=run_settings,
     )
 
 
 def labelled_pass(run: Plan) -> dict[str, LabelledScores]:
     """The labelled items scored like the data (``labelled.jsonl``), paired with the people's
     (none without labels)."""
-    labels = run.files.labels
-    if labels is None:
-        return {}
-    return score_labelled(
-        run.labelled,
-        labels.path,
-        run.files.out_dir,
-        judge=run.judge,
-        metrics=run.metrics,
-        mapping=run.files.mapping,
-        truncate=run.truncate,
-        settings_by_metric=run.settings_by_metric,
-        raw_output=run.raw_output,
-        chunk_size=run.chunk_size,
-        cutoffs=run.cutoffs,
-    )
+    return score_labelled(run) if run.files.labels is not None else {}
 
 
 def data_pass(
     run: Plan,
     records: Iterable[Record],
     calibrated: Mapping[str, Callable[[ResultRow], float | None]],
-    *,
-    only: Mapping[str, Collection[int]] | None,
-    on_result: Callable[[ItemResult], None] | None,
-    on_judging: OnJudging | None,
+    hooks: Hooks,
 ) -> ResultsWriter:
     """The data scored through the writer of ``results.jsonl`` (renamed from its partial file
     once every row is written); the closed writer, with its tallies."""
@@ -197,20 +131,12 @@ def data_pass(
             run.judge.identity,
             run.settings_by_metric,
             dict(calibrated),
-            raw_output=run.raw_output,
+            raw_output=run.options.raw_output,
         ) as writer,
     ):
+        # run.cutoffs: those the settings record and the labelled pass used
         for res in judged(
-            records,
-            run.metrics,
-            run.judge,
-            cutoffs=run.cutoffs,  # the cut-offs the settings record and the labelled pass used
-            mapping=run.files.mapping,
-            truncate=run.truncate,
-            chunk_size=run.chunk_size,
-            on_result=on_result,
-            on_judging=on_judging,
-            only=only,
+            records, run.metrics, run.judge, cutoffs=run.cutoffs, options=run.options, hooks=hooks
         ):
             writer.write(res)
             interrupted.check()  # a Ctrl-C some library swallowed stops the run here
