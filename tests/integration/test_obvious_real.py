@@ -8,7 +8,7 @@ the subject without the answer ("The Apollo program was run by NASA ..."): wheth
 counts it as relevant to the question is a judgement call, so it is not pinned here.
 
 What the default judge gets wrong here is listed in :data:`KNOWN_MISSES`, each with its reason
-and in the README's "Still weak": any other miss fails, and so does a listed one that is right
+and in docs/figures.md's "Still weak": any other miss fails, and so does a listed one that is right
 again (then its line goes), so the list stays exactly what the judge gets wrong. A verdict that
 is a close call (within ``CLOSE_CALL_MARGINS`` of its cut-off) can go either way on another
 machine, so it is pinned neither way: it is left out of both sides, and at most
@@ -37,7 +37,7 @@ LABELLED = ROOT / "examples" / "labelled.jsonl"
 #: another fact about the country the question names, in the question's language; the call's
 #: own P(yes) is already above one half and the QUESTION reads better after the passage than
 #: after none, so the combination says relevant; no neighbour-free combination of the
-#: committed rows' readings separates them (issue 55's note; README, "Still weak")
+#: committed rows' readings separates them (issue 55's note; docs/figures.md, "Still weak")
 KNOWN_MISSES = {
     "readme": {
         "fr-loire #1 (none): position says relevant=True": "'La Seine traverse Paris.' for "

@@ -149,6 +149,24 @@ def test_the_cheap_docs_commands_exit_0(doc: str, command: str, tmp_path, monkey
     assert result.exit_code == 0, f"{doc}: `{command}`: {result.output}"
 
 
+def test_ci_runs_the_readmes_fresh_machine_commands() -> None:
+    # the README's two set-up commands are what .ci/run runs: install and the main command,
+    # then the checks; a README that drifts from CI fails here
+    readme = commands(ROOT / "README.md")
+    ci = (ROOT / ".ci" / "run").read_text("utf-8")
+    main_command = ["localjudge", "eval", "examples/rag.jsonl", "-o", "runs/example"]
+    for argv in (["make", "install"], main_command, ["make", "check"]):
+        assert argv in readme, argv
+        assert shlex.join(argv) in ci, argv
+
+
+def test_the_readme_names_the_unrelated_package_before_install() -> None:
+    text = (ROOT / "README.md").read_text("utf-8")
+    first_install = text.index("pip install .")
+    assert "`localjudge-rag`" in text[:first_install]
+    assert "unrelated" in text[:first_install]
+
+
 # ------------------------------------------------------------------------------ links
 
 LINK = re.compile(r"\]\(([^)\s]+)\)")
