@@ -6,10 +6,10 @@ keyword arguments (:meth:`ScoringOptions.given`). Each is checked when it is bui
 raises :class:`~localjudge.errors.UsageError` naming the field, before any file is opened or
 any judge is loaded.
 
-- :class:`ScoringOptions`: how each item is scored, what :func:`~localjudge.run.evaluate.evaluate`
-  takes;
+- :class:`ScoringOptions`: how each item is scored, what
+  :func:`~localjudge.run.evaluate.evaluation.evaluate` takes;
 - :class:`EvalOptions`: those and the run's files, what
-  :func:`~localjudge.run.evaluate.eval_file` takes (``eval``);
+  :func:`~localjudge.run.evaluate.file_run.eval_file` takes (``eval``);
 - :class:`BenchOptions`: what :func:`~localjudge.run.bench.runner.bench_file` takes (``bench``):
   ``limit``, ``truncate`` and ``overwrite`` mean there what they mean for ``eval``, and each
   judge's run is an eval run with them (:meth:`BenchOptions.eval_options`);
@@ -76,8 +76,8 @@ class Hooks:
 
 @dataclass(frozen=True, kw_only=True)
 class ScoringOptions:
-    """How each item is scored: what :func:`~localjudge.run.evaluate.evaluate` takes (and, with
-    the run's files, :class:`EvalOptions`)."""
+    """How each item is scored: what :func:`~localjudge.run.evaluate.evaluation.evaluate`
+    takes (and, with the run's files, :class:`EvalOptions`)."""
 
     #: our field names to the data's, e.g. ``{"user_input": "question"}``
     mapping: Mapping[str, str] = field(default_factory=dict)

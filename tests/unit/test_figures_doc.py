@@ -12,7 +12,9 @@ import json
 import re
 from pathlib import Path
 
-from localjudge.decisions.shipped import EVIDENCE_PATH
+from benchmark_scripts import load
+
+EVIDENCE_PATH = load("fitting/build").EVIDENCE_PATH
 
 ROOT = Path(__file__).resolve().parents[2]
 FIGURES = ROOT / "docs" / "figures.md"

@@ -10,6 +10,7 @@ when it was written (each is marked as history at its top)."""
 from __future__ import annotations
 
 import ast
+import builtins
 import importlib
 import inspect
 import os
@@ -44,8 +45,6 @@ PATH_DOCS = sorted(
 )
 #: history: what was true when it was written (marked so at its top), so never checked
 HISTORY = ("CHANGELOG.md", "experiments/")
-#: docs another branch rewrites, their stale paths fixed there (a case that passes fails)
-REWRITTEN = {"docs/figures.md": "fixed on branch readme"}
 #: modules another branch reworks, their stale references fixed there (a case that passes
 #: fails): the engine's GRID lives in engine/values.py
 REWORKED = {"localjudge/judge/engine/batched.py": "judge/engine is the engine branch's"}
@@ -78,6 +77,8 @@ def resolve(
         for scope in reversed(scopes):
             if scope is not None and hasattr(scope, parts[0]):
                 return _walk(getattr(scope, parts[0]), parts[1:])
+    if len(parts) == 1 and hasattr(builtins, dotted):  # :class:`TypeError`
+        return True
     for cut in range(len(parts), 0, -1):
         try:
             module = importlib.import_module(".".join(parts[:cut]))
@@ -344,7 +345,7 @@ def names() -> set[str]:
     }
 
 
-@pytest.mark.parametrize("path", [_case(p, REWRITTEN) for p in PATH_DOCS])
+@pytest.mark.parametrize("path", PATH_DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_file_path_a_doc_names_is_in_the_tree(path, names):
     assert stale_paths(path, names) == []
 
