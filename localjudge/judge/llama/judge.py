@@ -404,8 +404,9 @@ def load_judge(
     cache: bool | str | os.PathLike[str] = True,
     store_prefix: bool | str | os.PathLike[str] | None = None,
 ) -> LlamaJudge | CachingJudge:
-    """Load a judge: ``model`` is a GGUF path, an alias, a store name (``ollama:qwen2.5:7b``,
-    ``hf:ORG/REPO/FILE.gguf``, ``lmstudio:P/R/FILE.gguf``), or None for the default judge.
+    """Load a judge: ``model`` is a GGUF path, a registered alias, a store name
+    (``ollama:qwen2.5:7b``, ``hf:ORG/REPO/FILE.gguf``, ``lmstudio:P/R/FILE.gguf``), or None for
+    the default judge.
 
     ``cache`` (on by default, as in the CLI): the judge answers a call it has made before from the
     SQLite cache (:class:`~localjudge.judge.cache.caching.CachingJudge`; the file in the user cache
