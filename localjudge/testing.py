@@ -51,6 +51,8 @@ class Call:
     shared_chars: int = 0
     #: the request's ``read_chars`` (None for a plain ``generate``)
     read_chars: tuple[int, int] | None = None
+    #: the request's ``branch_chars`` (none for a plain ``generate``)
+    branch_chars: tuple[int, ...] = ()
 
 
 class ScriptedJudge:
@@ -88,6 +90,7 @@ class ScriptedJudge:
         self.calls: list[Call] = []
         self._shared_chars = 0
         self._read_chars: tuple[int, int] | None = None
+        self._branch_chars: tuple[int, ...] = ()
         self._identity = JudgeIdentity(
             model=model, sha256="0" * 64, backend="scripted", settings={"n_ctx": n_ctx}
         )
@@ -117,7 +120,9 @@ class ScriptedJudge:
         raw = reply if isinstance(reply, str) else compact_json(reply)
         value = parse_output(schema, raw)
         assert isinstance(value, schema)
-        self.calls.append(Call(messages, schema, raw, self._shared_chars, self._read_chars))
+        self.calls.append(
+            Call(messages, schema, raw, self._shared_chars, self._read_chars, self._branch_chars)
+        )
         stats = GenerationStats(
             prompt_tokens=prompt_tokens,
             evaluated_prompt_tokens=prompt_tokens,
@@ -141,11 +146,13 @@ class ScriptedJudge:
         def call(request: JudgeRequest) -> Generation[BaseModel]:
             self._shared_chars = request.shared_chars  # recorded with the call
             self._read_chars = request.read_chars
+            self._branch_chars = request.branch_chars
             try:
                 return self.generate(request.messages, request.schema)
             finally:
                 self._shared_chars = 0
                 self._read_chars = None
+                self._branch_chars = ()
 
         return generate_each(self, requests, on_outcome=on_outcome, call=call)
 

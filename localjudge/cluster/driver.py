@@ -209,6 +209,7 @@ class RayJudge:
                 "schema": classes[r.schema],
                 "shared": r.shared_chars,
                 "read": json.dumps(r.read_chars),
+                "branches": json.dumps(list(r.branch_chars)),
             }
             for i, r in enumerate(requests)
         ]

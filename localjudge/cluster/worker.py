@@ -168,7 +168,8 @@ class JudgeActor:
     """Ray Data's callable class: one loaded judge per actor, answering batches of requests.
 
     A batch is ``{"i": positions, "messages": JSON texts, "schema": indices into schemas,
-    "shared": each request's shared_chars, "read": each request's read_chars as JSON}``
+    "shared": each request's shared_chars, "read": each request's read_chars as JSON,
+    "branches": each request's branch_chars as JSON}``
     and comes back as ``{"i": positions, "outcome": JSON texts}``."""
 
     def __init__(
@@ -186,10 +187,19 @@ class JudgeActor:
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, list[Any]]:
         requests = [
             JudgeRequest(
-                json.loads(m), self.schemas[int(s)], shared_chars=int(k), read_chars=_span(r)
+                json.loads(m),
+                self.schemas[int(s)],
+                shared_chars=int(k),
+                read_chars=_span(r),
+                branch_chars=tuple(int(c) for c in json.loads(b)),
             )
-            for m, s, k, r in zip(
-                batch["messages"], batch["schema"], batch["shared"], batch["read"], strict=True
+            for m, s, k, r, b in zip(
+                batch["messages"],
+                batch["schema"],
+                batch["shared"],
+                batch["read"],
+                batch["branches"],
+                strict=True,
             )
         ]
         outcomes = generate_many(self.judge, requests)

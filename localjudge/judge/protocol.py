@@ -11,6 +11,7 @@ At the top of :mod:`localjudge.judge`: any layer may use it.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, Union, runtime_checkable
@@ -55,13 +56,26 @@ class JudgeRequest:
     ``read_chars``: a span ``(start, end)`` of characters of the last message's content, inside
     its shared part, whose tokens' log-probabilities the judge reads while it evaluates them
     (:class:`Reading`: how likely the judge found that text after what precedes it; nothing is
-    generated for it). None (the default): nothing is read. Part of a cache key."""
+    generated for it). None (the default): nothing is read. Part of a cache key.
+
+    ``branch_chars``: the branch points of the last message's content, in leading characters
+    (ascending, each inside the content): openings that other requests continue from, such as
+    an item's shared text and then one passage. A judge may tokenize each opening on its own,
+    evaluate it once and keep what it evaluated for every later request that begins with it,
+    in any order. Empty (the default) marks none. It changes tokenization, so a request that
+    marks any has them in its cache key."""
 
     messages: list[Message]
     schema: type[BaseModel]
     origin: CallOrigin | None = field(default=None, compare=False)
     shared_chars: int = 0
     read_chars: tuple[int, int] | None = None
+    branch_chars: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        points = self.branch_chars
+        if any(p <= 0 for p in points) or any(b <= a for a, b in itertools.pairwise(points)):
+            raise ValueError(f"branch_chars must be positive and ascending, not {points}")
 
 
 @dataclass(frozen=True)

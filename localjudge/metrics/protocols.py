@@ -145,7 +145,7 @@ def _rendered(ask: Ask) -> dict[str, Any]:
     and whether a reason is asked for it."""
     request = ask.request
     decision = ask.decision
-    return {
+    rendered = {
         "at": ask.at,
         "baseline": ask.baseline,
         "explain": ask.explain,
@@ -155,6 +155,9 @@ def _rendered(ask: Ask) -> dict[str, Any]:
         "shared_chars": request.shared_chars,
         "read_chars": None if request.read_chars is None else list(request.read_chars),
     }
+    if request.branch_chars:  # protocol 1 marks none: its fingerprint is what it was
+        rendered["branch_chars"] = list(request.branch_chars)
+    return rendered
 
 
 def reference_asks() -> dict[str, list[dict[str, Any]]]:

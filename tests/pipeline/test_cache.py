@@ -93,6 +93,7 @@ def test_key_changes_with_everything_that_changes_the_output():
         cache_key(IDENTITY, [*MESSAGES[:1], {"role": "user", "content": "is it!"}], Verdict),
         cache_key(IDENTITY, MESSAGES[1:], Verdict),
         cache_key(IDENTITY, MESSAGES, OtherVerdict),
+        cache_key(IDENTITY, MESSAGES, Verdict, branch_chars=(3,)),
         cache_key(
             JudgeIdentity(model="m", sha256="b" * 64, backend=IDENTITY.backend, settings={}),
             MESSAGES,

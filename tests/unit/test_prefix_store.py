@@ -1,4 +1,5 @@
-"""The stored instruction prefix: a file is trusted only whole, for exactly its key."""
+"""The stored instruction prefix: a file is trusted only whole, for exactly its key; and the
+points at which a request's evaluation is cut (where a stored or kept prefix may end)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import pytest
 
 from localjudge.judge.engine.prefix_store import MAGIC, MAX_FILES, PrefixStore
 from localjudge.judge.engine.values import GRID, EngineRequest
+from localjudge.judge.protocol import JudgeRequest
+from localjudge.judge.schemas import StrictModel
 
 IDENTITY = {"sha256": "a" * 64, "backend": "llama-cpp-python 0.3.36", "settings": {"ngl": 0}}
 TOKENS = list(range(300))
@@ -89,3 +92,26 @@ def test_requests_are_cut_at_their_instructions_shared_part_or_a_grid() -> None:
     assert plain.points() == [200, *range(200 + GRID, 500, GRID)]
     assert all(p < 500 for p in plain.points())  # at least one token is left to evaluate
     assert EngineRequest(tokens=[1, 2], fixed=0, grammar="", max_tokens=1).points() == []
+
+
+def test_branch_points_cut_a_request_too() -> None:
+    branched = EngineRequest(
+        tokens=list(range(500)),
+        fixed=200,
+        shared=250,
+        branches=(250, 320),
+        grammar="",
+        max_tokens=1,
+    )
+    assert branched.points() == [200, 250, 320]
+    assert EngineRequest(
+        tokens=list(range(500)), fixed=200, branches=(300,), grammar="", max_tokens=1
+    ).points() == sorted({200, 300, *range(200 + GRID, 500, GRID)})
+
+
+def test_branch_points_must_be_positive_and_ascending() -> None:
+    messages = [{"role": "user", "content": "QUESTION: q\nPASSAGE: p\nIs it?"}]
+    assert JudgeRequest(messages, StrictModel, branch_chars=(12, 23)).branch_chars == (12, 23)
+    for bad in [(0, 5), (12, 12), (23, 12), (-1,)]:
+        with pytest.raises(ValueError, match="branch_chars"):
+            JudgeRequest(messages, StrictModel, branch_chars=bad)

@@ -45,9 +45,6 @@ PATH_DOCS = sorted(
 )
 #: history: what was true when it was written (marked so at its top), so never checked
 HISTORY = ("CHANGELOG.md", "experiments/")
-#: modules another branch reworks, their stale references fixed there (a case that passes
-#: fails): the engine's GRID lives in engine/values.py
-REWORKED = {"localjudge/judge/engine/batched.py": "judge/engine is the engine branch's"}
 
 ROLE = re.compile(r":(?:func|class|mod|meth|data|attr|exc|obj):`([^`]+)`")
 DOTTED = re.compile(r"`{1,2}(localjudge(?:\.[A-Za-z_]\w*)+)(?:\(\))?`{1,2}")
@@ -204,14 +201,7 @@ def stale_in_docstrings(path: Path) -> list[str]:
     ]
 
 
-def _case(path: Path, elsewhere: dict[str, str]) -> Any:
-    """``path`` as a test case, expected to fail (strictly) where another branch fixes it."""
-    name = str(path.relative_to(ROOT))
-    marks = [pytest.mark.xfail(strict=True, reason=elsewhere[name])] if name in elsewhere else []
-    return pytest.param(path, id=name, marks=marks)
-
-
-@pytest.mark.parametrize("path", [_case(p, REWORKED) for p in _sources()])
+@pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_dotted_reference_in_a_docstring_resolves(path):
     assert stale_in_docstrings(path) == []
 

@@ -76,7 +76,12 @@ class CachingJudge:
         outcomes: list[Outcome | None] = [None] * len(requests)
         keys = [
             cache_key(
-                self.identity, as_messages(r.messages), r.schema, r.shared_chars, r.read_chars
+                self.identity,
+                as_messages(r.messages),
+                r.schema,
+                r.shared_chars,
+                r.read_chars,
+                branch_chars=r.branch_chars,
             )
             for r in requests
         ]

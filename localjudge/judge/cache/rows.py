@@ -115,11 +115,13 @@ def cache_key(
     schema: type[BaseModel],
     shared_chars: int = 0,
     read_chars: tuple[int, int] | None = None,
+    *,
+    branch_chars: tuple[int, ...] = (),
 ) -> str:
     """The cache key of one judge call: ``"v1:"`` + the sha256 of canonical JSON (sorted keys,
     compact separators) of the judge identity, the messages, the schema's JSON schema and,
-    when the request marks one, where its shared part ends (it changes tokenization) and the
-    span it reads (it changes the output)."""
+    when the request marks them, where its shared part ends and its branch points (they change
+    tokenization) and the span it reads (it changes the output)."""
     payload: dict[str, Any] = {
         "identity": identity.as_dict(),
         "messages": messages,
@@ -129,6 +131,8 @@ def cache_key(
         payload["shared_chars"] = shared_chars
     if read_chars is not None:
         payload["read_chars"] = list(read_chars)
+    if branch_chars:
+        payload["branch_chars"] = list(branch_chars)
     return f"{KEY_VERSION}:{sha256_text(canonical_json(payload))}"
 
 

@@ -4,7 +4,8 @@ Owns what happens between rendered tokens and finished outputs:
 :mod:`~localjudge.judge.engine.batched` (:class:`Engine`: the slots, the decode batches, each
 request under its own llguidance grammar), :mod:`~localjudge.judge.engine.values` (the
 requests, outputs and counters it is given and gives back), :mod:`~localjudge.judge.engine.kv`
-(the context and what its sequences hold), :mod:`~localjudge.judge.engine.prefix_store` (the
+(the context and what its sequences hold), :mod:`~localjudge.judge.engine.branches` (the
+branch points' states kept for later requests), :mod:`~localjudge.judge.engine.prefix_store` (the
 evaluated instruction prefix kept on disk) and :mod:`~localjudge.judge.engine.log` (llama.cpp's
 log, and a Ctrl-C that lands inside it). It knows nothing of models' files, prompts or caches:
 :mod:`localjudge.judge.llama` hands it a loaded model and token lists.

@@ -12,13 +12,21 @@ server's slots follow the same pattern):
   holds (its own slot, another slot, the holder): copied (``llama_memory_seq_cp``) and trimmed
   to the reused length. A prompt is evaluated in decode calls cut at fixed points: the end of
   the instructions, the end of the item's shared part (its question and contexts, which the
-  item's other metrics reuse) or, for a prompt that marks none, every :data:`GRID` tokens; and
-  a prefix is reused only up to a point where both its evaluation and the request's are cut.
-  So the reused cells are exactly the ones the request would compute itself, and outputs do
-  not depend on what was reused. The item's shared part is evaluated when its first request
-  starts, so a request started next to it copies it. A sequence whose first cells a sliding
-  window dropped is never reused (the holder never generates, so its prefix stays whole; the
-  context keeps a full-size SWA cache besides).
+  item's other metrics reuse) or, for a prompt that marks none, every
+  :data:`~localjudge.judge.engine.values.GRID` tokens; and a prefix is reused only up to a
+  point where both its evaluation and the request's are cut. So the reused cells are exactly
+  the ones the request would compute itself, and outputs do not depend on what was reused.
+  The item's shared part is evaluated when its first request starts, so a request started
+  next to it copies it. A sequence whose first cells a sliding window dropped is never reused
+  (the holder never generates, so its prefix stays whole; the context keeps a full-size SWA
+  cache besides).
+- **Branch points.** A request may mark openings that other requests continue from
+  (``EngineRequest.branches``: an item's shared text, then one passage). The state at each
+  is kept in host memory as llama.cpp serialises a sequence (at most
+  :data:`~localjudge.judge.engine.branches.KEEP_BYTES`, the least recently used going first) and
+  read back into the slot of any later request that begins with it, whatever ran in between:
+  each opening is evaluated once, in any request order and with any ``parallel``. A request
+  that marks none keeps nothing and runs as before.
 - **One decode per step** for the live sequences, logits only for each sequence's last token,
   read in place from llama.cpp's buffer (a numpy view, no copy).
 - **Grammar cost near zero.** One ``LLMatcher`` per sequence. The greedy argmax is tried first

@@ -3,47 +3,40 @@
 - **The context.** One stream of cells per sequence (``parallel`` slots and the *holder*, which
   holds the shared instruction prefix), made as large as the requests need and grown by
   doubling; its batch, each ``llama_decode`` call and the logits it leaves (read in place).
-- **What each sequence holds** (:class:`_Held`): the tokens of its cells and the lengths at
-  which their evaluation was cut, so that a request starts from the longest prefix any sequence
-  holds: copied (``llama_memory_seq_cp``), trimmed to the reused length, the rest of its shared
-  part evaluated (see :mod:`localjudge.judge.engine.batched` for why outputs do not depend on it).
+- **What each sequence holds** (:class:`~localjudge.judge.engine.branches.Held`): the tokens
+  of its cells and the lengths at which their evaluation was cut, so that a request starts
+  from the longest prefix any sequence holds: copied (``llama_memory_seq_cp``), trimmed to the
+  reused length, the rest of its shared part evaluated (see
+  :mod:`localjudge.judge.engine.batched` for why outputs do not depend on it).
+- **The branch points' states**: what a sequence held at a request's branch point, serialised
+  into host memory (:mod:`localjudge.judge.engine.branches` keeps them) and read back into
+  the slot of a later request that begins with it.
 - **The holder's prefix**, read from the prefix store (:mod:`localjudge.judge.engine.prefix_store`)
   as llama.cpp serialises a sequence, or evaluated and stored there.
 
 The engine hands in the ``llama_cpp`` module (imported nowhere here; ``ctypes`` only for the
 state buffers). Imports numpy, :mod:`localjudge.errors` and the judge's engine types, prefix
-store and log hook.
+store and log hook, and the kept branch states.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from localjudge.errors import ModelError
+from localjudge.judge.engine.branches import Held, Kept, KeptStates, upto
 from localjudge.judge.engine.log import raise_pending_interrupt
 from localjudge.judge.engine.prefix_store import PrefixStore
 from localjudge.judge.engine.values import N_UBATCH, EngineRequest, EngineStats
 
 #: the smallest per-sequence window a context is made with (it grows with the requests)
 MIN_SEQ_CTX = 2048
-
-
-@dataclass(frozen=True)
-class _Held:
-    """What a sequence's KV cells hold that another request may reuse: the tokens (from
-    position 0) and the lengths at which its evaluation was cut."""
-
-    tokens: tuple[int, ...]
-    points: frozenset[int]
-    #: the log-probabilities read while these cells were evaluated: position -> log P(that
-    #: token | the tokens before it) (a request's ``read`` span)
-    logprobs: Mapping[int, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -91,9 +84,14 @@ class KVCache:
         self._ctx: Any = None
         self._seq_ctx = 0
         #: per sequence, what its cells hold for reuse (slots keep their last prompt)
-        self._held: dict[int, _Held] = {}
+        self._held: dict[int, Held] = {}
         #: a sequence copy was asked for since the last decode call
         self._copying = False
+        #: the sequences a copy asked for since the last decode call reads from
+        self._copy_sources: set[int] = set()
+        #: the branch points' states, by the tokens they hold (least recently used first)
+        #: the branch points' states kept for later requests
+        self.branches = KeptStates()
 
     # ------------------------------------------------------------------ the context
 
@@ -139,6 +137,7 @@ class KVCache:
         self._seq_ids = [self._batch.seq_id[i] for i in range(self._n_batch)]
         self._held = {}
         self._copying = False
+        self._copy_sources = set()
         if held is not None and kept is not None and self._load_state(kept, len(held.tokens)):
             self._held[self.holder] = held
 
@@ -166,6 +165,7 @@ class KVCache:
         start = time.perf_counter()
         rc = self._ll.llama_decode(self._ctx, self._batch)
         self._copying = False  # a decode call makes the sequence copies asked for before it
+        self._copy_sources.clear()
         raise_pending_interrupt()
         seconds = time.perf_counter() - start
         self.stats.decode_seconds += seconds
@@ -217,10 +217,12 @@ class KVCache:
 
     def prepare(self, seq: int, request: EngineRequest) -> Prepared:
         """Give ``seq`` the longest prefix of ``request``'s prompt some sequence holds (the
-        instructions at least, from the holder) and evaluate the prompt up to its last cut point
-        (the item's shared part: a request started after it copies it). The ``read`` span's
-        log-probabilities come from the prefix's record where it holds them, else from the
-        evaluation (a prefix that lacks them is reused only up to where they start)."""
+        instructions at least, from the holder), or a kept branch state that reaches further,
+        and evaluate the prompt up to its last cut point (the item's shared part: a request
+        started after it copies it), keeping the state at each of its branch points on the way.
+        The ``read`` span's log-probabilities come from the prefix's record where it holds
+        them, else from the evaluation (a prefix that lacks them is reused only up to where
+        they start)."""
         ll = self._ll
         tokens = tuple(request.tokens)
         points = request.points()
@@ -229,7 +231,10 @@ class KVCache:
         source_held = self._held.get(source)
         cost = 0
         self._held.pop(seq, None)  # until its cells are what the record says again
-        if reused < request.fixed:  # the instructions are held nowhere
+        kept = self._load_kept(seq, tokens, points, read, reused) if self.branches else None
+        if kept is not None:  # a kept branch state reaches further than any sequence
+            source, reused, source_held = seq, len(kept.held.tokens), kept.held
+        elif reused < request.fixed:  # the instructions are held nowhere
             cost = self._set_prefix(tokens[: request.fixed])
             source, reused = self.holder, request.fixed
             source_held = self._held.get(source)
@@ -238,15 +243,27 @@ class KVCache:
             if reused:  # a whole-stream copy, made at the next decode call
                 ll.llama_memory_seq_cp(self._mem, source, seq, -1, -1)
                 self._copying = True
+                self._copy_sources.add(source)
         ll.llama_memory_seq_rm(self._mem, seq, reused, -1)
         target = max([reused, *points])
         logprobs: dict[int, float] = {}
         if source_held is not None:
             logprobs.update((p, v) for p, v in source_held.logprobs.items() if p < reused)
-        if target > reused:
-            logprobs.update(self._evaluate(seq, tokens, reused, target, points, read=read))
+        # evaluated in the same decode calls whether or not a branch point stops it on the way
+        keep = [
+            b for b in request.branches if reused < b <= target and tokens[:b] not in self.branches
+        ]
+        at = reused
+        for stop in sorted({*keep, target}):
+            if stop > at:
+                logprobs.update(self._evaluate(seq, tokens, at, stop, points, read=read))
+                at = stop
+            if stop in keep:
+                held = Held(tokens[:stop], upto(points, stop), dict(logprobs))
+                self.branches.add(self._state(seq), held)
+                self.stats.branch_saves += 1
         held_points = frozenset(p for p in points if p <= target)
-        self._held[seq] = _Held(tokens[:target], held_points, logprobs)
+        self._held[seq] = Held(tokens[:target], held_points, logprobs)
         self.stats.prompt_tokens_reused += reused
         reading = None
         if read:
@@ -255,6 +272,35 @@ class KVCache:
                 raise AssertionError(f"read positions {sorted(missing)[:3]} were not evaluated")
             reading = (sum(logprobs[p] for p in sorted(read)), len(read))
         return Prepared(target, cost + len(tokens) - reused, reading)
+
+    def _load_kept(
+        self,
+        seq: int,
+        tokens: tuple[int, ...],
+        points: Sequence[int],
+        read: Collection[int],
+        reused: int,
+    ) -> Kept | None:
+        """The kept branch state that holds the longest prefix of ``tokens`` beyond ``reused``,
+        loaded into ``seq``; None where none reaches further, or where ``seq`` is the source
+        of a copy not made yet (a load would change its cells under it)."""
+        if seq in self._copy_sources:
+            return None
+        kept = self.branches.longest(tokens, points, read, reused)
+        if kept is None:
+            return None
+        if not self._load_state(kept.state, len(kept.held.tokens), seq):
+            self.branches.forget(kept.held.tokens)  # not taken whole: evaluated again instead
+            return None
+        self.branches.used(kept.held.tokens)
+        self.stats.branch_loads += 1
+        return kept
+
+    def forget(self) -> None:
+        """Forget every kept branch state and what the slots hold (the instructions stay in
+        the holder): the next request evaluates its item from the instructions on."""
+        self.branches.clear()
+        self._held = {s: h for s, h in self._held.items() if s == self.holder}
 
     def drop(self, seq: int) -> None:
         """Empty ``seq`` (an interrupted run leaves no sequence behind)."""
@@ -282,35 +328,38 @@ class KVCache:
                 store.save(prefix, self._state())
         else:
             self.stats.prefix_loads += 1
-        self._held[self.holder] = _Held(prefix, frozenset({len(prefix)}))
+        self._held[self.holder] = Held(prefix, frozenset({len(prefix)}))
         return evaluated
 
-    def _state(self) -> bytes:
-        """The holder's cells as llama.cpp serialises a sequence."""
+    def _state(self, seq: int | None = None) -> bytes:
+        """A sequence's cells (the holder's by default) as llama.cpp serialises a sequence."""
         import ctypes  # noqa: PLC0415
 
         ll = self._ll
-        size = int(ll.llama_state_seq_get_size(self._ctx, self.holder))
+        seq = self.holder if seq is None else seq
+        size = int(ll.llama_state_seq_get_size(self._ctx, seq))
         buffer = (ctypes.c_uint8 * size)()
-        written = int(ll.llama_state_seq_get_data(self._ctx, buffer, size, self.holder))
+        written = int(ll.llama_state_seq_get_data(self._ctx, buffer, size, seq))
         return bytes(buffer)[:written]
 
-    def _load_state(self, state: bytes, n_tokens: int) -> bool:
-        """Read a stored prefix into the holder; False (the holder left empty) unless llama.cpp
-        took it whole and it holds exactly positions 0..n_tokens-1."""
+    def _load_state(self, state: bytes, n_tokens: int, seq: int | None = None) -> bool:
+        """Read a serialised sequence into ``seq`` (the holder by default); False (the sequence
+        left empty) unless llama.cpp took it whole and it holds exactly positions
+        0..n_tokens-1."""
         import ctypes  # noqa: PLC0415
 
         ll = self._ll
+        seq = self.holder if seq is None else seq
         buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
-        read = int(ll.llama_state_seq_set_data(self._ctx, buffer, len(state), self.holder))
+        read = int(ll.llama_state_seq_set_data(self._ctx, buffer, len(state), seq))
         raise_pending_interrupt()
         ok = (
             read == len(state)
-            and int(ll.llama_memory_seq_pos_min(self._mem, self.holder)) == 0
-            and int(ll.llama_memory_seq_pos_max(self._mem, self.holder)) == n_tokens - 1
+            and int(ll.llama_memory_seq_pos_min(self._mem, seq)) == 0
+            and int(ll.llama_memory_seq_pos_max(self._mem, seq)) == n_tokens - 1
         )
         if not ok:
-            ll.llama_memory_seq_rm(self._mem, self.holder, -1, -1)
+            ll.llama_memory_seq_rm(self._mem, seq, -1, -1)
         return ok
 
     def _source(

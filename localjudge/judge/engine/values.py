@@ -43,6 +43,11 @@ class EngineRequest:
     #: the prompt tokens ``[start, end)`` whose log-probabilities are read (each after the
     #: tokens before it), inside the shared part and after the fixed prefix; None: none
     read: tuple[int, int] | None = None
+    #: the prompt lengths at which other requests branch off this one's prompt (ascending,
+    #: after the fixed prefix): the engine keeps what it evaluated up to each of them, and a
+    #: later request that begins with the same tokens continues from it, in any order.
+    #: Empty: none (nothing is kept)
+    branches: tuple[int, ...] = ()
 
     def points(self) -> list[int]:
         """The prompt lengths at which this request's evaluation is cut: where a cached prefix
@@ -51,7 +56,7 @@ class EngineRequest:
         from each), so a prefix reused from another sequence holds exactly what this request
         would compute itself."""
         n = len(self.tokens)
-        points = {self.fixed}
+        points = {self.fixed, *self.branches}
         if self.shared is not None:
             points.add(self.shared)
         else:
@@ -95,6 +100,9 @@ class EngineStats:
     prefix_loads: int = 0
     #: prompt tokens a request took from a cached sequence instead of evaluating them
     prompt_tokens_reused: int = 0
+    #: branch points' states kept in host memory, and read back into a sequence
+    branch_saves: int = 0
+    branch_loads: int = 0
     sampled: int = 0
     forced: int = 0
     argmax_accepted: int = 0

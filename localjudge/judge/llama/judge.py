@@ -265,6 +265,7 @@ class LlamaJudge:
                     request.messages,
                     shared_chars=request.shared_chars,
                     read_chars=request.read_chars,
+                    branch_chars=request.branch_chars,
                 )
                 if budget is not None:  # a schema we did not write: its budget, or the rest
                     rest = self.n_ctx - len(prepared.tokens)
@@ -291,6 +292,7 @@ class LlamaJudge:
                     decisions=decisions,
                     budgeted=budget is not None,
                     read=prepared.read,
+                    branches=prepared.branches,
                 )
             )
             positions.append(i)
@@ -358,6 +360,7 @@ class LlamaJudge:
         *,
         shared_chars: int = 0,
         read_chars: tuple[int, int] | None = None,
+        branch_chars: Sequence[int] = (),
     ) -> Prepared:
         """The exact prompt text and tokens the model sees (chat template or plain layout;
         :func:`~localjudge.judge.llama.prompting.render_prompt`)."""
@@ -368,6 +371,7 @@ class LlamaJudge:
             template_kwargs=self._template_kwargs,
             shared_chars=shared_chars,
             read_chars=read_chars,
+            branch_chars=branch_chars,
         )
 
     def count_tokens(self, text: str) -> int:

@@ -11,7 +11,7 @@ The model (llama-cpp-python's ``LlamaModel``) is handed in by :mod:`localjudge.j
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,9 @@ class Prepared:
     shared: int | None = None
     #: the tokens of the span ``JudgeRequest.read_chars`` marks, ``(start, end)``; None: none
     read: tuple[int, int] | None = None
+    #: where the openings ``JudgeRequest.branch_chars`` marks end, in tokens (ascending, each
+    #: after ``fixed`` and before the last token)
+    branches: tuple[int, ...] = ()
 
 
 def render_prompt(
@@ -44,6 +47,7 @@ def render_prompt(
     template_kwargs: Mapping[str, Any],
     shared_chars: int = 0,
     read_chars: tuple[int, int] | None = None,
+    branch_chars: Sequence[int] = (),
 ) -> Prepared:
     """The exact prompt text and tokens the model sees (chat template or plain layout).
 
@@ -52,19 +56,22 @@ def render_prompt(
     with a sentinel per message and the contents are tokenized into the gaps. The last
     message's first ``shared_chars`` characters are tokenized on their own, so that the
     tokens of that part are the same whatever follows it; so is the span ``read_chars`` of
-    that part (its tokens are those of the span's text alone, whatever surrounds it).
+    that part (its tokens are those of the span's text alone, whatever surrounds it), and so
+    is each opening that ``branch_chars`` marks.
     """
     messages = as_messages(prompt)
     segments, lead = _segments(formatter, messages, template_kwargs)
     # the last message's content is the item's data: everything before it is fixed
     item_start = len(segments) - 2 if formatter is not None else 1
     split = shared_chars > 0
-    marks: list[int] = []  # where the read span starts and ends, in characters of the content
-    if split:  # the item's shared part becomes a segment of its own (the read span: three)
-        parts, marks = _shared_parts(segments[item_start][0], shared_chars - lead, read_chars, lead)
-        segments[item_start : item_start + 1] = parts
-    elif read_chars is not None:
+    if read_chars is not None and not split:
         raise ValueError("read_chars needs a shared part (shared_chars > 0)")
+    content = segments[item_start][0]
+    marks = _marks(len(content), lead, shared_chars, read_chars, branch_chars)
+    cuts = sorted({0, *(m for m in marks.values() if isinstance(m, int)), *marks["branches"]})
+    if len(cuts) > 1:  # the item's content in parts tokenized on their own
+        parts = [(content[i:j], False) for i, j in itertools.pairwise([*cuts, len(content)])]
+        segments[item_start : item_start + 1] = parts
     tokens: list[int] = []
     bos = model.token_bos()
     if model.add_bos_token() and bos >= 0:
@@ -74,7 +81,6 @@ def render_prompt(
         if special and bos_text and first.startswith(bos_text):  # the template wrote it too
             segments[0] = (first[len(bos_text) :], special)
     fixed = len(tokens)
-    shared = None
     starts: dict[int, int] = {}  # segment index -> the token it starts at
     for n, (text, special) in enumerate(segments):
         starts[n] = len(tokens)
@@ -82,24 +88,52 @@ def render_prompt(
             fixed = len(tokens)
         if text:
             tokens += model.tokenize(text.encode("utf-8"), add_bos=False, special=special)
-    if split:
-        shared = starts[item_start + 1 + len(marks)]
+
+    def at(char: int) -> int:
+        """The token at which the content's part starting at ``char`` starts."""
+        return starts[item_start + cuts.index(char)]
+
+    shared = at(marks["shared"]) if isinstance(marks["shared"], int) else None
     read = None
-    if marks:
-        read = (starts[item_start + 1], starts[item_start + 2])
+    if isinstance(marks["read_start"], int) and isinstance(marks["read_end"], int):
+        read = (at(marks["read_start"]), at(marks["read_end"]))
     # at least one token is always evaluated: its logits start the output
     fixed = max(0, min(fixed, len(tokens) - 1))
     if shared is not None:
         shared = max(fixed, min(shared, len(tokens) - 1))
     if read is not None and not (fixed < read[0] < read[1] <= (shared or 0)):
         raise ValueError(f"read_chars {read_chars} marks no token after the instructions")
+    branches = sorted({min(at(c), len(tokens) - 1) for c in marks["branches"]} - {fixed})
     return Prepared(
         tokens=tokens,
         text="".join(text for text, _ in segments),
         fixed=fixed,
         shared=shared,
         read=read,
+        branches=tuple(b for b in branches if b > fixed),
     )
+
+
+def _marks(
+    length: int,
+    lead: int,
+    shared_chars: int,
+    read_chars: tuple[int, int] | None,
+    branch_chars: Sequence[int],
+) -> dict[str, Any]:
+    """Where the item's content (``length`` characters, of which the layout dropped ``lead``
+    leading ones) is cut, in its characters: the end of its shared part, the read span's ends
+    inside it (None where the request marks none) and its branch points."""
+    marks: dict[str, Any] = {"shared": None, "read_start": None, "read_end": None}
+    if shared_chars > 0:
+        cut = marks["shared"] = min(max(shared_chars - lead, 0), length)
+        if read_chars is not None:
+            a, b = (min(max(x - lead, 0), cut) for x in read_chars)
+            if not a < b:
+                raise ValueError(f"read_chars {read_chars} is empty or outside the shared part")
+            marks["read_start"], marks["read_end"] = a, b
+    marks["branches"] = sorted({min(max(c - lead, 0), length) for c in branch_chars} - {0})
+    return marks
 
 
 def _segments(
@@ -129,23 +163,6 @@ def _segments(
         segments += [(before, True), (message["content"], False)]
     segments.append((skeleton, True))
     return segments, 0
-
-
-def _shared_parts(
-    content: str, cut: int, read_chars: tuple[int, int] | None, lead: int
-) -> tuple[list[tuple[str, bool]], list[int]]:
-    """The item's content cut at the end of its shared part, and at the read span's ends inside
-    it (``lead``: the characters the layout dropped from its start); the span's ends."""
-    cut = min(max(cut, 0), len(content))
-    marks: list[int] = []
-    if read_chars is not None:
-        a, b = (min(max(x - lead, 0), cut) for x in read_chars)
-        if not a < b:
-            raise ValueError(f"read_chars {read_chars} is empty or outside the shared part")
-        marks = [a, b]
-    bounds = [0, *marks, cut]
-    parts = [(content[i:j], False) for i, j in itertools.pairwise(bounds)]
-    return [*parts, (content[cut:], False)], marks
 
 
 def render_template(
