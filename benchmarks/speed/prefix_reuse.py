@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None, help="also write the figures to this file")
     parser.add_argument("--no-reasons", action="store_true", help="metrics without reasons")
     args = parser.parse_args(argv)
-    from localjudge.judge.cache.store import default_cache_dir
+    from localjudge.judge.cache.database import default_cache_dir
 
     models = args.model or ["qwen2.5-coder-1.5b", "smollm2-135m"]
     sets = {

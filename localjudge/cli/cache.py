@@ -2,8 +2,9 @@
 
 ``path``, ``stats``, ``ls`` and ``export`` only read (:mod:`localjudge.judge.cache.calllog`, a
 read-only connection: they never create, migrate or write the file); ``prune`` and ``clear`` delete
-through :class:`~localjudge.judge.cache.store.Cache`. Every subcommand takes eval's ``--cache`` and
-honours ``$LOCALJUDGE_CACHE_DIR``, so it finds the file an eval with the same options uses.
+through :class:`~localjudge.judge.cache.database.Cache`. Every subcommand takes eval's
+``--cache`` and honours ``$LOCALJUDGE_CACHE_DIR``, so it finds the file an eval with the same
+options uses.
 """
 
 from __future__ import annotations

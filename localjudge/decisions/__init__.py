@@ -16,8 +16,9 @@ the bundled judges' build (``fitting/``) all call it; nothing else re-implements
 - :mod:`~localjudge.decisions.rule`: the storing rule (does a fit replace what is in use);
 - :mod:`~localjudge.decisions.obvious`: the obvious-cases check's values;
 - :mod:`~localjudge.decisions.shipped`: what the bundled judges ship (``cutoffs.json``, the
-  typed model ``fitting/build.py`` writes) and :mod:`~localjudge.decisions.store`: cut-offs
-  in the registries (the package's, read; the user's, read and written).
+  typed model ``fitting/build.py`` writes) and
+  :mod:`~localjudge.decisions.cutoff_registry`: cut-offs in the registries (the package's, read; the
+  user's, read and written).
 
 Words: the *baseline* is an item's call with no passage (its QUESTION reading is what the
 passages' readings are measured against); the *neutral* cut-offs are those of the larger
@@ -28,6 +29,18 @@ May import: the foundation, :mod:`localjudge.judge`'s top and what
 with) and :mod:`localjudge.stats` (kappa, the bootstrap); nothing from run, cli or the extras.
 """
 
+from localjudge.decisions.cutoff_registry import (
+    builtin_cutoffs,
+    cutoffs_of,
+    entry_json,
+    judge_cutoffs,
+    reset_cutoffs,
+    shipped,
+    shipped_judge,
+    store_cutoffs,
+    user_cutoffs,
+    user_protocol,
+)
 from localjudge.decisions.cutoffs import NO_CUTOFFS, Combination, Cutoffs, Provenance
 from localjudge.decisions.decide import (
     CLOSE_CALL_MARGINS,
@@ -72,18 +85,6 @@ from localjudge.decisions.rule import (
     ship_rule,
 )
 from localjudge.decisions.shipped import Shipped, ShippedJudge, ShippedKind, read_shipped
-from localjudge.decisions.store import (
-    builtin_cutoffs,
-    cutoffs_of,
-    entry_json,
-    judge_cutoffs,
-    reset_cutoffs,
-    shipped,
-    shipped_judge,
-    store_cutoffs,
-    user_cutoffs,
-    user_protocol,
-)
 
 __all__ = [
     "CLOSE_CALL_MARGINS",

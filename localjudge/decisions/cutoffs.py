@@ -6,8 +6,8 @@ A decision's soft value is read from the probabilities of its allowed values
 verdict. The bundled judges ship cut-offs fitted on the development sets in ``cutoffs.json``
 (:mod:`localjudge.decisions.shipped`, built from judged rows by ``fitting/build.py``);
 ``localjudge calibrate`` fits a user's own and stores them in the user registry
-(:mod:`localjudge.decisions.store`). A kind without a cut-off takes the neutral cut-offs, the
-larger probability (:func:`~localjudge.decisions.kinds.neutral`).
+(:mod:`localjudge.decisions.cutoff_registry`). A kind without a cut-off takes the neutral
+cut-offs, the larger probability (:func:`~localjudge.decisions.kinds.neutral`).
 
 :meth:`Cutoffs.from_json` refuses any kind not in :data:`~localjudge.decisions.kinds.KINDS`.
 Each kind keeps where its cut-offs came from (:class:`Provenance`); results record the values

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from localjudge.judge.cache.store import Cache
+from localjudge.judge.cache.database import Cache
 from localjudge.judge.models.registry import resolve_model
 from localjudge.judge.protocol import GenerationStats
 

@@ -36,7 +36,7 @@ from localjudge import (
 from localjudge.data.items import make_item
 from localjudge.decisions import NO_CUTOFFS, decide
 from localjudge.judge.cache.caching import CachingJudge
-from localjudge.judge.cache.store import Cache
+from localjudge.judge.cache.database import Cache
 from localjudge.judge.protocol import JudgeRequest
 from localjudge.judge.schemas import worst_case_tokens
 from localjudge.metrics import Metric, MetricResult

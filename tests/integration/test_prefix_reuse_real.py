@@ -14,7 +14,7 @@ import pytest
 
 from localjudge import evaluate, load_judge
 from localjudge.data.items import make_item
-from localjudge.judge.engine.prefix_store import PREFIX_DIR
+from localjudge.judge.engine.prefix_file import PREFIX_DIR
 from localjudge.judge.protocol import JudgeRequest
 from localjudge.judge.schemas import StrictModel
 from localjudge.metrics import (

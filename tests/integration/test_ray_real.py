@@ -10,7 +10,7 @@ import pytest
 import ray
 
 from localjudge.cluster import RAY_CHUNK_SIZE, open_ray_judge
-from localjudge.judge.engine.prefix_store import PREFIX_DIR
+from localjudge.judge.engine.prefix_file import PREFIX_DIR
 from localjudge.metrics import ContextPosition, ContextRecall
 from localjudge.run.evaluate.file_run import eval_file
 from localjudge.run.settings import JudgeSettings, open_judge

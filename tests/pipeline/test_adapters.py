@@ -24,7 +24,7 @@ from localjudge.integrations import MAX_ITEMS, BudgetedJudge
 from localjudge.integrations.deepeval import LocalJudgeModel
 from localjudge.integrations.ragas import LocalJudgeLLM
 from localjudge.judge.cache.caching import CachingJudge
-from localjudge.judge.cache.store import Cache
+from localjudge.judge.cache.database import Cache
 from localjudge.judge.schemas import json_schema
 from localjudge.testing import ScriptedJudge
 

@@ -15,8 +15,8 @@ import pytest
 
 from localjudge.errors import ConstraintError, LocalJudgeError
 from localjudge.judge.cache.caching import CachingJudge
+from localjudge.judge.cache.database import Cache, default_cache_dir
 from localjudge.judge.cache.rows import SCHEMA_VERSION, CachedCall, cache_key
-from localjudge.judge.cache.store import Cache, default_cache_dir
 from localjudge.judge.protocol import (
     GenerationStats,
     Judge,
@@ -442,7 +442,7 @@ WRITER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from localjudge.judge.cache.store import Cache
+    from localjudge.judge.cache.database import Cache
     from localjudge.judge.protocol import GenerationStats
 
     path, name, go = sys.argv[1], sys.argv[2], Path(sys.argv[3])

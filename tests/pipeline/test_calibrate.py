@@ -16,7 +16,7 @@ from localjudge.cli import main
 from localjudge.decisions import Cutoffs, Provenance, judge_cutoffs, store_cutoffs, user_cutoffs
 from localjudge.errors import UsageError
 from localjudge.judge.cache.caching import CachingJudge
-from localjudge.judge.cache.store import open_cache
+from localjudge.judge.cache.database import open_cache
 from localjudge.judge.protocol import Generation, SoftDecision
 from localjudge.judge.schemas import parse_output
 from localjudge.metrics import ContextPosition

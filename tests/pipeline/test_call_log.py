@@ -19,8 +19,8 @@ from localjudge.canonical import compact_json, sha256_text
 from localjudge.cli import main
 from localjudge.judge.cache.caching import CachingJudge
 from localjudge.judge.cache.calllog import EXPORT_FIELDS, CallFilter, cache_stats, iter_calls
+from localjudge.judge.cache.database import Cache, open_cache
 from localjudge.judge.cache.rows import SCHEMA_VERSION, cache_key
-from localjudge.judge.cache.store import Cache, open_cache
 from localjudge.judge.protocol import JudgeRequest
 from localjudge.metrics import ContextPosition, ContextRecall, Metric
 from localjudge.metrics.instructions import NO_PASSAGE, PASSAGE_SYSTEM, RECALL_SYSTEM

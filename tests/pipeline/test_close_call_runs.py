@@ -17,7 +17,7 @@ from localjudge.cli import main
 from localjudge.cli.exits import EXIT_OK
 from localjudge.decisions import CLOSE_CALL_MARGINS
 from localjudge.judge.cache.caching import CachingJudge
-from localjudge.judge.cache.store import Cache
+from localjudge.judge.cache.database import Cache
 from localjudge.judge.protocol import Generation, SoftDecision
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.run.evaluate.file_run import eval_file

@@ -22,7 +22,7 @@ from pipeline_rules import rule_reply
 
 from localjudge.cli import main
 from localjudge.judge.cache.caching import CachingJudge
-from localjudge.judge.cache.store import Cache
+from localjudge.judge.cache.database import Cache
 from localjudge.run.settings import open_cache
 from localjudge.testing import ScriptedJudge
 

@@ -17,7 +17,7 @@ from localjudge.data.dataset import read_records
 from localjudge.data.items import make_item
 from localjudge.errors import UsageError
 from localjudge.judge.cache.caching import CachingJudge
-from localjudge.judge.cache.store import Cache
+from localjudge.judge.cache.database import Cache
 from localjudge.metrics import METRICS, ContextPosition, ContextRecall, ContextRelevance
 from localjudge.metrics.instructions import baseline_ask
 from localjudge.metrics.protocols import current_protocol

@@ -20,7 +20,7 @@ from localjudge.decisions import (
     store_cutoffs,
     user_cutoffs,
 )
-from localjudge.decisions.store import user_protocol
+from localjudge.decisions.cutoff_registry import user_protocol
 from localjudge.errors import ModelError, ProtocolError
 from localjudge.metrics.protocols import PROTOCOLS, UNNAMED, ProtocolRef, current_protocol
 from localjudge.testing import ScriptedJudge, says_no

@@ -26,7 +26,7 @@ from localjudge.cli import main
 from localjudge.cluster import RAY_CHUNK_SIZE, RayConfig, open_ray_judge
 from localjudge.errors import ModelError
 from localjudge.judge.cache.caching import CachingJudge
-from localjudge.judge.cache.store import Cache, open_cache
+from localjudge.judge.cache.database import Cache, open_cache
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.run.bench.runner import bench_file
 from localjudge.run.evaluate.file_run import eval_file

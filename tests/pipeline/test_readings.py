@@ -13,7 +13,7 @@ from pipeline_rules import rule_reply
 
 from localjudge.decisions import Combination, Cutoffs
 from localjudge.judge.cache.caching import CachingJudge
-from localjudge.judge.cache.store import Cache
+from localjudge.judge.cache.database import Cache
 from localjudge.metrics import ContextPosition, ContextRelevance
 from localjudge.metrics.instructions import NO_PASSAGE
 from localjudge.run.evaluate.evaluation import evaluate

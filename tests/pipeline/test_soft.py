@@ -13,7 +13,7 @@ from pipeline_rules import rule_reply
 
 from localjudge.data.items import make_item
 from localjudge.judge.cache.caching import CachingJudge
-from localjudge.judge.cache.store import Cache
+from localjudge.judge.cache.database import Cache
 from localjudge.judge.protocol import Generation, SoftDecision, generate_many
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.run.evaluate.evaluation import evaluate, score

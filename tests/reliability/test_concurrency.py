@@ -36,8 +36,8 @@ from reliability_procs import (
 )
 
 from localjudge.data.items import make_item
+from localjudge.judge.cache.database import Cache
 from localjudge.judge.cache.rows import cache_key
-from localjudge.judge.cache.store import Cache
 from localjudge.judge.protocol import JudgeIdentity
 from localjudge.metrics import ContextPosition, ContextRecall
 from localjudge.metrics.asks import Answer, reason_request

@@ -49,7 +49,7 @@ from reliability_procs import (
     wait_for,
 )
 
-from localjudge.judge.cache.store import Cache
+from localjudge.judge.cache.database import Cache
 
 pytestmark = pytest.mark.model
 

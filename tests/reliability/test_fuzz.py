@@ -31,7 +31,7 @@ from localjudge.data.dataset import read_records
 from localjudge.data.items import ALIASES, FIELDS
 from localjudge.errors import DataError
 from localjudge.judge.cache.caching import CachingJudge
-from localjudge.judge.cache.store import Cache
+from localjudge.judge.cache.database import Cache
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.metrics.statements import split_statements
 from localjudge.run.evaluate.file_run import eval_file

@@ -325,7 +325,7 @@ JUDGE_RANK = {name: rank for rank, names in enumerate(JUDGE_ROOMS) for name in n
 #: A name ending in ``.`` stands for every module under it.
 COMPOSITION = (
     "",
-    "decisions.store",
+    "decisions.cutoff_registry",
     "run.settings",
     "doctor",
     "integrations",
@@ -386,13 +386,13 @@ def test_the_judge_rule_sees_each_kind_of_break(tmp_path):
         "__init__.py": "",
         "judge/__init__.py": "",
         "judge/protocol.py": "def f():\n    from pkg.judge import llama\n",
-        "judge/cache/__init__.py": "from pkg.judge.cache.store import Cache\n",
-        "judge/cache/store.py": "import pkg.judge.protocol\n\nCache = 1\n",
+        "judge/cache/__init__.py": "from pkg.judge.cache.database import Cache\n",
+        "judge/cache/database.py": "import pkg.judge.protocol\n\nCache = 1\n",
         "judge/llama/__init__.py": "",
         "judge/llama/judge.py": "from pkg.judge.cache import Cache\n",
         "judge/models/__init__.py": "from pkg.judge.llama import judge\n",
         "metrics/__init__.py": "from pkg.judge.cache import Cache\n",
-        "cli/__init__.py": "from pkg.judge.cache.store import Cache\n",
+        "cli/__init__.py": "from pkg.judge.cache.database import Cache\n",
         "cli/models.py": "from pkg.judge.llama import judge\n",
     }
     for name, text in files.items():
@@ -400,7 +400,7 @@ def test_the_judge_rule_sees_each_kind_of_break(tmp_path):
         (pkg / name).write_text(text, "utf-8")
     breaks = judge_rule_breaks(import_graph(pkg), JUDGE_RANK)
     assert [b.split(" (")[0] for b in breaks] == [
-        "pkg.cli -> pkg.judge.cache.store",
+        "pkg.cli -> pkg.judge.cache.database",
         "pkg.cli.models -> pkg.judge.llama.judge",
         "pkg.judge.models -> pkg.judge.llama.judge",
         "pkg.judge.protocol -> pkg.judge.llama",

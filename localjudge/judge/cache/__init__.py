@@ -1,6 +1,6 @@
 """The judge-call cache: every call a judge made, kept in SQLite, answered again from there.
 
-Owns :mod:`~localjudge.judge.cache.store` (:class:`Cache`: the SQLite file, its locking and
+Owns :mod:`~localjudge.judge.cache.database` (:class:`Cache`: the SQLite file, its locking and
 repair; where it lives by default), :mod:`~localjudge.judge.cache.rows` (what a call is keyed by,
 its stored row, the schema and its checksums), :mod:`~localjudge.judge.cache.caching`
 (:class:`CachingJudge`, the wrapper that puts a cache in front of any judge) and
@@ -23,7 +23,7 @@ from localjudge.judge.cache.calllog import (
     parse_age,
     write_calls,
 )
-from localjudge.judge.cache.store import (
+from localjudge.judge.cache.database import (
     CACHE_FILENAME,
     Cache,
     default_cache_dir,

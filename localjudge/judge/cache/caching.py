@@ -1,5 +1,5 @@
 """The caching wrapper: a :class:`~localjudge.judge.protocol.Judge` that answers repeated calls
-from the judge-call cache (:class:`~localjudge.judge.cache.store.Cache`) and stores every new one
+from the judge-call cache (:class:`~localjudge.judge.cache.database.Cache`) and stores every new one
 the moment it returns, with its log entry. Keys are
 :func:`~localjudge.judge.cache.rows.cache_key`'s.
 """
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from localjudge.errors import LocalJudgeError
+from localjudge.judge.cache.database import Cache
 from localjudge.judge.cache.rows import CallLog, cache_key
-from localjudge.judge.cache.store import Cache
 from localjudge.judge.protocol import (
     Generation,
     Judge,

@@ -1,14 +1,14 @@
 """The judge-call log kept in the cache, read without changing the file (``localjudge cache``).
 
-Every call the cache stores is a log entry (:mod:`localjudge.judge.cache.store`, schema version 5):
-the messages the judge saw, its raw output, the model's alias and sha256, the schema, the metric and
-item that asked and the protocol of its asks, tokens, time, when it was stored and how often the
+Every call the cache stores is a log entry (:mod:`localjudge.judge.cache.database`, schema version
+5): the messages the judge saw, its raw output, the model's alias and sha256, the schema, the metric
+and item that asked and the protocol of its asks, tokens, time, when it was stored and how often the
 cache answered it since. This
 module lists, counts and exports those entries through a read-only SQLite connection, so browsing
 never migrates, creates or writes a cache file; a file of an older schema is read as it is (its
 calls simply lack the fields it did not record). Deleting is the cache's own business
-(:meth:`~localjudge.judge.cache.store.Cache.prune`,
-:meth:`~localjudge.judge.cache.store.Cache.clear`).
+(:meth:`~localjudge.judge.cache.database.Cache.prune`,
+:meth:`~localjudge.judge.cache.database.Cache.clear`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from typing import Any, TextIO
 
 from localjudge.canonical import compact_json, sha256_text
 from localjudge.errors import CacheError, DiskFullError, UsageError, is_disk_full
+from localjudge.judge.cache.database import BUSY_TIMEOUT_S
 from localjudge.judge.cache.rows import checksum_ok, filter_sql, stored_schema_version
-from localjudge.judge.cache.store import BUSY_TIMEOUT_S
 
 __all__ = [
     "EXPORT_FIELDS",

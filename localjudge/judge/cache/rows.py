@@ -2,9 +2,9 @@
 logged with it, the SQLite schema and its migrations, the checksum of a row, and the SQL
 filters over rows that ``localjudge cache`` and pruning share.
 
-Pure data and functions (no open connection is kept): :mod:`localjudge.judge.cache.store` writes and
-reads rows in this format, :mod:`localjudge.judge.cache.calllog` reads them without changing the
-file.
+Pure data and functions (no open connection is kept): :mod:`localjudge.judge.cache.database`
+writes and reads rows in this format, :mod:`localjudge.judge.cache.calllog` reads them without
+changing the file.
 """
 
 from __future__ import annotations

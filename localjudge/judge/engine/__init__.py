@@ -5,7 +5,7 @@ Owns what happens between rendered tokens and finished outputs:
 request under its own llguidance grammar), :mod:`~localjudge.judge.engine.values` (the
 requests, outputs and counters it is given and gives back), :mod:`~localjudge.judge.engine.kv`
 (the context and what its sequences hold), :mod:`~localjudge.judge.engine.branches` (the
-branch points' states kept for later requests), :mod:`~localjudge.judge.engine.prefix_store` (the
+branch points' states kept for later requests), :mod:`~localjudge.judge.engine.prefix_file` (the
 evaluated instruction prefix kept on disk) and :mod:`~localjudge.judge.engine.log` (llama.cpp's
 log, and a Ctrl-C that lands inside it). It knows nothing of models' files, prompts or caches:
 :mod:`localjudge.judge.llama` hands it a loaded model and token lists.
@@ -15,6 +15,6 @@ Offers: :class:`Engine`, :data:`DEFAULT_PARALLEL` (the judge's default ``paralle
 """
 
 from localjudge.judge.engine.batched import DEFAULT_PARALLEL, Engine
-from localjudge.judge.engine.prefix_store import PREFIX_DIR
+from localjudge.judge.engine.prefix_file import PREFIX_DIR
 
 __all__ = ["DEFAULT_PARALLEL", "PREFIX_DIR", "Engine"]

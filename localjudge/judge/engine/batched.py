@@ -6,7 +6,7 @@ server's slots follow the same pattern):
 
 - **One context, many sequences.** ``parallel`` slots plus a *holder* sequence that holds the shared
   instruction prefix (the prompt's fixed part), evaluated once, alone, or read from the prefix store
-  (:mod:`localjudge.judge.engine.prefix_store`), where the next process finds it. A finished slot
+  (:mod:`localjudge.judge.engine.prefix_file`), where the next process finds it. A finished slot
   keeps its prompt's cells and is refilled with the next request (continuous batching).
 - **Every prompt token read once.** A request starts from the longest prefix any sequence
   holds (its own slot, another slot, the holder): copied (``llama_memory_seq_cp``) and trimmed
@@ -69,7 +69,7 @@ import numpy as np
 
 from localjudge.errors import ConstraintError, LocalJudgeError
 from localjudge.judge.engine.kv import KVCache
-from localjudge.judge.engine.prefix_store import PrefixStore
+from localjudge.judge.engine.prefix_file import PrefixStore
 from localjudge.judge.engine.values import N_UBATCH, EngineOutput, EngineRequest, EngineStats
 from localjudge.judge.soft import Decisions
 

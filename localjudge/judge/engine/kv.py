@@ -11,7 +11,7 @@
 - **The branch points' states**: what a sequence held at a request's branch point, serialised
   into host memory (:mod:`localjudge.judge.engine.branches` keeps them) and read back into
   the slot of a later request that begins with it.
-- **The holder's prefix**, read from the prefix store (:mod:`localjudge.judge.engine.prefix_store`)
+- **The holder's prefix**, read from the prefix store (:mod:`localjudge.judge.engine.prefix_file`)
   as llama.cpp serialises a sequence, or evaluated and stored there.
 
 The engine hands in the ``llama_cpp`` module (imported nowhere here; ``ctypes`` only for the
@@ -32,7 +32,7 @@ import numpy as np
 from localjudge.errors import ModelError
 from localjudge.judge.engine.branches import Held, Kept, KeptStates, upto
 from localjudge.judge.engine.log import raise_pending_interrupt
-from localjudge.judge.engine.prefix_store import PrefixStore
+from localjudge.judge.engine.prefix_file import PrefixStore
 from localjudge.judge.engine.values import N_UBATCH, EngineRequest, EngineStats
 
 #: the smallest per-sequence window a context is made with (it grows with the requests)

@@ -38,10 +38,10 @@ from pydantic import BaseModel
 
 from localjudge.errors import ConstraintError, ContextOverflowError, ModelError, OutputBudgetError
 from localjudge.judge.cache.caching import CachingJudge
-from localjudge.judge.cache.store import open_cache, resolve_cache_path
+from localjudge.judge.cache.database import open_cache, resolve_cache_path
 from localjudge.judge.engine.batched import DEFAULT_PARALLEL, Engine
 from localjudge.judge.engine.log import raise_pending_interrupt
-from localjudge.judge.engine.prefix_store import PREFIX_DIR, PrefixStore
+from localjudge.judge.engine.prefix_file import PREFIX_DIR, PrefixStore
 from localjudge.judge.engine.values import N_UBATCH, EngineOutput, EngineRequest
 from localjudge.judge.llama.native import (
     amx_decision,
@@ -423,7 +423,7 @@ def load_judge(
     identity and so of its cache keys.
 
     ``store_prefix`` (default: as ``cache``): the evaluated instructions are kept beside the cache
-    (:mod:`localjudge.judge.engine.prefix_store`; a path: beside that cache), so the next process
+    (:mod:`localjudge.judge.engine.prefix_file`; a path: beside that cache), so the next process
     reads them instead of evaluating them; ``cache=False`` leaves that store alone too.
 
     Nothing is downloaded. Raises :class:`ModelError` for a missing, empty, non-GGUF, truncated or

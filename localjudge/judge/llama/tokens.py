@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from localjudge.errors import ModelError
-from localjudge.judge.cache.store import default_cache_dir
+from localjudge.judge.cache.database import default_cache_dir
 from localjudge.versions import package_version
 
 __all__ = ["lltokenizer"]

@@ -3,12 +3,12 @@
 Owns :mod:`~localjudge.judge.models.registry` (aliases, installed model packages and plain GGUF
 paths, resolved to a checked file; with the package data ``registry.json``),
 :mod:`~localjudge.judge.models.edit` (``localjudge models add``, ``remove``, ``info``, ``list
---found``), :mod:`~localjudge.judge.models.stores` (the GGUF files of Ollama, LM Studio and the
+--found``), :mod:`~localjudge.judge.models.external` (the GGUF files of Ollama, LM Studio and the
 Hugging Face cache, by the names those tools give them),
 :mod:`~localjudge.judge.models.ggufmeta` (a GGUF file's header and metadata, without
 llama.cpp). The cut-offs
-stored in the registries are :mod:`localjudge.decisions.store`'s. Nothing here loads a model or
-downloads anything.
+stored in the registries are :mod:`localjudge.decisions.cutoff_registry`'s. Nothing here loads a
+model or downloads anything.
 
 Offers: :data:`DEFAULT_ALIAS`, :class:`ResolvedModel`, :func:`resolve_model`, :func:`check_gguf`,
 :func:`model_sha256`, :func:`list_models`, :func:`user_registry_path`,
@@ -24,6 +24,7 @@ from localjudge.judge.models.edit import (
     remove_model,
     write_user_registry,
 )
+from localjudge.judge.models.external import is_store_spec, store_roots
 from localjudge.judge.models.ggufmeta import check_gguf, human_count
 from localjudge.judge.models.registry import (
     DEFAULT_ALIAS,
@@ -34,7 +35,6 @@ from localjudge.judge.models.registry import (
     resolve_model,
     user_registry_path,
 )
-from localjudge.judge.models.stores import is_store_spec, store_roots
 
 __all__ = [
     "DEFAULT_ALIAS",

@@ -5,7 +5,7 @@
 under an alias in the user's registry (checked first: magic, metadata, sha256),
 :func:`remove_model` takes one out, :func:`model_info` reads what a file says about itself
 (:mod:`localjudge.judge.models.ggufmeta`) and :func:`found_models` what the other tools' stores
-hold (:mod:`localjudge.judge.models.stores`). Reading the registries and resolving an alias to a
+hold (:mod:`localjudge.judge.models.external`). Reading the registries and resolving an alias to a
 file is :mod:`localjudge.judge.models.registry`'s.
 """
 
@@ -18,6 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from localjudge.errors import ModelError, UsageError
+from localjudge.judge.models.external import (
+    Found,
+    Skipped,
+    StoreModel,
+    find_models,
+    is_store_spec,
+    resolve_store,
+)
 from localjudge.judge.models.ggufmeta import GGUFMetadata, check_gguf, read_gguf_metadata
 from localjudge.judge.models.registry import (
     ALIAS_PATTERN,
@@ -29,14 +37,6 @@ from localjudge.judge.models.registry import (
     resolve_model,
     user_registry,
     user_registry_path,
-)
-from localjudge.judge.models.stores import (
-    Found,
-    Skipped,
-    StoreModel,
-    find_models,
-    is_store_spec,
-    resolve_store,
 )
 
 # ---------------------------------------------------------------------- the user registry

@@ -25,8 +25,8 @@ from typing import Any
 
 from localjudge.canonical import file_sha256
 from localjudge.errors import ModelError
-from localjudge.judge.cache.store import default_cache_dir
-from localjudge.judge.models.stores import StoreModel, is_store_spec, resolve_store
+from localjudge.judge.cache.database import default_cache_dir
+from localjudge.judge.models.external import StoreModel, is_store_spec, resolve_store
 
 #: the judge used without -m: chosen by agreement on the development data (fitting/README.md)
 DEFAULT_ALIAS = "qwen2.5-coder-1.5b"

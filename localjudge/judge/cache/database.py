@@ -1,6 +1,6 @@
-"""The judge-call cache: an SQLite store of judge calls (the wrapper that puts it in front of any
-judge is :mod:`localjudge.judge.cache.caching`; keys, rows, schema and checksums are
-:mod:`localjudge.judge.cache.rows`'s).
+"""The judge-call cache's SQLite database: the one file of stored judge calls (the wrapper that puts
+it in front of any judge is :mod:`localjudge.judge.cache.caching`; keys, rows, schema and checksums
+are :mod:`localjudge.judge.cache.rows`'s).
 
 A call is keyed by what determines its output and nothing else (``cache_key``): the judge's
 identity (model sha256, backend versions, decoding settings), the rendered messages and the output

@@ -1,6 +1,6 @@
 """Store names resolved without the stores: Ollama's manifests and blobs, the Hugging Face
 cache's snapshots and LM Studio's folders built in tmp_path around tiny GGUF headers, resolved,
-listed and refused as a user's store would make them (``localjudge.judge.models.stores``), and
+listed and refused as a user's store would make them (``localjudge.judge.models.external``), and
 ``resolve_model`` taking them with the file's sha256 as the judge's identity."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from store_layouts import hf_file, lmstudio_file, ollama_model, tiny_gguf
 
 from localjudge.canonical import file_sha256
 from localjudge.errors import ModelError
-from localjudge.judge.models.registry import resolve_model
-from localjudge.judge.models.stores import (
+from localjudge.judge.models.external import (
     find_models,
     is_store_spec,
     resolve_store,
     store_roots,
 )
+from localjudge.judge.models.registry import resolve_model
 
 LIB = ("registry.ollama.ai", "library")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from localjudge.judge.engine.prefix_store import MAGIC, MAX_FILES, PrefixStore
+from localjudge.judge.engine.prefix_file import MAGIC, MAX_FILES, PrefixStore
 from localjudge.judge.engine.values import GRID, EngineRequest
 from localjudge.judge.protocol import JudgeRequest
 from localjudge.judge.schemas import StrictModel
