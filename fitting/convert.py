@@ -80,7 +80,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from localjudge.data.items import make_item
+from localjudge.data.item import make_item
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -41,7 +41,7 @@ def asks_of(metric: Any, record: dict[str, Any], item_id: str) -> list[Any]:
     metric, the list or item, the protocol: what the cache's call log records)."""
     from dataclasses import replace
 
-    from localjudge.data.items import make_item
+    from localjudge.data.item import make_item
     from localjudge.judge.protocol import CallOrigin
     from localjudge.metrics.protocols import current_protocol
 

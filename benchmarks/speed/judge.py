@@ -164,7 +164,7 @@ def kinds_of_call(judge: Any, item: Any) -> dict[str, Any]:
 
 
 def per_call_ratio(judge: Any, repeats: int) -> dict[str, dict[str, float]]:
-    from localjudge.data.items import make_item
+    from localjudge.data.item import make_item
 
     out = {}
     item = make_item(items(1)[0], index=0)
@@ -189,7 +189,7 @@ def prefix_reuse(judge: Any, n_items: int) -> dict[str, float]:
     """Per item (the first one left out: it also reads the instructions), the prompt tokens its
     recall calls evaluated, made together as the runner makes them, against its specific
     tokens: its CONTEXT opening once, then each call's own part."""
-    from localjudge.data.items import make_item
+    from localjudge.data.item import make_item
     from localjudge.metrics.recall import ContextRecall
 
     metric = ContextRecall(reasons=False)

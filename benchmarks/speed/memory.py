@@ -5,7 +5,7 @@ Generates a JSONL file of N items (default 100,000) in a temporary directory: va
 (truncated JSON, invalid UTF-8, non-objects), blank lines and items with missing fields. Then, each
 phase in a fresh process (so that the peak RSS of one phase does not hide the next):
 
-- ``read``: stream the file through ``localjudge.data.dataset.read_records``;
+- ``read``: stream the file through ``localjudge.data.readers.read_records``;
 - ``eval``: ``localjudge.run.evaluate.file_run.eval_file`` (the streaming ``evaluate`` plus the
   ``results.jsonl`` writer) with a :class:`~localjudge.testing.ScriptedJudge` (no model) answering
   every call (one decision per call, then a reason per decision) from its schema's one key;
@@ -171,7 +171,7 @@ class Probe:
 
 
 def phase_read(path: str, checkpoints: list[int], trace: bool) -> list[dict[str, Any]]:
-    from localjudge.data.dataset import read_records
+    from localjudge.data.readers import read_records
 
     probe = Probe(trace)
     rows, n, errors = [], 0, 0

@@ -85,7 +85,7 @@ TOKENS = (
     OPENING
     + r"""
 import hashlib
-from localjudge.data.items import make_item
+from localjudge.data.item import make_item
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.metrics.asks import Answer, reason_request
 judge = open_judge(n_threads=1, n_gpu_layers=0)

@@ -84,7 +84,7 @@ def calibrate_command(ctx: click.Context, /, **params: Any) -> None:
     else its question (the items with one user_input are one group). A kind with fewer than
     4 groups is not fitted; the output says how the items were grouped."""
     from localjudge.canonical import file_sha256  # noqa: PLC0415
-    from localjudge.data.dataset import read_records  # noqa: PLC0415
+    from localjudge.data.readers import read_records  # noqa: PLC0415
     from localjudge.decisions import store_cutoffs  # noqa: PLC0415
     from localjudge.judge.models import user_registry_path  # noqa: PLC0415
     from localjudge.run.calibrate.calibration import calibrate, check_labels  # noqa: PLC0415

@@ -171,7 +171,7 @@ class EvalArgs(RunArgs, RayArgs, JudgeArgs):
 
     def options(self, ray: RayConfig | None) -> EvalOptions:
         """The library's options for this run (checked as they are built)."""
-        from localjudge.data.dataset import parse_mapping  # noqa: PLC0415 (keep --help fast)
+        from localjudge.data.readers import parse_mapping  # noqa: PLC0415 (keep --help fast)
         from localjudge.run.options import CHUNK_SIZE, EvalOptions  # noqa: PLC0415
 
         mapping = parse_mapping(self.maps)

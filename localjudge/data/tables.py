@@ -1,8 +1,8 @@
 r"""The table-like inputs: CSV files (line by line, list cells parsed), Parquet files (in row
 batches) and Hugging Face ``save_to_disk`` folders (their Arrow files, read with pyarrow alone).
 
-Readers for :func:`localjudge.data.dataset.read_records`, which picks one by format; each yields
-:class:`~localjudge.data.records.Record`\ s, a malformed row becoming a record with an error.
+Readers for :func:`localjudge.data.readers.read_records`, which picks one by format; each yields
+:class:`~localjudge.data.raw_records.Record`\ s, a malformed row becoming a record with an error.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from localjudge.data.items import plain
-from localjudge.data.records import (
+from localjudge.data.item import plain
+from localjudge.data.raw_records import (
     BOM,
     ByteReader,
     Record,

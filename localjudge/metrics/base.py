@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from localjudge.data.items import Item
+from localjudge.data.item import Item
 from localjudge.judge.protocol import GenerationStats, JudgeRequest, Message
 from localjudge.metrics.asks import REASON_CHARS, Answer, Answers, Ask
 from localjudge.metrics.statements import split_statements

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from localjudge.canonical import canonical_json, sha256_text
-from localjudge.data.items import make_item
+from localjudge.data.item import make_item
 from localjudge.errors import ProtocolError
 from localjudge.judge.schemas import json_schema
 from localjudge.metrics.asks import Answer, Ask, reason_request

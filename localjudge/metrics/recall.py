@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from localjudge.data.items import Item
+from localjudge.data.item import Item
 from localjudge.metrics.asks import Answers, Ask
 from localjudge.metrics.base import (
     FRACTION,

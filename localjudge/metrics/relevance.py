@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, create_model
 
-from localjudge.data.items import Item
+from localjudge.data.item import Item
 from localjudge.judge.protocol import JudgeRequest
 from localjudge.judge.schemas import StrictModel, bounded_list, text
 from localjudge.metrics.asks import Answers, Ask

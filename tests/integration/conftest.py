@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from localjudge import load_judge
-from localjudge.data.items import make_item
+from localjudge.data.item import make_item
 from localjudge.decisions import decide_all, judge_cutoffs
 from localjudge.judge.protocol import Generation, generate_many
 from localjudge.judge.schemas import worst_case_tokens

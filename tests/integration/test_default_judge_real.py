@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from localjudge import ContextPosition, ContextRecall, ContextRelevance, evaluate, load_judge
-from localjudge.data.items import make_item
+from localjudge.data.item import make_item
 from localjudge.judge.models.registry import (
     DEFAULT_ALIAS,
     builtin_registry,

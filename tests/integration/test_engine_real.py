@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from localjudge import ContextOverflowError, evaluate, load_judge
-from localjudge.data.items import make_item
+from localjudge.data.item import make_item
 from localjudge.judge.protocol import Generation, JudgeRequest
 from localjudge.judge.schemas import parse_output
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance, MetricResult

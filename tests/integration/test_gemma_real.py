@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from localjudge import ContextPosition, ContextRecall, ContextRelevance, load_judge
-from localjudge.data.items import make_item
+from localjudge.data.item import make_item
 from localjudge.judge.llama.prompting import plain_prompt
 from localjudge.metrics import Metric
 

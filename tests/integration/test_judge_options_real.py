@@ -11,7 +11,7 @@ import pytest
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from localjudge import ContextPosition, load_judge
-from localjudge.data.items import make_item
+from localjudge.data.item import make_item
 from localjudge.judge.cache.rows import cache_key
 from localjudge.run.evaluate.evaluation import score
 

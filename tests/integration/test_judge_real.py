@@ -33,7 +33,7 @@ from localjudge import (
     evaluate,
     load_judge,
 )
-from localjudge.data.items import make_item
+from localjudge.data.item import make_item
 from localjudge.decisions import NO_CUTOFFS, decide
 from localjudge.judge.cache.caching import CachingJudge
 from localjudge.judge.cache.database import Cache

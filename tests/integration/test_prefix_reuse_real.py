@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from localjudge import evaluate, load_judge
-from localjudge.data.items import make_item
+from localjudge.data.item import make_item
 from localjudge.judge.engine.prefix_file import PREFIX_DIR
 from localjudge.judge.protocol import JudgeRequest
 from localjudge.judge.schemas import StrictModel
@@ -200,7 +200,7 @@ STORE_CODE = """
 import json, sys
 from localjudge import load_judge
 from localjudge.metrics import ContextRecall
-from localjudge.data.items import make_item
+from localjudge.data.item import make_item
 judge = load_judge(sys.argv[1], n_threads=1, cache=False, store_prefix=True)
 request = ContextRecall().build(make_item(json.loads(sys.argv[2]), index=0))[0].request
 gen = judge.generate_many([request])[0]

@@ -168,7 +168,7 @@ def test_a_call_made_outside_a_run_has_no_metric_or_item(tmp_path):
 
 
 def _item() -> Any:
-    from localjudge.data.items import make_item  # noqa: PLC0415
+    from localjudge.data.item import make_item  # noqa: PLC0415
 
     return make_item(RECORDS[0], index=0)
 

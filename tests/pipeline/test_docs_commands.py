@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from localjudge.cli import main
-from localjudge.data.items import make_item
+from localjudge.data.item import make_item
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 
 ROOT = Path(__file__).resolve().parents[2]

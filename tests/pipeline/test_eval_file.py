@@ -13,8 +13,8 @@ import pytest
 from pipeline_rules import EXPECTED, rule_reply
 
 from localjudge.canonical import compact_json
-from localjudge.data.dataset import read_records
-from localjudge.data.items import make_item
+from localjudge.data.item import make_item
+from localjudge.data.readers import read_records
 from localjudge.errors import UsageError
 from localjudge.judge.cache.caching import CachingJudge
 from localjudge.judge.cache.database import Cache

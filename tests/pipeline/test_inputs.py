@@ -17,7 +17,7 @@ from pipeline_rules import rule_reply
 
 from localjudge import eval_file, evaluate
 from localjudge.canonical import file_sha256
-from localjudge.data.dataset import read_records
+from localjudge.data.readers import read_records
 from localjudge.errors import DataError
 from localjudge.run.settings import build_metrics
 from localjudge.testing import ScriptedJudge

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pipeline_rules import rule_reply
 
-from localjudge.data.items import make_item
+from localjudge.data.item import make_item
 from localjudge.errors import ConstraintError, InvalidItemError, ItemError
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.metrics.asks import reason_schema

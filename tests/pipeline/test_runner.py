@@ -9,8 +9,8 @@ from pipeline_rules import EXPECTED, expected_position, expected_recall, rule_re
 from pydantic import BaseModel
 
 from localjudge import ItemResult, evaluate
-from localjudge.data.items import make_item
-from localjudge.data.records import Record
+from localjudge.data.item import make_item
+from localjudge.data.raw_records import Record
 from localjudge.decisions import Cutoffs
 from localjudge.errors import (
     ConstraintError,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pipeline_rules import rule_reply
 
-from localjudge.data.items import make_item
+from localjudge.data.item import make_item
 from localjudge.judge.cache.caching import CachingJudge
 from localjudge.judge.cache.database import Cache
 from localjudge.judge.protocol import Generation, SoftDecision, generate_many

@@ -35,7 +35,7 @@ from reliability_procs import (
     wait_for,
 )
 
-from localjudge.data.items import make_item
+from localjudge.data.item import make_item
 from localjudge.judge.cache.database import Cache
 from localjudge.judge.cache.rows import cache_key
 from localjudge.judge.protocol import JudgeIdentity

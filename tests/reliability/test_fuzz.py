@@ -27,8 +27,8 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from localjudge.data.dataset import read_records
-from localjudge.data.items import ALIASES, FIELDS
+from localjudge.data.item import ALIASES, FIELDS
+from localjudge.data.readers import read_records
 from localjudge.errors import DataError
 from localjudge.judge.cache.caching import CachingJudge
 from localjudge.judge.cache.database import Cache

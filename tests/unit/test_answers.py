@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from localjudge.data.items import make_item
+from localjudge.data.item import make_item
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
 from localjudge.metrics.asks import Answer, Answers, Ask, AskKey
 from localjudge.metrics.instructions import GRADE, RELEVANT_ANSWER, SUPPORTED, USED

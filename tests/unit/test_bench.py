@@ -774,7 +774,7 @@ class FakeJudges:
 def calls_for(records: list[dict[str, Any]], metrics: list[str]) -> int:
     """The judge calls ``metrics`` make for ``records``: one per decision, and one per reason
     (reasons on, as bench's default metrics have them)."""
-    from localjudge.data.items import make_item  # noqa: PLC0415
+    from localjudge.data.item import make_item  # noqa: PLC0415
     from localjudge.metrics import METRICS  # noqa: PLC0415
 
     n = 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from localjudge.data.items import make_item
+from localjudge.data.item import make_item
 from localjudge.run.calibrate.obvious import obvious_items
 
 

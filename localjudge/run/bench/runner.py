@@ -20,7 +20,7 @@ from typing import Any
 
 from localjudge.canonical import file_sha256
 from localjudge.console import number
-from localjudge.data.dataset import read_records
+from localjudge.data.readers import read_records
 from localjudge.errors import (
     CacheError,
     ConstraintError,

@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from localjudge.data.items import make_item
+from localjudge.data.item import make_item
 from localjudge.errors import InvalidItemError, UsageError
 from localjudge.metrics.position import decision_for
 from localjudge.run.labels import (

@@ -24,8 +24,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from localjudge.data.items import Item, make_item
-from localjudge.data.records import Record
+from localjudge.data.item import Item, make_item
+from localjudge.data.raw_records import Record
 from localjudge.decisions import Cutoffs, decide_all, kinds_of
 from localjudge.errors import ContextOverflowError, InvalidItemError, ItemError
 from localjudge.judge.protocol import (
@@ -197,7 +197,7 @@ def _records_of(records: Any) -> Iterable[Any]:
     if isinstance(records, (str, Path)):
         raise TypeError(
             f"evaluate() takes records, not a path ({str(records)!r}): use eval_file(path, ...) "
-            "or localjudge.data.dataset.read_records(path)"
+            "or localjudge.data.readers.read_records(path)"
         )
     if isinstance(records, Mapping):
         raise TypeError(

@@ -2,7 +2,7 @@
 the survey of the data before it and the labelled items of PPI.
 
 :func:`open_run` opens a run's files once: it takes the output directory's lock and opens the
-data file (and the labels file) as :class:`~localjudge.data.datafile.DataFile` s, so the
+data file (and the labels file) as :class:`~localjudge.data.open_once.DataFile` s, so the
 survey, the judged records and the manifest's sha256 all read one handle, and the lock is
 taken once; the run's :class:`~localjudge.run.options.EvalOptions` are given there, built once.
 :meth:`EvalRun.score` then runs it: it fixes the cut-offs, the settings each
@@ -23,10 +23,10 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from localjudge.data.datafile import DataFile
-from localjudge.data.dataset import list_fields
-from localjudge.data.items import ALIASES, FIELDS
-from localjudge.data.records import Record
+from localjudge.data.item import ALIASES, FIELDS
+from localjudge.data.open_once import DataFile
+from localjudge.data.raw_records import Record
+from localjudge.data.readers import list_fields
 from localjudge.decisions import Cutoffs
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, Metric

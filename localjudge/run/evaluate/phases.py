@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from localjudge.canonical import canonical_json, sha256_text
-from localjudge.data.records import Record
+from localjudge.data.raw_records import Record
 from localjudge.decisions import Cutoffs, kinds_of
 from localjudge.judge.isolation import InterruptLatch
 from localjudge.judge.protocol import Judge

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from localjudge.data.datafile import DataFile
-from localjudge.data.records import Record
+from localjudge.data.open_once import DataFile
+from localjudge.data.raw_records import Record
 from localjudge.decisions import Cutoffs
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import Metric

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from localjudge.data.items import Item
+from localjudge.data.item import Item
 from localjudge.errors import ContextOverflowError
 from localjudge.judge.protocol import JudgeRequest
 from localjudge.judge.schemas import worst_case_tokens

@@ -23,8 +23,8 @@ from typing import Any
 
 from localjudge.canonical import file_sha256
 from localjudge.console import is_number
-from localjudge.data.dataset import LIST_FIELDS, read_records
-from localjudge.data.items import make_item
+from localjudge.data.item import make_item
+from localjudge.data.readers import LIST_FIELDS, read_records
 from localjudge.errors import DataError, InvalidItemError
 from localjudge.metrics import METRICS
 from localjudge.metrics.base import VerdictRow, shown

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from localjudge.data.datafile import DataFile
-from localjudge.data.dataset import read_records
+from localjudge.data.open_once import DataFile
+from localjudge.data.readers import read_records
 from localjudge.errors import DataError
 
 RECORDS = [

@@ -22,14 +22,14 @@ from types import TracebackType
 from typing import Any, BinaryIO
 
 from localjudge.canonical import file_sha256
-from localjudge.data.dataset import (
+from localjudge.data.raw_records import Record, open_binary
+from localjudge.data.readers import (
     LIST_FIELDS,
     checked_format,
     json_array,
     json_records,
     jsonl_records,
 )
-from localjudge.data.records import Record, open_binary
 from localjudge.data.tables import csv_records, open_parquet, parquet_records, read_hf_folder
 
 __all__ = ["DataFile"]
@@ -41,7 +41,7 @@ _BLOCK = 1 << 20
 class DataFile:
     """The records and the sha256 of one data file, opened once (see the module's docstring).
 
-    Opening checks what :func:`~localjudge.data.dataset.read_records` checks when it is
+    Opening checks what :func:`~localjudge.data.readers.read_records` checks when it is
     called (the path, the format; a JSON array is parsed, a Parquet file's metadata read) and
     raises the same :class:`~localjudge.errors.DataError`; use it as a context manager, or
     :meth:`close` it."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from localjudge.data.items import ALIASES, FIELDS, Item, make_item
+from localjudge.data.item import ALIASES, FIELDS, Item, make_item
 from localjudge.errors import InvalidItemError
 
 

@@ -1,7 +1,8 @@
-"""One record read from a data file, and what every reader shares: the record size limit and
+"""A raw record, as read from a data file (:class:`Record`: its fields or the error that made it
+unreadable), and what every reader shares: the record size limit and
 its messages, bounded line reading, JSON error wording.
 
-Below the readers (:mod:`localjudge.data.dataset` for JSONL and JSON,
+Below the readers (:mod:`localjudge.data.readers` for JSONL and JSON,
 :mod:`localjudge.data.tables` for CSV, Parquet and Hugging Face folders).
 """
 
@@ -65,7 +66,7 @@ def mib(size: int) -> str:
 
 class ByteReader(Protocol):
     """What the readers read a file through: an open binary file, or a run's one handle on its
-    data file (:class:`~localjudge.data.datafile.DataFile`)."""
+    data file (:class:`~localjudge.data.open_once.DataFile`)."""
 
     def read(self, size: int = -1, /) -> bytes: ...
 

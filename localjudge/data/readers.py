@@ -1,4 +1,6 @@
-"""Reading evaluation records from JSONL, JSON, CSV and Parquet files, with line-numbered errors.
+"""Reading a data file of any format: :func:`read_records` picks the reader by format (JSONL and
+JSON are read here, CSV, Parquet and Hugging Face folders in :mod:`localjudge.data.tables`), with
+line-numbered errors.
 
 This is one of the few modules that touch files (with :mod:`localjudge.data.tables`, which
 reads CSV, Parquet and Hugging Face folders for it). :func:`read_records` streams: a JSONL or CSV
@@ -16,8 +18,8 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from localjudge.data.items import ALIASES, FIELDS
-from localjudge.data.records import (
+from localjudge.data.item import ALIASES, FIELDS
+from localjudge.data.raw_records import (
     BOM,
     MAX_RECORD_ENV,
     ByteReader,

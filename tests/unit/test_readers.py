@@ -13,12 +13,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from localjudge.canonical import file_sha256
-from localjudge.data.dataset import (
+from localjudge.data.raw_records import Record
+from localjudge.data.readers import (
     detect_format,
     parse_mapping,
     read_records,
 )
-from localjudge.data.records import Record
 from localjudge.errors import DataError, UsageError
 
 

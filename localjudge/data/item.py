@@ -1,4 +1,5 @@
-"""The input record: ragas field names, Mastra aliases, and per-metric field checks.
+"""The evaluation item, :class:`Item`: a record as the metrics read it, with ragas field names,
+Mastra aliases, and per-metric field checks.
 
 An :class:`Item` keeps the raw values it was given; the checks happen when a metric asks for a
 field, so a wrong value in a field one metric does not use never costs another metric its score.
