@@ -33,7 +33,7 @@ It also writes the table "What ships, as built" of ``docs/figures.md``.
 
 Every bundled judge is built from its rows; none is carried over from an earlier release. Its
 entry and its evidence record the protocol its rows were judged under (``judge.json``); rows
-of a protocol this release does not know are refused (``rows.py``). The sealed test part is
+of a protocol this release does not know are refused (``row_files.py``). The sealed test part is
 never read here (``sealed.py``), but for ``--check``'s comparison of two cut-off files'
 decisions on its rows (no label, no figure).
 
@@ -77,7 +77,7 @@ from typing import Any
 
 import numpy as np
 
-import rows as rowsfile
+import row_files as rowsfile
 from devsets import KIND_SOURCES, SOURCES
 from localjudge.decisions import (
     KINDS,
@@ -463,7 +463,7 @@ def build_judge(
     if mine:
         raise SystemExit(f"exceptions.json: {alias} has no rows of {sorted(mine)}")
     built = f"fitting/build.py from rows {digest}"
-    protocol = ShippedProtocol(**meta["protocol"])  # the rows' (rows.of_judge checked it)
+    protocol = ShippedProtocol(**meta["protocol"])  # the rows' (row_files.of_judge checked it)
     entry = ShippedJudge(
         alias=alias, sha256=meta["sha256"], protocol=protocol, built=built, kinds=kinds
     )

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import devsets
-import rows as rowsfile
+import row_files as rowsfile
 
 #: lists or items asked in one batch (progress is printed after each)
 CHUNK = 16

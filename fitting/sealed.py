@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import build
-import rows as rowsfile
+import row_files as rowsfile
 from localjudge.decisions import KINDS, target_shares
 from localjudge.decisions.fit import figure_of
 from localjudge.decisions.shipped import SHIPPED_PATH, Shipped, read_shipped

@@ -31,7 +31,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "fitting"))  # the rows files' reader and the sources
 
-import rows as rowsfile  # noqa: E402
+import row_files as rowsfile  # noqa: E402
 from devsets import LANGS  # noqa: E402
 from localjudge.decisions import READINGS as DECISION_READINGS  # noqa: E402
 

@@ -22,7 +22,7 @@ from localjudge.judge.models.registry import builtin_registry
 from localjudge.metrics.protocols import PROTOCOLS, UNNAMED, ProtocolRef
 
 build = load("fitting/build")
-rows = load("fitting/rows")
+row_files = load("fitting/row_files")
 devsets = load("fitting/devsets")
 
 PARTS = ("choice", "validation", "test")
@@ -91,7 +91,7 @@ def write_judge(root: Path, alias: str, found: list[dict], sha: str, protocol=UN
         meta["protocol"] = protocol if isinstance(protocol, dict) else protocol.as_json()
     (folder / "judge.json").write_text(json.dumps(meta), "utf-8")
     for source in sorted({r["source"] for r in found}):
-        rows.write(folder / f"{source}.jsonl.gz", [r for r in found if r["source"] == source])
+        row_files.write(folder / f"{source}.jsonl.gz", [r for r in found if r["source"] == source])
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +139,7 @@ def test_the_build_is_a_pure_function_of_its_rows(built):
 def test_the_sealed_test_part_is_never_read(built, tmp_path):
     root, none, (shipped, _) = built
     for alias in ("good", "noise"):
-        _, found = rows.of_judge(alias, root)
+        _, found = row_files.of_judge(alias, root)
         scrambled = [
             dict(r, label=1 - r["label"] if r["kind"] != "relevance.grade" else 0)
             if r["part"] == "test"
@@ -197,7 +197,7 @@ def test_rows_of_another_protocol_are_refused_naming_both(tmp_path, protocol, sa
     assert str(UNNAMED) in str(info.value) or protocol == {"name": "1"}
     assert "fitting/judge.py -m stale --overwrite" in info.value.hint
     with pytest.raises(ProtocolError):  # every reader of rows refuses them
-        rows.of_judge("stale", tmp_path)
+        row_files.of_judge("stale", tmp_path)
 
 
 def test_the_build_command_refuses_rows_of_another_protocol(tmp_path, monkeypatch, capsys):
@@ -264,7 +264,7 @@ def _one_unit_moves(built):
     """Per fitted cut-off of the judge "good" (kind, index, direction): whether moving it one
     unit of its last written digit changes a decision of that judge's rows."""
     root, _, (shipped, _) = built
-    found = rows.of_judge("good", root)[1]
+    found = row_files.of_judge("good", root)[1]
     out = {}
     for kind, k in shipped.judges[0].kinds.items():
         mine = [r for r in found if r["kind"] == kind]
@@ -319,7 +319,7 @@ def test_the_build_is_the_same_bytes_under_float_noise(built, tmp_path):
     def nudge(x):
         return x * (1 + rng.choice((-1, 1)) * rng.uniform(0.5, 1.5) * 1e-12)
 
-    found = rows.of_judge("good", root)[1]
+    found = row_files.of_judge("good", root)[1]
     nudged = [
         dict(
             r,
@@ -358,7 +358,7 @@ def test_the_check_passes_a_last_digit_when_the_decisions_are_the_same(built, tm
     assert _check(built, tmp_path, _move(keeps), _bump_pooled) == 0
     note = capsys.readouterr().err
     assert "only in last digits" in note
-    every = sum(len(rows.of_judge(alias, root)[1]) for alias in ("good", "noise"))
+    every = sum(len(row_files.of_judge(alias, root)[1]) for alias in ("good", "noise"))
     assert f"on {every} rows are identical" in note
 
 
@@ -372,7 +372,7 @@ def test_the_check_fails_a_last_digit_that_changes_a_decision(built, tmp_path, c
     assert good.status == "fitted"
     assert good.combination is None
     cut = good.cutoffs[0]
-    found = rows.of_judge("good", root)[1]
+    found = row_files.of_judge("good", root)[1]
     near = dict(next(r for r in found if r["kind"] == kind), id="near", soft=cut + 5e-7)
     write_judge(tmp_path / "rows", "good", [*found, near], "a" * 64)
 
@@ -494,7 +494,7 @@ sealed = load("fitting/sealed")
 
 def test_the_sealed_figures_measure_what_ships_on_the_test_part_only(built):
     root, _, (shipped, _) = built
-    _, found = rows.of_judge("good", root)
+    _, found = row_files.of_judge("good", root)
     figures = sealed.measure(shipped.judges[0], found)
     llm = figures["position.relevant"]["sources"]["llmjudge"]
     assert llm["ships"]["units"] == 8  # the test part's units only (u2, u5, ...)
@@ -508,7 +508,7 @@ def test_the_sealed_figures_measure_what_ships_on_the_test_part_only(built):
 
 def test_the_sealed_figures_set_what_ships_beside_an_earlier_release(built):
     root, _, (shipped, _) = built
-    _, found = rows.of_judge("good", root)
+    _, found = row_files.of_judge("good", root)
     good, noise = shipped.judges
     same = sealed.measure(good, found, release=good)["position.relevant"]["sources"]["llmjudge"]
     assert same["release"] == same["ships"]
@@ -550,7 +550,7 @@ def test_a_restamp_moves_the_figures_to_a_file_that_decides_alike(built):
     protocols = {"good": UNNAMED.as_json()}
     note = {"date": "2026-12-20", "why": "cutoffs.json names each judge's protocol"}
     got = sealed.restamp(stored, old, shipped, ("o" * 64, "n" * 64), protocols, note, root)
-    every = sum(len(rows.of_judge(alias, root)[1]) for alias in ("good", "noise"))
+    every = sum(len(row_files.of_judge(alias, root)[1]) for alias in ("good", "noise"))
     assert got["cutoffs_sha256"] == "n" * 64
     assert got["measured"] == "2026-12-06"  # the test part was not read again
     assert got["protocols"] == protocols

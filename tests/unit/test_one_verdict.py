@@ -24,7 +24,7 @@ from localjudge.judge.protocol import Generation, GenerationStats, Reading, Soft
 from localjudge.metrics.instructions import GRADE, RELEVANT, RELEVANT_ANSWER, SUPPORTED, ask_request
 
 build = load("fitting/build")
-rows = load("fitting/rows")
+row_files = load("fitting/row_files")
 
 JUDGE = "qwen2.5-coder-1.5b"  # the default judge
 DECISIONS = {d.kind: d for d in (SUPPORTED, RELEVANT, RELEVANT_ANSWER, GRADE)}
@@ -58,14 +58,14 @@ def eval_hard(row: dict[str, Any], cutoffs: Cutoffs) -> int:
         reading=_raw(row, "read"),
     )
     answer = decide(ask, call, cutoffs, _raw(row, "alone"))
-    # eval read the call as the build reads the row (rows.py makes its readings again)
+    # eval read the call as the build reads the row (row_files.py makes its readings again)
     assert answer.readings == {k: row["readings"][k] for k in answer.readings or {}}
     return 1 if answer.value == "yes" else 0
 
 
 @pytest.fixture(scope="module")
 def judged() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    return rows.of_judge(JUDGE)
+    return row_files.of_judge(JUDGE)
 
 
 @pytest.mark.parametrize("source", ["trulens", "wice", "xquad"])

@@ -1,4 +1,5 @@
-"""The judged rows files: ``fitting/rows/JUDGE/SOURCE.jsonl.gz``, one JSON object a line.
+"""Reading and writing the judged rows files (the folder ``fitting/rows/``):
+``fitting/rows/JUDGE/SOURCE.jsonl.gz``, one JSON object a line.
 
 A module, not a script: ``judge.py`` writes them, ``build.py`` and ``sealed.py`` read them
 (:func:`of_judge`: each row's readings made again by the decisions core from the row's raw
