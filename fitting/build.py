@@ -22,8 +22,8 @@ It also writes the table "What ships, as built" of ``docs/figures.md``.
 2. *Validation part only.* Per source, the paired difference of the figure between the fit
    and the neutral cut-offs on the same decisions, with its 95% bootstrap interval over the
    source's units; pooled, the mean over sources, each draw resampling every source's units.
-   The obvious targets (:data:`localjudge.decisions.obvious.TARGETS`) are measured under both.
-3. :func:`localjudge.decisions.ship_rule` decides: gain, no source worse, no group of obvious
+   The role targets (:data:`localjudge.decisions.role_targets.TARGETS`) are measured under both.
+3. :func:`localjudge.decisions.ship_rule` decides: gain, no source worse, no group of role
    targets that the neutral cut-offs meet and the fit misses (a group, the targets of the
    passages that answer with those of the passages that do not, is met only whole: a verdict
    that says "relevant" to everything meets no group). A refused kind takes the neutral
@@ -91,7 +91,7 @@ from localjudge.decisions import (
 )
 from localjudge.decisions.combination_fit import Reads, fit_combination
 from localjudge.decisions.fit import FIGURES, Observation, figure_of, fit, split_groups
-from localjudge.decisions.obvious import groups_met, target_shares
+from localjudge.decisions.role_targets import groups_met, target_shares
 from localjudge.decisions.shipped import (
     SHIPPED_PATH,
     Shipped,
@@ -513,7 +513,7 @@ def figures_table(shipped: Shipped, evidence: dict[str, Any]) -> str:
 def against(old: Shipped, new: Shipped) -> str:
     """For each judge built from rows: per kind and source, the validation figure of what
     shipped in ``old`` and of what ships in ``new``, and the paired difference with its interval
-    over units; then the obvious targets under each. The table a change in what ships is
+    over units; then the role targets under each. The table a change in what ships is
     committed with."""
     lines = [
         "| judge | kind | source | before | after | after - before |",

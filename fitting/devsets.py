@@ -21,7 +21,7 @@ split between parts.
 The three XQuAD sources share one family, so an article falls in the same part in all three.
 :func:`parts` ranks a family's units by the sha256 of ``"FAMILY/UNIT"`` and gives the first
 third to *choice* (readings, candidates, fits), the second to *validation* (the ship rule's
-gates and the obvious targets) and the rest to the sealed *test* part, which nothing reads
+gates and the role targets) and the rest to the sealed *test* part, which nothing reads
 before what ships is frozen (``sealed.py``). A list of XQuAD paragraphs holds a paragraph of
 another article, which may lie in another part: :func:`crossing` counts those lists, and the
 samples take none of them. The sentence lists do not say which article their other sentence

@@ -12,7 +12,7 @@ of the one it measured, and a second run for the same file prints the stored fig
 measuring again. Per judge built from rows, per kind and source: the figure (kappa; QWK for
 the grade; balanced accuracy for recall) of what ships and of the neutral cut-offs, with 95%
 bootstrap intervals over the source's units, each one's yes-share beside the people's, and the
-obvious targets on the test part; with ``--against``, also the earlier release's figures on the
+role targets on the test part; with ``--against``, also the earlier release's figures on the
 same decisions and the paired difference, what ships minus that release. These
 are the only figures the README calls held out. Their floats are written at the build's
 precision (``build.DECIMALS`` places; ``build.py``'s docstring says why). ``sealed.json``

@@ -1,7 +1,7 @@
 """The shapes of list users meet that a list of one answer among distractors never shows: each
 passage alone (a top-1 retriever, a reranker's pick, a user checking one chunk), lists where
 every passage states the answer (a good retriever, overlapping chunks), and lists where none
-does (a failed retrieval). ``obvious.py`` judges them; here they are built and their table
+does (a failed retrieval). ``clear_cases.py`` judges them; here they are built and their table
 lines made.
 
 From the validation part of XQuAD (``fitting/devsets.py``, split by article), per language:
@@ -12,7 +12,7 @@ From the validation part of XQuAD (``fitting/devsets.py``, split by article), pe
 - *none*: three paragraphs of other validation articles: the answer paragraphs of the next
   questions of the same language whose article is another.
 
-From the contrast items (``localjudge/run/calibrate/obvious.jsonl``), per kind of text: each
+From the contrast items (``localjudge/run/calibrate/contrast_items.jsonl``), per kind of text: each
 passage alone; the answer passage with the item's reference (both state the answer); the
 item's other passage with the other passage of the next item of the same kind.
 

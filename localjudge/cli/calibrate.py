@@ -136,11 +136,11 @@ def _obvious(judge: Any, now: Any, chosen: Any, *, store_anyway: bool) -> Any:
     """``chosen`` less the kinds whose fit loses an obvious item that ``now`` gets right (all
     of them with ``store_anyway``), each kind's check printed."""
     from localjudge.decisions import lost  # noqa: PLC0415
-    from localjudge.run.calibrate.obvious import obvious_check  # noqa: PLC0415
+    from localjudge.run.calibrate.contrast_items import contrast_check  # noqa: PLC0415
 
     kinds = set(chosen.kinds)
-    fitted = obvious_check(judge, now.merged(chosen), kinds)
-    before = obvious_check(judge, now, kinds)
+    fitted = contrast_check(judge, now.merged(chosen), kinds)
+    before = contrast_check(judge, now, kinds)
     keep = set()
     for kind in sorted(kinds):
         worse = lost(fitted, before, kind)

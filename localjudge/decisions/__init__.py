@@ -14,7 +14,9 @@ the bundled judges' build (``fitting/``) all call it; nothing else re-implements
 - :mod:`~localjudge.decisions.fit` and :mod:`~localjudge.decisions.combination_fit`: fitting
   cut-offs and combinations on human labels, and measuring them;
 - :mod:`~localjudge.decisions.rule`: the storing rule (does a fit replace what is in use);
-- :mod:`~localjudge.decisions.obvious`: the obvious-cases check's values;
+- :mod:`~localjudge.decisions.role_targets` and :mod:`~localjudge.decisions.contrast_check`:
+  the clear cases a fit must keep right (the build's targets over XQuAD's lists, by each
+  passage's role; the decisions on the bundled contrast items that ``calibrate`` judges);
 - :mod:`~localjudge.decisions.shipped`: what the bundled judges ship (``cutoffs.json``, the
   typed model ``fitting/build.py`` writes) and
   :mod:`~localjudge.decisions.cutoff_registry`: cut-offs in the registries (the package's, read; the
@@ -29,6 +31,7 @@ May import: the foundation, :mod:`localjudge.judge`'s top and what
 with) and :mod:`localjudge.stats` (kappa, the bootstrap); nothing from run, cli or the extras.
 """
 
+from localjudge.decisions.contrast_check import ContrastCheck, Decided, lost, verdict_word
 from localjudge.decisions.cutoff_registry import (
     builtin_cutoffs,
     cutoffs_of,
@@ -66,16 +69,7 @@ from localjudge.decisions.kinds import (
     kinds_of,
     neutral,
 )
-from localjudge.decisions.obvious import (
-    TARGETS,
-    Decided,
-    ObviousCheck,
-    Target,
-    groups_met,
-    lost,
-    target_shares,
-    verdict_word,
-)
+from localjudge.decisions.role_targets import TARGETS, Target, groups_met, target_shares
 from localjudge.decisions.rule import (
     CONDITIONS,
     Difference,
@@ -96,12 +90,12 @@ __all__ = [
     "READINGS",
     "TARGETS",
     "Combination",
+    "ContrastCheck",
     "Cutoffs",
     "Decided",
     "Difference",
     "HeldOutCheck",
     "KindSpec",
-    "ObviousCheck",
     "Provenance",
     "Ruling",
     "Shipped",

@@ -594,13 +594,13 @@ class ObviousBlind(Hesitant):
     fitted on the labels (at or below 0.3) calls the other relevant too."""
 
     def generate(self, prompt: Any, schema: Any) -> Generation[Any]:
-        from localjudge.run.calibrate.obvious import obvious_items  # noqa: PLC0415
+        from localjudge.run.calibrate.contrast_items import contrast_items  # noqa: PLC0415
 
         out = super().generate(prompt, schema)
         passage = prompt_data(list(prompt)).get("PASSAGE")
         roles = {
             p: bool(w)
-            for r in obvious_items()
+            for r in contrast_items()
             for p, w in zip(r["retrieved_contexts"], r["labels"]["relevant"], strict=True)
         }
         if passage not in roles or schema.__name__ != "RelevantDecision":

@@ -177,7 +177,7 @@ LAYERS: list[set[str]] = [
     # statistics of scores and labels
     {"stats"},
     # the decisions core: kinds, readings, cut-offs, decide, the fit, the storing rule, the
-    # obvious check's values, the cut-offs in the registries
+    # clear-case checks (role targets, contrast items), the cut-offs in the registries
     {"decisions"},
     # a run and its files: settings, runner, results, report, diff, bench
     {"run"},

@@ -74,7 +74,7 @@ def test_asked_the_question_alone_with_the_answer_or_the_response(xquad):
 
 
 def test_contrast_items_in_every_shape_per_kind_of_text():
-    path = ROOT / "localjudge" / "run" / "calibrate" / "obvious.jsonl"
+    path = ROOT / "localjudge" / "run" / "calibrate" / "contrast_items.jsonl"
     items = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
     cases = shapes.contrast_shapes(items)
     count = Counter((c["kind"], c["shape"]) for c in cases)

@@ -6,10 +6,10 @@ Owns :mod:`~localjudge.run.calibrate.calibration` (``calibrate``, ``check_labels
 of its held-out split),
 :mod:`~localjudge.run.calibrate.combine` (a kind's readings combined by a fitted model),
 :mod:`~localjudge.run.calibrate.table` (the tables ``calibrate`` prints) and
-:mod:`~localjudge.run.calibrate.obvious` (with the package data ``obvious.jsonl``: the clear-cut
-items every fit must keep right).
+:mod:`~localjudge.run.calibrate.contrast_items` (with the package data
+``contrast_items.jsonl``: the clear-cut items every fit must keep right).
 
-Offers ``calibrate``, ``check_labels``, ``fit_cutoffs``, the printed tables and the obvious
+Offers ``calibrate``, ``check_labels``, ``fit_cutoffs``, the printed tables and the contrast
 items' check (imported from those modules; this file imports nothing). Imports the top of
 :mod:`localjudge.run` and :mod:`localjudge.run.evaluate`; never :mod:`localjudge.run.bench` or
 the report.

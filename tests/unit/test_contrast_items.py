@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections import Counter
 
 from localjudge.data.item import make_item
-from localjudge.run.calibrate.obvious import obvious_items
+from localjudge.run.calibrate.contrast_items import contrast_items
 
 
 def test_every_item_pairs_an_answer_with_another_subject() -> None:
-    items = obvious_items()
+    items = contrast_items()
     assert len({r["id"] for r in items}) == len(items)
     for n, r in enumerate(items):
         assert sorted(r["labels"]["relevant"]) == [False, True], r["id"]
@@ -23,7 +23,7 @@ def test_every_item_pairs_an_answer_with_another_subject() -> None:
 
 
 def test_they_cover_languages_and_kinds_of_text() -> None:
-    items = obvious_items()
+    items = contrast_items()
     langs = Counter(r["source"]["lang"] for r in items)
     kinds = Counter(r["source"]["kind"] for r in items)
     assert len(langs) >= 10

@@ -1,6 +1,7 @@
-"""The obvious items: passages no person doubts, which a fit of cut-offs must keep right.
+"""The bundled contrast items: passages no person doubts, which a fit of cut-offs must keep
+right (the "obvious items" of ``localjudge calibrate``'s output).
 
-``obvious.jsonl`` (package data) holds short contrast items written for localjudge: a
+``contrast_items.jsonl`` (package data) holds short contrast items written for localjudge: a
 passage that states the answer and one about something else, in the same language and form,
 across ten languages and kinds of text (short facts, config and code, chat, web pages,
 tables and lists). Each kind of decision reads them as a person would:
@@ -11,7 +12,7 @@ tables and lists). Each kind of decision reads them as a person would:
   ``relevance.used`` (the response is the answer): the answer passage used, the other not;
 - ``recall.supported``: the reference supported by the answer passage alone, not by the other.
 
-:func:`obvious_check` judges them under given cut-offs; ``localjudge calibrate`` stores a
+:func:`contrast_check` judges them under given cut-offs; ``localjudge calibrate`` stores a
 fitted kind only when it loses no obvious decision that the cut-offs in use now get right
 (:func:`localjudge.decisions.lost`), unless forced.
 """
@@ -24,7 +25,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from localjudge.decisions import Cutoffs, Decided, ObviousCheck, verdict_word
+from localjudge.decisions import ContrastCheck, Cutoffs, Decided, verdict_word
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import MetricSettings
 from localjudge.metrics.position import ContextPosition
@@ -33,19 +34,20 @@ from localjudge.metrics.relevance import ContextRelevance
 from localjudge.run.evaluate.evaluation import evaluate
 from localjudge.run.results import close_calls
 
-__all__ = ["obvious_check", "obvious_items"]
+__all__ = ["contrast_check", "contrast_items"]
 
 
 @lru_cache(maxsize=1)
-def obvious_items() -> tuple[Mapping[str, Any], ...]:
-    """The bundled obvious items (see the module's docstring)."""
-    text = resources.files("localjudge.run.calibrate").joinpath("obvious.jsonl").read_text("utf-8")
+def contrast_items() -> tuple[Mapping[str, Any], ...]:
+    """The bundled contrast items (see the module's docstring)."""
+    data = resources.files("localjudge.run.calibrate").joinpath("contrast_items.jsonl")
+    text = data.read_text("utf-8")
     return tuple(json.loads(line) for line in text.splitlines() if line.strip())
 
 
-def obvious_check(judge: Judge, cutoffs: Cutoffs, kinds: Collection[str]) -> ObviousCheck:
+def contrast_check(judge: Judge, cutoffs: Cutoffs, kinds: Collection[str]) -> ContrastCheck:
     """Judge the obvious items for ``kinds`` under ``cutoffs`` (reasons off)."""
-    items = obvious_items()
+    items = contrast_items()
     settings = MetricSettings(reasons=False)
     decided: list[Decided] = []
     position = ContextPosition.from_settings(settings)
@@ -68,7 +70,7 @@ def obvious_check(judge: Judge, cutoffs: Cutoffs, kinds: Collection[str]) -> Obv
                 decided += _flags("relevance.used", r, verdicts, "used", lambda v: bool(v["used"]))
     if "recall.supported" in kinds:
         decided += _recall(items, judge, cutoffs, settings)
-    return ObviousCheck(tuple(decided))
+    return ContrastCheck(tuple(decided))
 
 
 def _record(r: Mapping[str, Any], field: str | None) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """What the default judge answers where no person has a doubt: the README's own examples and
-the bundled obvious items, with the shipped settings, as a new user sees them.
+the bundled contrast items, with the shipped settings, as a new user sees them.
 
 Clear-cut passages of ``examples/rag.jsonl`` are those ``examples/labelled.jsonl`` labels
 ``high`` (the passage states the answer: "Neil Armstrong stepped onto the lunar surface ...")
@@ -25,7 +25,7 @@ import pytest
 
 from localjudge import ContextPosition, evaluate, load_judge
 from localjudge.decisions import judge_cutoffs
-from localjudge.run.calibrate.obvious import obvious_check
+from localjudge.run.calibrate.contrast_items import contrast_check
 
 pytestmark = pytest.mark.model
 
@@ -104,7 +104,7 @@ def test_the_shipped_fits_get_the_bundled_obvious_items_right(default_judge: Any
     position kinds, and relevance's grade (the answer passage medium or high, the other low or
     none; fitting/README.md, "Several sources at once", and docs/figures.md)."""
     kinds = {"position.relevant", "position.relevant_answer", "relevance.grade"}
-    found = obvious_check(default_judge, judge_cutoffs(default_judge.identity), kinds)
+    found = contrast_check(default_judge, judge_cutoffs(default_judge.identity), kinds)
     missed, close = [], []
     for kind in sorted(kinds):
         assert len(found.of(kind)) == 52, kind

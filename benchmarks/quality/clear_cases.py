@@ -1,7 +1,7 @@
-"""The obvious-cases check: what a judge answers where no person has a doubt, per language and
+"""The clear cases: what a judge answers where no person has a doubt, per language and
 per kind of text, through the product's own path (``evaluate``, the judge's shipped cut-offs).
 
-    python benchmarks/quality/obvious.py [-m MODEL] [-t THREADS] [--per-lang 6]
+    python benchmarks/quality/clear_cases.py [-m MODEL] [-t THREADS] [--per-lang 6]
         [--short-per-lang 6] [--relevance-langs en de ru zh] [--recall-per-lang 3]
         [--shapes-per-lang 6] [--shapes-only] [--shapes-position-only] [--json OUT]
 
@@ -14,8 +14,8 @@ sealed test part is left alone):
 - XQuAD short lists: the same with single sentences (position).
 - XQuAD recall: the answer's sentence against its paragraph (1.0) and against the two
   paragraphs without it (0.0).
-- ``localjudge/run/calibrate/obvious.jsonl``: short contrast items written for this check (calibrate
-  checks a fit on them too) (an answer and a
+- ``localjudge/run/calibrate/contrast_items.jsonl``: short contrast items written for this
+  check (calibrate checks a fit on them too) (an answer and a
   passage about something else, in the same language and form): short facts in ten
   languages, config and code, chat, web pages, tables and lists.
 - ``examples/labelled.jsonl``: the README's examples with the project's labels.
@@ -54,7 +54,7 @@ from shapes import (  # noqa: E402
 
 from devsets import LANGS, SHARED, read_jsonl, xquad  # noqa: E402
 
-CONTRAST = ROOT / "localjudge" / "run" / "calibrate" / "obvious.jsonl"
+CONTRAST = ROOT / "localjudge" / "run" / "calibrate" / "contrast_items.jsonl"
 EXAMPLES = ROOT / "examples" / "labelled.jsonl"
 LEVELS = ("high", "medium", "low", "none")
 

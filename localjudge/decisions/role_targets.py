@@ -1,13 +1,12 @@
-"""The obvious-cases check: decisions no person doubts, each right or not, and what a fit
-loses against what is in use.
+"""The role targets of the bundled judges' build: decisions no person doubts on XQuAD's lists.
 
-Two forms, one idea. ``localjudge calibrate`` judges the bundled contrast items one by one
-(:mod:`localjudge.run.calibrate.obvious`) and a fit may lose none that the cut-offs in use get
-right (:func:`lost`). The bundled judges' build reads shares over the development lists of
-XQuAD, by the role of each passage (the answer's, another article's, the same article's
-without the answer) and language (:data:`TARGETS`, :func:`target_shares`), and a fit may miss
-no group of targets that the neutral cut-offs meet (:func:`groups_met`). Which cases there are
-and how they are judged is the caller's; pure values here.
+The build (``fitting/build.py``) and the sealed figures (``fitting/sealed.py``) read shares over
+the development lists of XQuAD, by the role of each passage (the answer's, another article's, the
+same article's without the answer) and language (:data:`TARGETS`, :func:`target_shares`), and a
+fit may miss no group of targets that the neutral cut-offs meet (:func:`groups_met`). The other
+check of clear cases, on the bundled contrast items ``localjudge calibrate`` judges, is
+:mod:`localjudge.decisions.contrast_check`. Which rows there are and how they are judged is the
+caller's; pure values here.
 """
 
 from __future__ import annotations
@@ -17,24 +16,20 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
-    "OBVIOUS_LANGS",
     "TARGETS",
-    "Decided",
-    "ObviousCheck",
+    "TARGET_LANGS",
     "Target",
     "groups_met",
-    "lost",
     "target_shares",
-    "verdict_word",
 ]
 
 #: the languages of the per-language targets (XQuAD's ten)
-OBVIOUS_LANGS = ("en", "es", "de", "el", "ru", "tr", "ar", "vi", "zh", "hi")
+TARGET_LANGS = ("en", "es", "de", "el", "ru", "tr", "ar", "vi", "zh", "hi")
 
 
 @dataclass(frozen=True)
 class Target:
-    """An obvious target: of the decisions on ``source``'s passages of ``role`` (in ``lang``,
+    """A role target: of the decisions on ``source``'s passages of ``role`` (in ``lang``,
     or every language), the share whose hard value is one of ``right`` is at least ``share``.
 
     ``group``: the targets met only together. A target on one role alone is met by a verdict
@@ -63,7 +58,7 @@ def _position_targets() -> tuple[Target, ...]:
             "short: other article not relevant", "xquadshort", "other", no, 0.95, group="sentences"
         ),
     ]
-    for lang in OBVIOUS_LANGS:
+    for lang in TARGET_LANGS:
         found.append(
             Target(f"answer relevant [{lang}]", "xquad", "answer", yes, 0.90, lang, f"[{lang}]")
         )
@@ -81,7 +76,7 @@ def _position_targets() -> tuple[Target, ...]:
     return tuple(found)
 
 
-#: each kind's obvious targets. A verdict reads no neighbour, so a passage's verdict in its
+#: each kind's role targets. A verdict reads no neighbour, so a passage's verdict in its
 #: list is its verdict alone: the targets of lists of three are those of each passage alone,
 #: of lists where no passage answers (other articles' passages) and, with the answer's
 #: sentence, of lists where every passage answers (issue "A verdict about the passage, not its
@@ -127,63 +122,3 @@ def groups_met(kind: str, shares: Mapping[str, Mapping[str, Any]]) -> dict[str, 
         group = t.group or t.name
         out[group] = out.get(group, True) and bool(shares[t.name]["met"])
     return out
-
-
-@dataclass(frozen=True)
-class Decided:
-    """One obvious decision: the kind, where (item id and passage), and whether it was right."""
-
-    kind: str
-    item: str
-    piece: int
-    expected: str
-    got: str
-    #: the verdict's signed distance to its cut-off when it is a close call (within
-    #: :data:`~localjudge.decisions.decide.CLOSE_CALL_MARGINS`: it can go the other way on
-    #: another machine), else None
-    close_call: float | None = None
-
-    @property
-    def right(self) -> bool:
-        return self.expected == self.got
-
-    def describe(self) -> str:
-        return f"{self.item} #{self.piece}: {self.got} where a person says {self.expected}"
-
-
-@dataclass(frozen=True)
-class ObviousCheck:
-    """Every obvious decision of the kinds checked."""
-
-    decided: tuple[Decided, ...]
-
-    def of(self, kind: str) -> list[Decided]:
-        return [d for d in self.decided if d.kind == kind]
-
-    def misses(self, kind: str) -> list[Decided]:
-        return [d for d in self.of(kind) if not d.right]
-
-    def line(self, kind: str) -> str:
-        """``right/checked``, and the first misses."""
-        done, missed = self.of(kind), self.misses(kind)
-        text = f"{len(done) - len(missed)}/{len(done)} obvious decisions right"
-        if missed:
-            text += " (missed: " + "; ".join(d.describe() for d in missed[:3])
-            text += f"; and {len(missed) - 3} more)" if len(missed) > 3 else ")"
-        return text
-
-
-def lost(fitted: ObviousCheck, now: ObviousCheck, kind: str) -> list[Decided]:
-    """The obvious decisions of ``kind`` that ``now`` gets right and ``fitted`` does not."""
-    right_now = {(d.item, d.piece) for d in now.of(kind) if d.right}
-    return [d for d in fitted.misses(kind) if (d.item, d.piece) in right_now]
-
-
-def verdict_word(kind: str, value: bool) -> str:
-    """How a person says ``value`` of ``kind``: relevant or not, used or not, ..."""
-    words = {
-        "relevance.grade": ("medium or high", "low or none"),
-        "relevance.used": ("used", "not used"),
-        "recall.supported": ("supported", "not supported"),
-    }.get(kind, ("relevant", "not relevant"))
-    return words[0] if value else words[1]
