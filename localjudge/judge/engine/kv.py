@@ -85,11 +85,9 @@ class KVCache:
         self._seq_ctx = 0
         #: per sequence, what its cells hold for reuse (slots keep their last prompt)
         self._held: dict[int, Held] = {}
-        #: a sequence copy was asked for since the last decode call
-        self._copying = False
-        #: the sequences a copy asked for since the last decode call reads from
+        #: the sequences that copies asked for since the last decode call read from (a copy is
+        #: made at the next decode call: until then nothing may be loaded into them)
         self._copy_sources: set[int] = set()
-        #: the branch points' states, by the tokens they hold (least recently used first)
         #: the branch points' states kept for later requests
         self.branches = KeptStates()
 
@@ -136,7 +134,6 @@ class KVCache:
         self._want = np.ctypeslib.as_array(self._batch.logits, shape=(self._n_batch,))
         self._seq_ids = [self._batch.seq_id[i] for i in range(self._n_batch)]
         self._held = {}
-        self._copying = False
         self._copy_sources = set()
         if held is not None and kept is not None and self._load_state(kept, len(held.tokens)):
             self._held[self.holder] = held
@@ -164,8 +161,7 @@ class KVCache:
         self._batch.n_tokens = len(entries)
         start = time.perf_counter()
         rc = self._ll.llama_decode(self._ctx, self._batch)
-        self._copying = False  # a decode call makes the sequence copies asked for before it
-        self._copy_sources.clear()
+        self._copy_sources.clear()  # a decode call makes the copies asked for before it
         raise_pending_interrupt()
         seconds = time.perf_counter() - start
         self.stats.decode_seconds += seconds
@@ -242,7 +238,6 @@ class KVCache:
             ll.llama_memory_seq_rm(self._mem, seq, -1, -1)
             if reused:  # a whole-stream copy, made at the next decode call
                 ll.llama_memory_seq_cp(self._mem, source, seq, -1, -1)
-                self._copying = True
                 self._copy_sources.add(source)
         ll.llama_memory_seq_rm(self._mem, seq, reused, -1)
         target = max([reused, *points])
@@ -315,7 +310,7 @@ class KVCache:
         self._held.pop(self.holder, None)
         store = self.prefix_store
         # a copy from the holder not made yet would take what the store writes into it
-        state = store.load(prefix) if store is not None and not self._copying else None
+        state = store.load(prefix) if store is not None and not self._copy_sources else None
         evaluated = 0
         loaded = state is not None and self._load_state(state, len(prefix))
         if state is not None and not loaded and store is not None:
