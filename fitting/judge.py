@@ -37,46 +37,52 @@ CHUNK = 16
 
 
 def asks_of(metric: Any, record: dict[str, Any], item_id: str) -> list[Any]:
-    """The calls ``metric`` (the product's) makes for ``record``, each with its origin (the
-    metric, the list or item, the protocol: what the cache's call log records)."""
+    """The calls ``metric`` (the product's, with its protocol) makes for ``record``, each with
+    its origin (the metric, the list or item, the protocol: what the cache's call log
+    records)."""
     from dataclasses import replace
 
     from localjudge.data.item import make_item
     from localjudge.judge.protocol import CallOrigin
-    from localjudge.metrics.protocols import current_protocol
+    from localjudge.metrics.protocols import protocol_ref
 
     built = metric.build(make_item(record, index=0))
     assert isinstance(built, list), record
-    made = current_protocol()
+    made = protocol_ref(metric.protocol)
     origin = CallOrigin(metric.name, item_id, (made.name, made.fingerprint))
     return [replace(a, request=replace(a.request, origin=origin)) for a in built]
 
 
-def passage_asks(x: dict[str, Any]) -> list[Any]:
-    """The product's calls for a list: position's (the question alone: its baseline call, one
-    per passage), relevance's grade call per passage where the source's grades are fitted,
-    and, with an answer span, position's calls with it as the EXPECTED ANSWER."""
+def passage_asks(x: dict[str, Any], protocol: str = "1") -> list[Any]:
+    """The product's calls for a list under ``protocol``: position's (the question alone: its
+    baseline call, one per passage), relevance's grade call per passage where the source's
+    grades are fitted (neither protocol shows the grade a response), and, with an answer span,
+    position's calls with it as the EXPECTED ANSWER."""
     from localjudge.metrics.position import ContextPosition
     from localjudge.metrics.relevance import ContextRelevance
 
     record = {"user_input": x["question"], "retrieved_contexts": x["passages"]}
-    position = asks_of(ContextPosition(), record, x["id"])
+    position = asks_of(ContextPosition(protocol=protocol), record, x["id"])
     grades: list[Any] = []
     if x["source"] in devsets.KIND_SOURCES["relevance.grade"]:
-        relevance = asks_of(ContextRelevance(), {**record, "response": "(none)"}, x["id"])
+        relevance = asks_of(
+            ContextRelevance(protocol=protocol), {**record, "response": "(none)"}, x["id"]
+        )
         grades = [a for a in relevance if a.decision and a.decision.kind == "relevance.grade"]
     with_answer: list[Any] = []
     if x["answer"]:
-        built = asks_of(ContextPosition(), {**record, "reference": x["answer"]}, x["id"])
+        built = asks_of(
+            ContextPosition(protocol=protocol), {**record, "reference": x["answer"]}, x["id"]
+        )
         with_answer = [a for a in built if not a.baseline]
     return [*position, *grades, *with_answer]
 
 
-def recall_asks(x: dict[str, Any]) -> list[Any]:
-    """Recall's calls for an item: one per statement of the reference."""
+def recall_asks(x: dict[str, Any], protocol: str = "1") -> list[Any]:
+    """Recall's calls for an item under ``protocol``: one per statement of the reference."""
     from localjudge.metrics.recall import ContextRecall
 
-    return asks_of(ContextRecall(), x["record"], x["id"])
+    return asks_of(ContextRecall(protocol=protocol), x["record"], x["id"])
 
 
 def label_of(x: dict[str, Any], kind: str, piece: int) -> int | None:
@@ -107,13 +113,15 @@ def raw_of(read: Any, alone: Any) -> dict[str, list[float]]:
     return raw
 
 
-def judge_rows(items: list[dict[str, Any]], judge: Any) -> list[dict[str, Any]]:
+def judge_rows(
+    items: list[dict[str, Any]], judge: Any, protocol: str = "1"
+) -> list[dict[str, Any]]:
     """One row per decision of every list or recall item of ``items``."""
     from localjudge.decisions import NO_CUTOFFS, decide_all
     from localjudge.run.evaluate.grouping import ask_grouped
 
     recall = "record" in items[0] if items else False
-    all_asks = [recall_asks(x) if recall else passage_asks(x) for x in items]
+    all_asks = [recall_asks(x, protocol) if recall else passage_asks(x, protocol) for x in items]
     outcomes: list[Any] = []
     for start in range(0, len(items), CHUNK):
         chunk = all_asks[start : start + CHUNK]
@@ -153,15 +161,20 @@ def judge_rows(items: list[dict[str, Any]], judge: Any) -> list[dict[str, Any]]:
 
 
 def judge_meta(
-    folder: Path, alias: str, sha256: str, sources: Sequence[str], overwrite: bool
+    folder: Path,
+    alias: str,
+    sha256: str,
+    sources: Sequence[str],
+    overwrite: bool,
+    name: str = "1",
 ) -> dict[str, Any]:
     """``folder``'s ``judge.json`` once these ``sources`` are judged: the judge's alias and file
-    sha256, reasons off, and the protocol its calls are asked by (name and fingerprint).
-    Refused when rows the run keeps were judged under another protocol: one folder's rows are
-    all of one protocol, the one its ``judge.json`` names."""
-    from localjudge.metrics.protocols import ProtocolRef, current_protocol
+    sha256, reasons off, and the protocol its calls are asked by (``name``, and its
+    fingerprint). Refused when rows the run keeps were judged under another protocol: one
+    folder's rows are all of one protocol, the one its ``judge.json`` names."""
+    from localjudge.metrics.protocols import ProtocolRef, protocol_ref
 
-    protocol = current_protocol()
+    protocol = protocol_ref(name)
     meta = {"alias": alias, "sha256": sha256, "reasons": False, "protocol": protocol.as_json()}
     path = folder / "judge.json"
     was = json.loads(path.read_text("utf-8")).get("protocol") if path.is_file() else None
@@ -184,21 +197,29 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--only", nargs="*", choices=devsets.SOURCES, help="these sources")
     parser.add_argument("--overwrite", action="store_true", help="judge existing files again")
     parser.add_argument("--src", type=Path, default=devsets.SHARED, help="the shared/data folder")
+    parser.add_argument(
+        "--protocol",
+        default="1",
+        choices=("1", "2"),
+        help="the protocol the calls are asked by (its rows: row_files.root_of(protocol))",
+    )
     args = parser.parse_args(argv)
 
     from localjudge import load_judge
-    from localjudge.metrics.protocols import CURRENT, PROTOCOLS, fingerprint
+    from localjudge.metrics.protocols import PROTOCOLS, fingerprint
 
-    if fingerprint() != PROTOCOLS[CURRENT]:
+    if fingerprint(args.protocol) != PROTOCOLS[args.protocol]:
         raise SystemExit(
-            f"the asks of protocol {CURRENT} are not its committed ones (tests/unit/"
+            f"the asks of protocol {args.protocol} are not its committed ones (tests/unit/"
             "test_protocols.py): define a new protocol before judging rows under it"
         )
     judge = load_judge(args.model, n_threads=args.threads, cache=True)
-    folder = rowsfile.ROWS / args.model
+    folder = rowsfile.root_of(args.protocol) / args.model
     folder.mkdir(parents=True, exist_ok=True)
     sources = args.only or devsets.SOURCES
-    meta = judge_meta(folder, args.model, judge.identity.sha256, sources, args.overwrite)
+    meta = judge_meta(
+        folder, args.model, judge.identity.sha256, sources, args.overwrite, args.protocol
+    )
     (folder / "judge.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", "utf-8")
     for source in sources:
         target = folder / f"{source}.jsonl.gz"
@@ -206,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(f"{source}: {target} exists, kept")
             continue
         started = time.perf_counter()
-        found = judge_rows(devsets.SAMPLES[source](args.src), judge)
+        found = judge_rows(devsets.SAMPLES[source](args.src), judge, args.protocol)
         rowsfile.write(target, found)
         print(f"{source}: {len(found)} rows in {time.perf_counter() - started:.0f} s")
 

@@ -20,6 +20,13 @@ from typing import Any
 ROWS = Path(__file__).resolve().parent / "rows"
 
 
+def root_of(protocol: str) -> Path:
+    """Where the rows judged under ``protocol`` live: ``fitting/rows/`` for protocol 1 (what
+    ``build.py`` and ``sealed.py`` read), ``fitting/rows-pNAME/`` for another (one folder per
+    judge in each, so one folder's rows are all of one protocol)."""
+    return ROWS if protocol == "1" else ROWS.parent / f"rows-p{protocol}"
+
+
 def write(path: Path, rows: Iterable[dict[str, Any]]) -> None:
     """Write ``rows`` to ``path`` through a temporary file beside it."""
     text = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows)

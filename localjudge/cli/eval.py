@@ -236,7 +236,13 @@ def _eval_run(call: EvalCall, factory: JudgeFactory | None, reporter: Any) -> No
                 "retrieved_contexts, plus reference (recall) or response (relevance)",
                 hint="name fields with --map, e.g. --map user_input=question",
             )
-        opened = _open(args.judge_settings(args.model), call.ray, factory, quiet=args.quiet)
+        opened = _open(
+            args.judge_settings(args.model),
+            call.ray,
+            factory,
+            quiet=args.quiet,
+            protocol=args.protocol,
+        )
         metrics = build_metrics(names, args.metric_settings())
         total = found.n_records if found and progress else None
         junit = None
@@ -285,20 +291,29 @@ class OpenJudge:
 
 
 def _open(
-    settings: JudgeSettings, ray: RayConfig | None, factory: JudgeFactory | None, *, quiet: bool
+    settings: JudgeSettings,
+    ray: RayConfig | None,
+    factory: JudgeFactory | None,
+    *,
+    quiet: bool,
+    protocol: str,
 ) -> OpenJudge:
-    """The run's judge (a Ray pool, a test's factory, or loaded here) and its cut-offs (read
-    once, for the whole run), with one line on stderr (not with -q) when it has no fitted
-    cut-offs or combinations of its own."""
+    """The run's judge (a Ray pool, a test's factory, or loaded here) and its cut-offs for
+    asks laid out by ``protocol`` (read once, for the whole run), with one line on stderr (not
+    with -q) when it has no fitted cut-offs or combinations of its own under that protocol."""
     from localjudge.run.settings import (  # noqa: PLC0415
         neutral_cutoffs_note,
         open_judge,
+        other_protocol_note,
         resolve_cutoffs,
     )
 
     judge = ray.open(settings) if ray is not None else (factory or open_judge)(settings)
-    cutoffs = resolve_cutoffs(judge)
-    if not quiet and (note := neutral_cutoffs_note(judge, cutoffs, settings.name)):
+    cutoffs = resolve_cutoffs(judge, protocol=protocol)
+    note = other_protocol_note(judge, protocol, settings.name) or neutral_cutoffs_note(
+        judge, cutoffs, settings.name
+    )
+    if not quiet and note:
         click.echo(f"localjudge: note: {note}", err=True)
     return OpenJudge(judge, cutoffs)
 

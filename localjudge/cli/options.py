@@ -20,6 +20,7 @@ import click
 
 from localjudge.errors import UsageError
 from localjudge.metrics import METRICS, MetricSettings
+from localjudge.metrics.base import DEFAULT_PROTOCOL, PROTOCOL_NAMES
 
 if TYPE_CHECKING:
     from localjudge.run.settings import JudgeSettings
@@ -87,6 +88,15 @@ run_options = option_group(
         help="Also ask the judge a reason for each decision, after it (a call each; the "
         "decisions and scores are the same either way, and the result's reason is always built "
         "from the decisions).",
+    ),
+    click.option(
+        "--protocol",
+        type=click.Choice(list(PROTOCOL_NAMES)),
+        default=DEFAULT_PROTOCOL,
+        show_default=True,
+        help="The protocol the judge is asked by (the prompts and layout of every decision): "
+        "1, a call per decision; 2, each passage read once. A judge's fitted cut-offs apply "
+        "only under the protocol they were fitted under (see `localjudge models info`).",
     ),
     click.option(
         "--html", is_flag=True, help="Also write OUT/report.html (see `localjudge report`)."
@@ -252,12 +262,13 @@ class RunArgs:
     scale: float
     truncate: bool
     reasons: bool
+    protocol: str = DEFAULT_PROTOCOL
     html: bool
     overwrite: bool
 
     def metric_settings(self) -> MetricSettings:
         """The settings every metric of the run is built with."""
-        return MetricSettings(scale=self.scale, reasons=self.reasons)
+        return MetricSettings(scale=self.scale, reasons=self.reasons, protocol=self.protocol)
 
 
 def judge_factory(ctx: click.Context) -> Callable[[Any], Any] | None:

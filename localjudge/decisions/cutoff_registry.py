@@ -29,16 +29,25 @@ from localjudge.decisions.shipped import Shipped, ShippedJudge, ShippedKind
 from localjudge.errors import ModelError
 from localjudge.judge.models import read_user_registry, user_registry_path, write_user_registry
 from localjudge.judge.protocol import JudgeIdentity
-from localjudge.metrics.protocols import UNNAMED, ProtocolRef, check_protocol, current_protocol
+from localjudge.metrics.protocols import (
+    CURRENT,
+    PROTOCOLS,
+    UNNAMED,
+    ProtocolRef,
+    check_protocol,
+    current_protocol,
+)
 
 __all__ = [
     "builtin_cutoffs",
     "cutoffs_of",
     "entry_json",
+    "fitted_protocols",
     "judge_cutoffs",
     "reset_cutoffs",
     "shipped",
     "shipped_judge",
+    "shipped_protocol",
     "store_cutoffs",
     "user_cutoffs",
     "user_protocol",
@@ -53,9 +62,39 @@ _REFIT = (
 _REINSTALL = "the package's cutoffs.json does not belong to its code: reinstall localjudge"
 
 
-def judge_cutoffs(identity: JudgeIdentity) -> Cutoffs:
-    """The cut-offs of the judge with ``identity``: the built-in ones, then the user's."""
-    return builtin_cutoffs(identity.sha256).merged(user_cutoffs(identity.sha256))
+def judge_cutoffs(identity: JudgeIdentity, protocol: str = CURRENT) -> Cutoffs:
+    """The cut-offs of the judge with ``identity`` for asks laid out by ``protocol``: the
+    built-in ones, then the user's, each only where it was made under that protocol (a fit of
+    another protocol's prompts says nothing of these: none, the neutral cut-offs)."""
+    sha256 = identity.sha256
+    shipped = (
+        builtin_cutoffs(sha256) if _applies(shipped_protocol(sha256), protocol) else NO_CUTOFFS
+    )
+    mine = user_cutoffs(sha256) if _applies(user_protocol(sha256), protocol) else NO_CUTOFFS
+    return shipped.merged(mine)
+
+
+def _applies(made: ProtocolRef | None, protocol: str) -> bool:
+    """Whether a fit made under ``made`` is read for a run by ``protocol``: yes when it is of
+    that protocol (or there is none), and when it is of a protocol this release does not know
+    by name and fingerprint (reading it refuses it, naming both); no for another known one."""
+    return made is None or made.name == protocol or PROTOCOLS.get(made.name) != made.fingerprint
+
+
+def shipped_protocol(sha256: str) -> ProtocolRef | None:
+    """The protocol the built-in cut-offs of this judge file were built under (None: none
+    ship; an entry that records none was made by protocol ``1``)."""
+    entry = shipped_judge(sha256)
+    if entry is None:
+        return None
+    return UNNAMED if entry.protocol is None else ProtocolRef(**entry.protocol.model_dump())
+
+
+def fitted_protocols(identity: JudgeIdentity) -> list[str]:
+    """The names of the protocols the judge with ``identity`` has fits under (built-in or the
+    user's)."""
+    made = {shipped_protocol(identity.sha256), user_protocol(identity.sha256)}
+    return sorted({m.name for m in made if m is not None})
 
 
 @lru_cache(maxsize=8)

@@ -187,7 +187,8 @@ class Answers:
 
 def reason_request(ask: Ask, answer: Answer) -> JudgeRequest:
     """The call that asks why ``ask`` got ``answer``: the decision's own prompt, then the verdict
-    already made and the question. It shares the decision call's opening."""
+    already made and the question. It shares the decision call's opening and its branch points
+    (protocol 2 marks the decision's own end among them: the reason continues from there)."""
     assert ask.decision is not None
     messages = list(ask.request.messages)
     last = messages[-1]
@@ -198,6 +199,7 @@ def reason_request(ask: Ask, answer: Answer) -> JudgeRequest:
         schema=reason_schema(),
         origin=ask.request.origin,
         shared_chars=ask.request.shared_chars,
+        branch_chars=ask.request.branch_chars,
     )
 
 

@@ -22,8 +22,10 @@ from localjudge.scoring import RelevancePenalties
 
 __all__ = [
     "DATA_RULE",
+    "DEFAULT_PROTOCOL",
     "FLAGS",
     "FRACTION",
+    "PROTOCOL_NAMES",
     "REASON_CHARS",
     "JudgeRequest",
     "LabelKind",
@@ -33,6 +35,7 @@ __all__ = [
     "PromptCopies",
     "VerdictRow",
     "chat",
+    "checked_protocol",
     "delimit",
     "item_data",
     "mark_close_calls",
@@ -64,6 +67,23 @@ class MetricResult:
     calls: int = 0
 
 
+#: the protocols (the prompts and layout of every kind of decision) the metrics can ask by, oldest
+#: first: ``"1"``, one call per decision (:mod:`localjudge.metrics.instructions`); ``"2"``, each
+#: passage read once, its decisions branching from it (:mod:`localjudge.metrics.branched`).
+#: Their fingerprints: :mod:`localjudge.metrics.protocols`
+PROTOCOL_NAMES = ("1", "2")
+#: the protocol a metric asks by unless told: the one every bundled judge's fits were made under
+DEFAULT_PROTOCOL = "1"
+
+
+def checked_protocol(name: str) -> str:
+    """``name`` when it is a protocol the metrics know (:data:`PROTOCOL_NAMES`), else a
+    :class:`ValueError` that lists them."""
+    if name not in PROTOCOL_NAMES:
+        raise ValueError(f"unknown protocol {name!r}; expected one of {', '.join(PROTOCOL_NAMES)}")
+    return name
+
+
 @dataclass(frozen=True)
 class MetricSettings:
     """The metrics' own options (SPEC's ``scale`` and relevance penalties, and whether the judge
@@ -74,6 +94,11 @@ class MetricSettings:
     penalties: RelevancePenalties = field(default_factory=RelevancePenalties)
     #: off by default: a reason is a generated call per decision (docs/metrics.md)
     reasons: bool = False
+    #: the protocol the metrics ask by (:data:`PROTOCOL_NAMES`)
+    protocol: str = DEFAULT_PROTOCOL
+
+    def __post_init__(self) -> None:
+        checked_protocol(self.protocol)
 
 
 def mark_close_calls(verdict: dict[str, Any], answers: Mapping[str, Answer]) -> None:
@@ -166,6 +191,8 @@ class Metric(ABC):
     decisions: ClassVar[tuple[str, ...]]
     #: whether a reason is asked for each decision (after it)
     reasons: bool = False
+    #: the protocol its asks are laid out by (:data:`PROTOCOL_NAMES`)
+    protocol: str = DEFAULT_PROTOCOL
 
     @staticmethod
     @abstractmethod
@@ -200,6 +227,12 @@ class Metric(ABC):
     def settings(self) -> dict[str, Any]:
         """The metric's own settings, recorded in results."""
         return {}
+
+    def protocol_setting(self) -> dict[str, str]:
+        """What :meth:`settings` records of the protocol: ``{"protocol": name}``, or nothing for
+        the default protocol (so a run by it records what it recorded before protocols could
+        be chosen)."""
+        return {} if self.protocol == DEFAULT_PROTOCOL else {"protocol": self.protocol}
 
     def __repr__(self) -> str:
         settings = ", ".join(f"{k}={v!r}" for k, v in self.settings().items())

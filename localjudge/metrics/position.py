@@ -6,14 +6,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from localjudge.data.item import Item
+from localjudge.metrics import branched
 from localjudge.metrics.asks import Answers, Ask, Decision
 from localjudge.metrics.base import (
+    DEFAULT_PROTOCOL,
     FLAGS,
     LabelKind,
     Metric,
     MetricResult,
     MetricSettings,
     VerdictRow,
+    checked_protocol,
     delimit,
     item_data,
     mark_close_calls,
@@ -81,15 +84,18 @@ class ContextPosition(Metric):
 
     @classmethod
     def from_settings(cls, settings: MetricSettings) -> ContextPosition:
-        return cls(scale=settings.scale, reasons=settings.reasons)
+        return cls(scale=settings.scale, reasons=settings.reasons, protocol=settings.protocol)
 
-    def __init__(self, scale: float = 1.0, *, reasons: bool = False) -> None:
+    def __init__(
+        self, scale: float = 1.0, *, reasons: bool = False, protocol: str = DEFAULT_PROTOCOL
+    ) -> None:
         position_score([], scale=scale)  # validates scale with the scoring function's message
         self.scale = scale
         self.reasons = reasons
+        self.protocol = checked_protocol(protocol)
 
     def settings(self) -> dict[str, Any]:
-        return {"scale": self.scale, "reasons": self.reasons}
+        return {"scale": self.scale, "reasons": self.reasons, **self.protocol_setting()}
 
     def build(self, item: Item) -> list[Ask] | MetricResult:
         question = item.text("user_input")
@@ -98,6 +104,16 @@ class ContextPosition(Metric):
             return MetricResult(
                 metric=self.name, value=0.0, reason="No context was retrieved.", verdicts=[]
             )
+        if self.protocol == "2":
+            decision, ending, answered = branched.position_ending(item)
+            asks = [
+                branched.passage_ask(
+                    item, piece, ending, decision, at=i, answered=answered, reasons=self.reasons
+                )
+                for i, piece in enumerate(contexts)
+            ]
+            # the QUESTION's reading, against the baseline, where the asks read it (no answer)
+            return asks if answered else [branched.baseline_ask(item), *asks]
         target = expected_answer(item)
         own = (
             f"{delimit('EXPECTED ANSWER', target)}\n{RELEVANT_TARGET_QUESTION}"
@@ -147,7 +163,8 @@ class ContextPosition(Metric):
             if low:
                 reason += f"; relevant pieces ranked below irrelevant ones: {_positions(low)}"
             reason += "."
-        copied = COPIES.reasons([v.get("reason", "") for v in verdicts], item_data(item))
+        copies = COPIES if self.protocol == DEFAULT_PROTOCOL else branched.COPIES
+        copied = copies.reasons([v.get("reason", "") for v in verdicts], item_data(item))
         return MetricResult(
             metric=self.name,
             value=value,

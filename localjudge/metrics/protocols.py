@@ -16,7 +16,10 @@ never an edit of one whose rows and fits exist.
 
 Protocol ``"1"``: the layout of :mod:`localjudge.metrics.instructions` as the releases up to
 issue 66 shipped it, one decision per call. Everything stored before protocols were named was
-made under it (:data:`UNNAMED`).
+made under it (:data:`UNNAMED`). Protocol ``"2"``: :mod:`localjudge.metrics.branched`, each
+passage read once and every decision about it continuing from that reading. The metrics ask
+by :data:`CURRENT` unless a run names another (``--protocol``, ``MetricSettings.protocol``):
+every bundled judge's fits are protocol 1's until protocol 2's are built.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from localjudge.data.item import make_item
 from localjudge.errors import ProtocolError
 from localjudge.judge.schemas import json_schema
 from localjudge.metrics.asks import Answer, Ask, reason_request
-from localjudge.metrics.base import Metric
+from localjudge.metrics.base import DEFAULT_PROTOCOL, PROTOCOL_NAMES, Metric
 from localjudge.metrics.position import ContextPosition
 from localjudge.metrics.recall import ContextRecall
 from localjudge.metrics.relevance import ContextRelevance
@@ -44,15 +47,18 @@ __all__ = [
     "check_protocol",
     "current_protocol",
     "fingerprint",
+    "protocol_ref",
     "reference_asks",
 ]
 
 #: every protocol this release knows, by name: its committed fingerprint
 PROTOCOLS: Mapping[str, str] = {
     "1": "070793edd4bf0881936344426b681676fa4a7fc7a79b633802fe7df76946a6f4",
+    "2": "b305b8ed460c01ab5ee34e89456a15d315048d7937ae17c4833e1d11f6de82e9",
 }
-#: the protocol the metrics lay their asks out by
-CURRENT = "1"
+assert tuple(PROTOCOLS) == PROTOCOL_NAMES
+#: the protocol the metrics lay their asks out by unless a run names another
+CURRENT = DEFAULT_PROTOCOL
 
 #: the fixed item every protocol is fingerprinted on: a question, two passages (one answers
 #: it), a reference of two statements and a response
@@ -99,8 +105,13 @@ UNNAMED = ProtocolRef("1", PROTOCOLS["1"])
 
 
 def current_protocol() -> ProtocolRef:
-    """The protocol this release's metrics ask by, with its committed fingerprint."""
+    """The protocol this release's metrics ask by unless told, with its committed fingerprint."""
     return ProtocolRef(CURRENT, PROTOCOLS[CURRENT])
+
+
+def protocol_ref(name: str) -> ProtocolRef:
+    """The protocol ``name`` of this release (:data:`PROTOCOLS`), with its fingerprint."""
+    return ProtocolRef(name, PROTOCOLS[name])
 
 
 def check_protocol(stored: ProtocolRef, what: str, *, hint: str) -> None:
@@ -126,17 +137,23 @@ def check_protocol(stored: ProtocolRef, what: str, *, hint: str) -> None:
 # --------------------------------------------------------------------------- the fingerprint
 
 
-def _variants() -> list[tuple[Metric, dict[str, Any]]]:
-    """Each metric on the reference item; position also without an EXPECTED ANSWER (its
-    ``position.relevant`` kind)."""
+def _variants(name: str) -> list[tuple[Metric, dict[str, Any]]]:
+    """Each metric of protocol ``name`` on the reference item; position also without an
+    EXPECTED ANSWER (its ``position.relevant`` kind) and, from protocol 2 on, with a response
+    and no reference (another ending). Reasons on: protocol 2 marks each explained decision's
+    end for its reason (protocol 1's asks are the same either way)."""
     alone = {k: REFERENCE_ITEM[k] for k in ("id", "user_input", "retrieved_contexts")}
     whole = dict(REFERENCE_ITEM)
-    return [
-        (ContextPosition(), alone),
-        (ContextPosition(), whole),
-        (ContextRelevance(), whole),
-        (ContextRecall(), whole),
+    out: list[tuple[Metric, dict[str, Any]]] = [
+        (ContextPosition(reasons=True, protocol=name), alone),
+        (ContextPosition(reasons=True, protocol=name), whole),
+        (ContextRelevance(reasons=True, protocol=name), whole),
+        (ContextRecall(reasons=True, protocol=name), whole),
     ]
+    if name != "1":
+        answered = {k: v for k, v in whole.items() if k != "reference"}
+        out.insert(2, (ContextPosition(reasons=True, protocol=name), answered))
+    return out
 
 
 def _rendered(ask: Ask) -> dict[str, Any]:
@@ -160,12 +177,12 @@ def _rendered(ask: Ask) -> dict[str, Any]:
     return rendered
 
 
-def reference_asks() -> dict[str, list[dict[str, Any]]]:
-    """The asks of the current protocol for :data:`REFERENCE_ITEM`, rendered (:func:`_rendered`),
+def reference_asks(name: str = CURRENT) -> dict[str, list[dict[str, Any]]]:
+    """The asks of protocol ``name`` for :data:`REFERENCE_ITEM`, rendered (:func:`_rendered`),
     grouped by what they ask (a kind of decision, ``baseline``, a generated output's schema
     name, and ``reason``: each decision's reason call, for a verdict of its first value)."""
     out: dict[str, list[dict[str, Any]]] = {}
-    for metric, record in _variants():
+    for metric, record in _variants(name):
         built = metric.build(make_item(record, index=0))
         assert isinstance(built, list)
         for ask in built:
@@ -176,7 +193,7 @@ def reference_asks() -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def fingerprint() -> str:
-    """The current protocol's fingerprint: the sha256 of :func:`reference_asks` in canonical
-    JSON. A pure function of the code (``PROTOCOLS[CURRENT]`` is what it must give)."""
-    return sha256_text(canonical_json(reference_asks()))
+def fingerprint(name: str = CURRENT) -> str:
+    """Protocol ``name``'s fingerprint: the sha256 of :func:`reference_asks` in canonical JSON.
+    A pure function of the code (``PROTOCOLS[name]`` is what it must give)."""
+    return sha256_text(canonical_json(reference_asks(name)))

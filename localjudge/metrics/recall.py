@@ -11,14 +11,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from localjudge.data.item import Item
+from localjudge.metrics import branched
 from localjudge.metrics.asks import Answers, Ask
 from localjudge.metrics.base import (
+    DEFAULT_PROTOCOL,
     FRACTION,
     LabelKind,
     Metric,
     MetricResult,
     MetricSettings,
     VerdictRow,
+    checked_protocol,
     delimit,
     item_data,
     mark_close_calls,
@@ -71,15 +74,22 @@ class ContextRecall(Metric):
 
     @classmethod
     def from_settings(cls, settings: MetricSettings) -> ContextRecall:
-        return cls(reasons=settings.reasons)
+        return cls(reasons=settings.reasons, protocol=settings.protocol)
 
-    def __init__(self, *, reasons: bool = False) -> None:
+    def __init__(self, *, reasons: bool = False, protocol: str = DEFAULT_PROTOCOL) -> None:
         self.reasons = reasons
+        self.protocol = checked_protocol(protocol)
 
     def settings(self) -> dict[str, Any]:
-        return {"reasons": self.reasons}
+        return {"reasons": self.reasons, **self.protocol_setting()}
 
     def build(self, item: Item) -> list[Ask]:
+        if self.protocol == "2":  # every statement continues from one reading of the contexts
+            contexts = item.contexts()
+            return [
+                branched.supported_ask(item, contexts, s, at=i, reasons=self.reasons)
+                for i, s in enumerate(self._statements(item))
+            ]
         shared = contexts_opening(item.contexts())
         item.text("user_input")  # required, though a statement's support does not depend on it
         return [
@@ -118,7 +128,8 @@ class ContextRecall(Metric):
         )
         if unsupported:
             reason += f"; not supported: {quote_list(unsupported)}"
-        copied = COPIES.reasons([v.get("reason", "") for v in verdicts], item_data(item))
+        copies = COPIES if self.protocol == DEFAULT_PROTOCOL else branched.COPIES
+        copied = copies.reasons([v.get("reason", "") for v in verdicts], item_data(item))
         return MetricResult(
             metric=self.name,
             value=value,

@@ -12,8 +12,10 @@ from pydantic import BaseModel, create_model
 from localjudge.data.item import Item
 from localjudge.judge.protocol import JudgeRequest
 from localjudge.judge.schemas import StrictModel, bounded_list, text
+from localjudge.metrics import branched
 from localjudge.metrics.asks import Answers, Ask
 from localjudge.metrics.base import (
+    DEFAULT_PROTOCOL,
     FLAGS,
     LabelKind,
     Metric,
@@ -21,6 +23,7 @@ from localjudge.metrics.base import (
     MetricSettings,
     VerdictRow,
     chat,
+    checked_protocol,
     delimit,
     item_data,
     mark_close_calls,
@@ -132,7 +135,12 @@ class ContextRelevance(Metric):
 
     @classmethod
     def from_settings(cls, settings: MetricSettings) -> ContextRelevance:
-        return cls(penalties=settings.penalties, scale=settings.scale, reasons=settings.reasons)
+        return cls(
+            penalties=settings.penalties,
+            scale=settings.scale,
+            reasons=settings.reasons,
+            protocol=settings.protocol,
+        )
 
     def __init__(
         self,
@@ -140,11 +148,13 @@ class ContextRelevance(Metric):
         scale: float = 1.0,
         *,
         reasons: bool = False,
+        protocol: str = DEFAULT_PROTOCOL,
     ) -> None:
         self.penalties = penalties or RelevancePenalties()
         relevance_score(["none"], [False], 0, self.penalties, scale)  # validates scale
         self.scale = scale
         self.reasons = reasons
+        self.protocol = checked_protocol(protocol)
 
     def settings(self) -> dict[str, Any]:
         p = self.penalties
@@ -154,9 +164,12 @@ class ContextRelevance(Metric):
             "missing_per_item": p.missing_per_item,
             "max_missing": p.max_missing,
             "reasons": self.reasons,
+            **self.protocol_setting(),
         }
 
     def build(self, item: Item) -> list[Ask]:
+        if self.protocol == "2":
+            return self._branched(item)
         question, contexts = item.text("user_input"), item.contexts()
         response = delimit("RESPONSE", item.text("response"))
         asks = [baseline_ask(question)]
@@ -172,6 +185,34 @@ class ContextRelevance(Metric):
             shared_chars=len(shared),
         )
         return [*asks, Ask(request, None, len(contexts), explain=False)]
+
+    def _branched(self, item: Item) -> list[Ask]:
+        """Protocol 2's asks (:mod:`localjudge.metrics.branched`): per passage, its grade and
+        ``used`` continue from one reading of it; the missing information from one reading of
+        every context."""
+        item.text("response")  # required: the RESPONSE the used decisions are about
+        contexts = item.contexts()
+        asks = [branched.baseline_ask(item)]
+        for i, piece in enumerate(contexts):
+            grade, used = branched.GRADE_ENDING, branched.USED_ENDING
+            asks.append(
+                branched.passage_ask(
+                    item, piece, grade, GRADE, at=i, answered=False, reasons=self.reasons
+                )
+            )
+            asks.append(
+                branched.passage_ask(item, piece, used, USED, at=i, answered=True, explain=False)
+            )
+        missing = branched.context_ask(
+            item,
+            contexts,
+            branched.MISSING_ENDING,
+            None,
+            missing_schema(),
+            at=len(contexts),
+            explain=False,
+        )
+        return [*asks, missing]
 
     def finish(self, item: Item, answers: Answers) -> MetricResult:
         n = len(item.contexts())
@@ -192,7 +233,8 @@ class ContextRelevance(Metric):
         data = item_data(item)
         # a missing item that repeats the prompt is about the prompt, not the item: it never counts
         listed = list(answers.generated(missing_schema()).value.missing)
-        discarded = [m for m in listed if COPIES(m, data)]
+        copies = COPIES if self.protocol == DEFAULT_PROTOCOL else branched.COPIES
+        discarded = [m for m in listed if copies(m, data)]
         missing = [m for m in listed if m not in discarded]
         levels = [p["relevance"] for p in pieces]
         flags = [bool(p["used"]) for p in pieces]
@@ -224,7 +266,7 @@ class ContextRelevance(Metric):
         details: dict[str, Any] = {"missing": missing}
         if discarded:
             details["discarded_missing"] = discarded
-        copied = COPIES.reasons([p.get("reason", "") for p in pieces], data)
+        copied = copies.reasons([p.get("reason", "") for p in pieces], data)
         if copied:
             details["copied_reasons"] = copied
         return MetricResult(

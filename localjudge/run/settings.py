@@ -26,6 +26,7 @@ from localjudge.judge.llama import (
 from localjudge.judge.models import DEFAULT_ALIAS
 from localjudge.judge.protocol import Judge
 from localjudge.metrics import METRICS, Metric, MetricSettings
+from localjudge.metrics.base import DEFAULT_PROTOCOL
 
 __all__ = [
     "JudgeSettings",
@@ -35,6 +36,8 @@ __all__ = [
     "neutral_cutoffs_note",
     "open_cache",
     "open_judge",
+    "other_protocol_note",
+    "protocol_of",
     "resolve_cutoffs",
 ]
 
@@ -124,13 +127,41 @@ def open_judge(settings: JudgeSettings, *, cached: bool = True) -> Judge:
     )
 
 
-def resolve_cutoffs(judge: Judge, cutoffs: Cutoffs | None = None) -> Cutoffs:
-    """``cutoffs``, or by default the judge's own (the registries')."""
+def resolve_cutoffs(
+    judge: Judge, cutoffs: Cutoffs | None = None, *, protocol: str = DEFAULT_PROTOCOL
+) -> Cutoffs:
+    """``cutoffs``, or by default the judge's own (the registries') for asks laid out by
+    ``protocol``."""
     if cutoffs is not None:
         return cutoffs
     from localjudge.decisions import judge_cutoffs  # noqa: PLC0415
 
-    return judge_cutoffs(judge.identity)
+    return judge_cutoffs(judge.identity, protocol)
+
+
+def protocol_of(metrics: Sequence[Metric]) -> str:
+    """The protocol a run's ``metrics`` ask by: one for all of them (a :class:`ValueError`
+    when they differ: cut-offs and records are of one protocol)."""
+    names = {m.protocol for m in metrics}
+    if len(names) > 1:
+        raise ValueError(f"the metrics of one run ask by one protocol, not {sorted(names)}")
+    return names.pop() if names else DEFAULT_PROTOCOL
+
+
+def other_protocol_note(judge: Judge, protocol: str, name: str | None = None) -> str:
+    """One line for a run by ``protocol`` of a judge (called ``name``, else by its identity)
+    whose fits were all made under other protocols: they do not apply, its decisions take the
+    neutral cut-offs; '' when it has fits under ``protocol`` or none at all."""
+    from localjudge.decisions import fitted_protocols  # noqa: PLC0415
+
+    made = fitted_protocols(judge.identity)
+    if not made or protocol in made:
+        return ""
+    return (
+        f"judge {name or judge.identity.model} has no fits under protocol {protocol} (only "
+        f"under protocol {', '.join(made)}): its decisions use the neutral cut-offs (the "
+        "larger probability)"
+    )
 
 
 def neutral_cutoffs_note(judge: Judge, cutoffs: Cutoffs, name: str | None = None) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 from localjudge.canonical import read_json, write_json
 from localjudge.console import number
 from localjudge.judge.protocol import Judge
-from localjudge.metrics.protocols import current_protocol
+from localjudge.metrics.protocols import CURRENT, protocol_ref
 from localjudge.run.results import (
     SUMMARY,
     MetricStats,
@@ -53,8 +53,10 @@ def build_summary(
     data_sha256: str,
     judge: Judge,
     settings: Mapping[str, Any],
+    protocol: str = CURRENT,
 ) -> Summary:
-    """The summary of the run ``writer`` wrote: statistics per metric and the run manifest."""
+    """The summary of the run ``writer`` wrote: statistics per metric and the run manifest
+    (with the ``protocol`` its metrics asked by)."""
     counts = cache_counts(judge)
     return {
         "format": SUMMARY.version,
@@ -65,7 +67,7 @@ def build_summary(
             "n_items": writer.n_items,
             "judge": judge.identity.as_dict(),
             # the prompts and layout the metrics asked by (localjudge.metrics.protocols)
-            "protocol": current_protocol().as_json(),
+            "protocol": protocol_ref(protocol).as_json(),
             "settings": dict(settings),
             "versions": versions(),
             # a caching judge counts real calls; without one, the rows count the calls made for them

@@ -2,7 +2,8 @@
 verdicts on a passage are a function of the QUESTION, that passage, the EXPECTED ANSWER or
 response the metric reads, the judge and its cut-offs; never of the other passages, their
 number or their order. Checked with a scripted judge whose probabilities and readings follow
-each passage's text, under every bundled judge's shipped cut-offs and a fitted combination."""
+each passage's text, under every bundled judge's shipped cut-offs and a fitted combination, and
+under every protocol (each lays a passage's asks out its own way)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from localjudge.decisions import Combination, Cutoffs, builtin_cutoffs, read_shipped
 from localjudge.judge.protocol import Generation, SoftDecision
 from localjudge.metrics import ContextPosition, ContextRelevance
+from localjudge.metrics.base import PROTOCOL_NAMES
 from localjudge.metrics.instructions import NO_PASSAGE
 from localjudge.run.evaluate.evaluation import score
 from localjudge.testing import ScriptedJudge, prompt_data, says_no
@@ -98,25 +100,35 @@ def _verdict(metric: Any, cutoffs: Cutoffs, passages: list[str], at: int, **fiel
     return verdict
 
 
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("fields", [{}, {"reference": "Neil Armstrong."}], ids=["alone", "answer"])
+@pytest.mark.parametrize(
+    "fields",
+    [{}, {"reference": "Neil Armstrong."}, {"response": "Armstrong, in 1969."}],
+    ids=["alone", "answer", "response"],
+)
 @settings(max_examples=15, deadline=None)
 @given(neighbours=NEIGHBOURS, where=st.integers(0, 4))
-def test_position_verdict_does_not_move_with_the_neighbours(name, fields, neighbours, where):
+def test_position_verdict_does_not_move_with_the_neighbours(
+    protocol, name, fields, neighbours, where
+):
     cutoffs = cutoffs_of(name)
-    alone = _verdict(ContextPosition(), cutoffs, [PASSAGE], 0, **fields)
+    metric = ContextPosition(protocol=protocol)
+    alone = _verdict(metric, cutoffs, [PASSAGE], 0, **fields)
     at = min(where, len(neighbours))
     listed = [*neighbours[:at], PASSAGE, *neighbours[at:]]
-    assert _verdict(ContextPosition(), cutoffs, listed, at, **fields) == alone
+    assert _verdict(metric, cutoffs, listed, at, **fields) == alone
 
 
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
 @pytest.mark.parametrize("name", NAMES)
 @settings(max_examples=15, deadline=None)
 @given(neighbours=NEIGHBOURS, where=st.integers(0, 4))
-def test_relevance_verdict_does_not_move_with_the_neighbours(name, neighbours, where):
+def test_relevance_verdict_does_not_move_with_the_neighbours(protocol, name, neighbours, where):
     cutoffs = cutoffs_of(name)
     response = "Neil Armstrong was first."
-    alone = _verdict(ContextRelevance(), cutoffs, [PASSAGE], 0, response=response)
+    metric = ContextRelevance(protocol=protocol)
+    alone = _verdict(metric, cutoffs, [PASSAGE], 0, response=response)
     at = min(where, len(neighbours))
     listed = [*neighbours[:at], PASSAGE, *neighbours[at:]]
-    assert _verdict(ContextRelevance(), cutoffs, listed, at, response=response) == alone
+    assert _verdict(metric, cutoffs, listed, at, response=response) == alone

@@ -22,6 +22,7 @@ from localjudge.decisions import (
 )
 from localjudge.decisions.cutoff_registry import user_protocol
 from localjudge.errors import ModelError, ProtocolError
+from localjudge.metrics import branched
 from localjudge.metrics.protocols import PROTOCOLS, UNNAMED, ProtocolRef, current_protocol
 from localjudge.testing import ScriptedJudge, says_no
 
@@ -140,3 +141,48 @@ def test_shipped_cutoffs_of_another_protocol_are_refused_naming_both():
     assert "reinstall" in info.value.hint
     with pytest.raises(ValueError, match="fingerprint"):
         shipped_entry({"name": "1", "fingerprint": "x"})
+
+
+def test_a_run_by_protocol_2_records_it_and_leaves_fits_of_protocol_1_aside(registry, tmp_path):
+    """``--protocol 2``: the summary, each row's settings and the call log name protocol 2;
+    a user's fit made under protocol 1 does not apply (neutral cut-offs), and stderr says so;
+    the same fit still applies to a run by protocol 1."""
+    judge = ScriptedJudge(says_no)
+    sha = judge.identity.sha256
+    store_cutoffs(sha, Cutoffs.from_json({"position.relevant": 0.3}, "mine"))
+    assert judge_cutoffs(judge.identity, "2") == Cutoffs()
+    assert judge_cutoffs(judge.identity, "1").values == {"position.relevant": (0.3,)}
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps(RECORD) + "\n", "utf-8")
+    obj = {"open_judge": lambda settings: judge}
+    runner = CliRunner()
+    base = ["eval", str(data), "--metric", "position", "--no-cache"]
+    two = runner.invoke(main, [*base, "-o", str(tmp_path / "two"), "--protocol", "2"], obj=obj)
+    assert two.exit_code == 0, two.output
+    assert "no fits under protocol 2 (only under protocol 1)" in two.stderr
+    summary = json.loads((tmp_path / "two" / "summary.json").read_text("utf-8"))
+    assert summary["run"]["protocol"] == {"name": "2", "fingerprint": PROTOCOLS["2"]}
+    (row,) = [
+        json.loads(line) for line in (tmp_path / "two" / "results.jsonl").read_text().splitlines()
+    ]
+    assert row["settings"]["protocol"] == "2"
+    assert row["settings"]["cutoffs"] == {}
+    assert judge.calls[-1].messages[0]["content"] == branched.SYSTEM  # the question alone
+    one = runner.invoke(main, [*base, "-o", str(tmp_path / "one")], obj=obj)
+    assert one.exit_code == 0, one.output
+    assert "no fits under protocol" not in one.stderr
+    summary = json.loads((tmp_path / "one" / "summary.json").read_text("utf-8"))
+    assert summary["run"]["protocol"] == current_protocol().as_json()
+    (row,) = [
+        json.loads(line) for line in (tmp_path / "one" / "results.jsonl").read_text().splitlines()
+    ]
+    assert "protocol" not in row["settings"]  # protocol 1's rows read as they always did
+    assert row["settings"]["cutoffs"] == {"position.relevant": 0.3}
+
+
+def test_an_unknown_protocol_is_refused_by_the_command_line(tmp_path):
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps(RECORD) + "\n", "utf-8")
+    refused = CliRunner().invoke(main, ["eval", str(data), "--protocol", "3"])
+    assert refused.exit_code == 2
+    assert "'3' is not one of '1', '2'" in refused.output

@@ -8,7 +8,8 @@ import pytest
 
 from localjudge.decisions import KINDS
 from localjudge.errors import ModelError, ProtocolError
-from localjudge.metrics import instructions
+from localjudge.metrics import branched, instructions
+from localjudge.metrics.base import PROTOCOL_NAMES
 from localjudge.metrics.protocols import (
     CURRENT,
     PROTOCOLS,
@@ -21,27 +22,54 @@ from localjudge.metrics.protocols import (
 )
 
 
-def test_the_current_protocol_is_the_committed_one():
+@pytest.mark.parametrize("name", list(PROTOCOLS))
+def test_each_protocol_is_the_committed_one(name):
     """Fails when a prompt, a schema or the layout of an ask changes while the protocol stays:
     every committed row and every fit was made under the old prompts."""
-    found = fingerprint()
-    assert found == PROTOCOLS[CURRENT], (
-        f"the asks of protocol {CURRENT} changed (fingerprint {found}, committed "
-        f"{PROTOCOLS[CURRENT]}). Rows, shipped cut-offs and users' fits were made under the "
+    found = fingerprint(name)
+    assert found == PROTOCOLS[name], (
+        f"the asks of protocol {name} changed (fingerprint {found}, committed "
+        f"{PROTOCOLS[name]}). Rows, shipped cut-offs and users' fits were made under the "
         "committed one: define a new protocol in localjudge/metrics/protocols.py (a new name "
         "in PROTOCOLS, its own asks) instead of changing this one"
     )
 
 
-def test_a_changed_word_changes_the_fingerprint(monkeypatch):
-    before = fingerprint()
-    changed = instructions.PASSAGE_SYSTEM.replace("QUESTION", "QUERY", 1)
-    monkeypatch.setattr(instructions, "PASSAGE_SYSTEM", changed)
-    assert fingerprint() != before
+def test_the_protocols_differ_and_the_default_is_protocol_1():
+    assert fingerprint("1") != fingerprint("2")
+    assert fingerprint() == fingerprint(CURRENT) == fingerprint("1")
+    assert tuple(PROTOCOLS) == PROTOCOL_NAMES
 
 
-def test_the_reference_asks_cover_every_kind_of_decision():
-    asks = reference_asks()
+@pytest.mark.parametrize(
+    ("module", "name", "protocol"),
+    [
+        (instructions, "PASSAGE_SYSTEM", "1"),
+        (branched, "SYSTEM", "2"),
+        (branched, "ANSWER_SYSTEM", "2"),
+        (branched, "CONTEXT_SYSTEM", "2"),
+        (branched, "GRADE_ENDING", "2"),
+        (branched, "ANSWER_ENDING", "2"),
+        (branched, "RESPONSE_ANSWER_ENDING", "2"),
+        (branched, "USED_ENDING", "2"),
+        (branched, "MISSING_ENDING", "2"),
+        (branched, "SUPPORTED_ENDING", "2"),
+    ],
+)
+def test_a_changed_word_changes_that_protocols_fingerprint_only(
+    monkeypatch, module, name, protocol
+):
+    before = {p: fingerprint(p) for p in PROTOCOLS}
+    changed = getattr(module, name).replace("the", "a", 1)
+    assert changed != getattr(module, name)
+    monkeypatch.setattr(module, name, changed)
+    after = {p: fingerprint(p) for p in PROTOCOLS}
+    assert {p for p in PROTOCOLS if after[p] != before[p]} == {protocol}
+
+
+@pytest.mark.parametrize("name", list(PROTOCOLS))
+def test_the_reference_asks_cover_every_kind_of_decision(name):
+    asks = reference_asks(name)
     assert set(KINDS) <= set(asks)
     assert {"baseline", "Missing", "reason"} <= set(asks)
     assert set(asks) - set(KINDS) == {"baseline", "Missing", "reason"}

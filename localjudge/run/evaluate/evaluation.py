@@ -36,13 +36,13 @@ from localjudge.judge.protocol import (
 )
 from localjudge.metrics import METRICS, Metric, MetricResult
 from localjudge.metrics.asks import Answers, Ask, reason_request, sum_stats
-from localjudge.metrics.protocols import current_protocol
+from localjudge.metrics.protocols import protocol_ref
 from localjudge.run.evaluate.grouping import ask_grouped
 from localjudge.run.evaluate.truncation import trim_contexts
 from localjudge.run.options import CHUNK_SIZE, Hooks, OnJudging, ScoringOptions
 from localjudge.run.outcome import Evaluation
 from localjudge.run.results import ItemResult
-from localjudge.run.settings import resolve_cutoffs
+from localjudge.run.settings import protocol_of, resolve_cutoffs
 
 __all__ = [
     "CHUNK_SIZE",
@@ -139,7 +139,7 @@ def evaluate(
             raise ValueError("give mapping= or column_map=, not both")
         keywords = {**keywords, "mapping": column_map}
     scoring, hooks = ScoringOptions.given(options, keywords)
-    used = resolve_cutoffs(judge, scoring.cutoffs)
+    used = resolve_cutoffs(judge, scoring.cutoffs, protocol=protocol_of(resolved))
     stream = judged(
         _records_of(records), resolved, judge, cutoffs=used, options=scoring, hooks=hooks
     )
@@ -404,7 +404,7 @@ def _trimmed(
 
 
 def _origin(request: JudgeRequest, p: _Pending) -> JudgeRequest:
-    made = current_protocol()
+    made = protocol_ref(p.metric.protocol)
     origin = CallOrigin(p.metric.name, p.item.id, (made.name, made.fingerprint))
     return replace(request, origin=origin)
 

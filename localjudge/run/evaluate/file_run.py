@@ -43,6 +43,7 @@ from localjudge.run.evaluate.phases import (
 from localjudge.run.options import EvalOptions, Hooks
 from localjudge.run.outcome import RunOutcome, failed_thresholds
 from localjudge.run.rundir import output_lock
+from localjudge.run.settings import protocol_of
 from localjudge.run.summary import write_summary
 
 __all__ = [
@@ -131,7 +132,11 @@ class EvalRun:
         by default the run's ``options.cutoffs``, else the judge's own, resolved here once."""
         options = self.options
         options.check([m.name for m in metrics])
-        used = resolve_cutoffs(judge, cutoffs if cutoffs is not None else options.cutoffs)
+        used = resolve_cutoffs(
+            judge,
+            cutoffs if cutoffs is not None else options.cutoffs,
+            protocol=protocol_of(metrics),
+        )
         run = prepare(self.files, judge=judge, metrics=metrics, cutoffs=used)
         labelled = labelled_pass(run)
         calibrated = calibrations(labelled) if options.isotonic else {}

@@ -28,6 +28,7 @@ from localjudge.run.evaluate.plan import Plan, RunFiles
 from localjudge.run.options import Hooks
 from localjudge.run.results import RESULTS, ResultRow, ResultsWriter, Summary
 from localjudge.run.rundir import finished_run, refuse_replacing, run_differences
+from localjudge.run.settings import protocol_of
 from localjudge.run.summary import build_summary
 
 __all__ = [
@@ -152,6 +153,7 @@ def summary_of(run: Plan, writer: ResultsWriter, labelled: Mapping[str, Labelled
         data_sha256=run.files.source.sha256,  # hashed by the data pass as it read the file
         judge=run.judge,
         settings=run.settings,
+        protocol=protocol_of(run.metrics),
     )
     for name, pairs in labelled.items():
         tally = writer.tallies[name]
