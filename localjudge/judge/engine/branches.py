@@ -14,8 +14,11 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 #: the bytes of host memory the kept branch states may take together (the least recently used
-#: go first): about 9,000 tokens of the default judge's KV cells
-KEEP_BYTES = 256 * 2**20
+#: go first): about 36,000 tokens of the default judge's KV cells. With reasons on, protocol 2
+#: keeps each explained decision's state until its reason, asked after a chunk's decisions: at
+#: 256 MiB most were gone by then (the README's examples on SmolLM2 evaluated 21,066 prompt
+#: tokens, 12,951 with room for all, what reading each node once costs)
+KEEP_BYTES = 1024 * 2**20
 
 
 @dataclass(frozen=True)
