@@ -1,4 +1,5 @@
-"""The judge's prompts: a short text per kind of call, each call ending on one decision.
+"""Protocol 1's prompts: a short text per kind of call, each call ending on one decision
+(protocol 2's: :mod:`localjudge.metrics.branched`).
 
 Every call is laid out the same way (:func:`ask_request`):
 

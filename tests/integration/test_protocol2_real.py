@@ -1,0 +1,122 @@
+"""Protocol 2 on the real engine (SmolLM2, whose CPU kernels give a sequence the same logits
+whatever shares its batch): every ask of three items, all three metrics, reads each node of
+protocol 2's tree once, and every output, probability and reading is the one the ask gets when
+it is evaluated from its instructions on with nothing kept."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localjudge import load_judge
+from localjudge.data.item import make_item
+from localjudge.judge.protocol import JudgeRequest
+from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance
+
+pytestmark = pytest.mark.model
+
+ITEMS = [
+    {
+        "user_input": "Who was the first person to walk on the Moon?",
+        "retrieved_contexts": [
+            "The Apollo program was run by NASA between 1961 and 1972.",
+            "Neil Armstrong stepped onto the lunar surface on 20 July 1969.",
+        ],
+        "reference": "Neil Armstrong was the first, in July 1969.",
+        "response": "Neil Armstrong.",
+    },
+    {
+        "user_input": "Quel est le plus long fleuve de France ?",
+        "retrieved_contexts": [
+            "La Loire est le plus long fleuve de France.",
+            "La Seine traverse Paris.",
+            "Le Mont Blanc est le plus haut sommet des Alpes.",
+        ],
+        "reference": "La Loire.",
+        "response": "La Seine.",
+    },
+    {
+        "user_input": "日本で一番高い山は？",
+        "retrieved_contexts": ["富士山は日本の最高峰です。", "東京は日本の首都です。"],
+        "response": "富士山です。",
+    },
+]
+
+
+@pytest.fixture(scope="module")
+def fresh(isolated_env: Path) -> Iterator[Any]:
+    """A SmolLM2 judge of its own (its stats count this module's requests only)."""
+    judge = load_judge("smollm2-135m", n_threads=2, cache=False)
+    yield judge
+    judge.engine.close()
+
+
+def requests_of(protocol: str) -> list[JudgeRequest]:
+    """Every distinct request of the three items' asks, in the runner's order (metric by
+    metric), as the runner sends them (an ask two metrics share is sent once)."""
+    out: list[JudgeRequest] = []
+    for metric in (
+        ContextRecall(protocol=protocol),
+        ContextPosition(protocol=protocol),
+        ContextRelevance(protocol=protocol),
+    ):
+        for index, record in enumerate(ITEMS):
+            if not set(metric.required) <= set(record):  # recall: the items with a reference
+                continue
+            built = metric.build(make_item(record, index=index))
+            assert isinstance(built, list)
+            out.extend(a.request for a in built if a.request not in out)
+    return out
+
+
+def tokens_beyond_kept(judge: Any, requests: list[JudgeRequest]) -> tuple[int, int]:
+    """The prompt tokens ``requests`` cost when each node of the tree (a request's opening to
+    any of its branch points) is evaluated once, and the tokens of their distinct instructions
+    (the system text, evaluated once per text)."""
+    seen: set[tuple[int, ...]] = set()
+    systems: dict[tuple[int, ...], int] = {}
+    cost = 0
+    for r in requests:
+        p = judge.render(r.messages, branch_chars=r.branch_chars)
+        tokens = tuple(p.tokens)
+        systems[tokens[: p.fixed]] = p.fixed
+        start = max((b for b in (p.fixed, *p.branches) if tokens[:b] in seen), default=p.fixed)
+        seen.update(tokens[:b] for b in (p.fixed, *p.branches))
+        cost += len(tokens) - start
+    return cost, sum(systems.values())
+
+
+def one_by_one(judge: Any, requests: list[JudgeRequest]) -> list[Any]:
+    """Each request evaluated from its instructions on: nothing kept, no slot reused."""
+    out = []
+    for r in requests:
+        judge.engine.kv.forget()
+        out.extend(judge.generate_many([r]))
+    judge.engine.kv.forget()
+    return out
+
+
+def test_protocol_2_reads_each_node_once_and_changes_no_output(fresh: Any) -> None:
+    requests = requests_of("2")
+    alone = one_by_one(fresh, requests)
+    stats = fresh.engine.stats
+    before = (stats.prompt_tokens_evaluated, stats.branch_loads)
+    together = fresh.generate_many(requests)
+    evaluated = stats.prompt_tokens_evaluated - before[0]
+
+    assert [g.raw for g in together] == [g.raw for g in alone]
+    assert [g.decisions for g in together] == [g.decisions for g in alone]
+    assert [g.reading for g in together] == [g.reading for g in alone]
+    assert sum(g.reading is not None for g in together) == 3 + 7  # baselines, graded passages
+    assert stats.branch_loads - before[1] > 0
+    floor, instructions = tokens_beyond_kept(fresh, requests)
+    assert floor <= evaluated <= floor + instructions  # each node once (instructions held)
+
+
+def test_protocol_2_reads_fewer_tokens_than_protocol_1(fresh: Any) -> None:
+    one, _ = tokens_beyond_kept(fresh, requests_of("1"))
+    two, _ = tokens_beyond_kept(fresh, requests_of("2"))
+    assert two < 0.8 * one
