@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from branch_walks import node_cost, one_by_one
 
 from localjudge import load_judge
 from localjudge.judge.protocol import JudgeRequest
@@ -69,36 +70,12 @@ def tree(*, branched: bool = True) -> list[JudgeRequest]:
     return out
 
 
-def one_by_one(judge: Any, requests: list[JudgeRequest]) -> list[Any]:
-    """Each request evaluated from its instructions on: nothing kept, no slot reused."""
-    out = []
-    for r in requests:
-        judge.engine.kv.forget()
-        out.extend(judge.generate_many([r]))
-    judge.engine.kv.forget()
-    return out
-
-
 @pytest.fixture(scope="module")
 def fresh(isolated_env: Path) -> Iterator[Any]:
     """A SmolLM2 judge of its own (its stats count this module's requests only)."""
     judge = load_judge("smollm2-135m", n_threads=2, cache=False)
     yield judge
     judge.engine.close()
-
-
-def prompt_cost(judge: Any, requests: list[JudgeRequest]) -> int:
-    """The prompt tokens ``requests`` cost when each opening is evaluated once: the tokens of
-    every request that no request before it began with, at its branch points."""
-    seen: set[tuple[int, ...]] = set()
-    cost = 0
-    for r in requests:
-        p = judge.render(r.messages, branch_chars=r.branch_chars)
-        tokens = tuple(p.tokens)
-        start = max((b for b in (p.fixed, *p.branches) if tokens[:b] in seen), default=p.fixed)
-        seen.update(tokens[:b] for b in (p.fixed, *p.branches))
-        cost += len(tokens) - start
-    return cost
 
 
 def test_openings_are_tokenized_on_their_own(fresh: Any) -> None:
@@ -144,7 +121,7 @@ def test_each_opening_is_read_once_and_outputs_do_not_change(fresh: Any, alone: 
     assert loads == 2 * 5
     # nothing but each opening once and each request's own ending is evaluated, where each
     # request evaluated from its instructions on costs far more
-    assert evaluated == prompt_cost(fresh, requests)
+    assert evaluated == node_cost(fresh, requests)[0]
     assert evaluated < 0.6 * sum(g.stats.evaluated_prompt_tokens for g in alone)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from branch_walks import node_cost, one_by_one
 
 from localjudge import load_judge
 from localjudge.data.item import make_item
@@ -72,33 +73,6 @@ def requests_of(protocol: str) -> list[JudgeRequest]:
     return out
 
 
-def tokens_beyond_kept(judge: Any, requests: list[JudgeRequest]) -> tuple[int, int]:
-    """The prompt tokens ``requests`` cost when each node of the tree (a request's opening to
-    any of its branch points) is evaluated once, and the tokens of their distinct instructions
-    (the system text, evaluated once per text)."""
-    seen: set[tuple[int, ...]] = set()
-    systems: dict[tuple[int, ...], int] = {}
-    cost = 0
-    for r in requests:
-        p = judge.render(r.messages, branch_chars=r.branch_chars)
-        tokens = tuple(p.tokens)
-        systems[tokens[: p.fixed]] = p.fixed
-        start = max((b for b in (p.fixed, *p.branches) if tokens[:b] in seen), default=p.fixed)
-        seen.update(tokens[:b] for b in (p.fixed, *p.branches))
-        cost += len(tokens) - start
-    return cost, sum(systems.values())
-
-
-def one_by_one(judge: Any, requests: list[JudgeRequest]) -> list[Any]:
-    """Each request evaluated from its instructions on: nothing kept, no slot reused."""
-    out = []
-    for r in requests:
-        judge.engine.kv.forget()
-        out.extend(judge.generate_many([r]))
-    judge.engine.kv.forget()
-    return out
-
-
 def test_protocol_2_reads_each_node_once_and_changes_no_output(fresh: Any) -> None:
     requests = requests_of("2")
     alone = one_by_one(fresh, requests)
@@ -112,11 +86,11 @@ def test_protocol_2_reads_each_node_once_and_changes_no_output(fresh: Any) -> No
     assert [g.reading for g in together] == [g.reading for g in alone]
     assert sum(g.reading is not None for g in together) == 3 + 7  # baselines, graded passages
     assert stats.branch_loads - before[1] > 0
-    floor, instructions = tokens_beyond_kept(fresh, requests)
+    floor, instructions = node_cost(fresh, requests)
     assert floor <= evaluated <= floor + instructions  # each node once (instructions held)
 
 
 def test_protocol_2_reads_fewer_tokens_than_protocol_1(fresh: Any) -> None:
-    one, _ = tokens_beyond_kept(fresh, requests_of("1"))
-    two, _ = tokens_beyond_kept(fresh, requests_of("2"))
+    one, _ = node_cost(fresh, requests_of("1"))
+    two, _ = node_cost(fresh, requests_of("2"))
     assert two < 0.8 * one
