@@ -41,6 +41,7 @@ from localjudge.data.item import Item
 from localjudge.judge.protocol import JudgeRequest
 from localjudge.metrics.asks import REASON_QUESTION, Ask, Decision
 from localjudge.metrics.base import DATA_RULE, PromptCopies, chat, delimit
+from localjudge.metrics.instructions import COPIES as PROTOCOL_1_COPIES
 from localjudge.metrics.instructions import (
     GRADE,
     MAX_MISSING,
@@ -62,6 +63,7 @@ __all__ = [
     "USED_ENDING",
     "baseline_ask",
     "context_ask",
+    "copies_of",
     "item_opening",
     "passage_ask",
     "position_ending",
@@ -137,6 +139,12 @@ COPIES = PromptCopies(
         ]
     )
 )
+
+
+def copies_of(protocol: str) -> PromptCopies:
+    """What tells verdict text that repeats the instructions of ``protocol`` (protocol 1's:
+    :data:`localjudge.metrics.instructions.COPIES`; protocol 2's: :data:`COPIES`)."""
+    return PROTOCOL_1_COPIES if protocol == "1" else COPIES
 
 
 def item_opening(item: Item) -> str:

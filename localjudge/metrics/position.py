@@ -25,7 +25,6 @@ from localjudge.metrics.base import (
     yes,
 )
 from localjudge.metrics.instructions import (
-    COPIES,
     PASSAGE_SYSTEM,
     RELEVANT,
     RELEVANT_ANSWER,
@@ -163,7 +162,7 @@ class ContextPosition(Metric):
             if low:
                 reason += f"; relevant pieces ranked below irrelevant ones: {_positions(low)}"
             reason += "."
-        copies = COPIES if self.protocol == DEFAULT_PROTOCOL else branched.COPIES
+        copies = branched.copies_of(self.protocol)
         copied = copies.reasons([v.get("reason", "") for v in verdicts], item_data(item))
         return MetricResult(
             metric=self.name,

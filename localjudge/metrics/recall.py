@@ -30,7 +30,6 @@ from localjudge.metrics.base import (
     yes,
 )
 from localjudge.metrics.instructions import (
-    COPIES,
     RECALL_QUESTION,
     RECALL_SYSTEM,
     SUPPORTED,
@@ -128,7 +127,7 @@ class ContextRecall(Metric):
         )
         if unsupported:
             reason += f"; not supported: {quote_list(unsupported)}"
-        copies = COPIES if self.protocol == DEFAULT_PROTOCOL else branched.COPIES
+        copies = branched.copies_of(self.protocol)
         copied = copies.reasons([v.get("reason", "") for v in verdicts], item_data(item))
         return MetricResult(
             metric=self.name,

@@ -33,7 +33,6 @@ from localjudge.metrics.base import (
     yes,
 )
 from localjudge.metrics.instructions import (
-    COPIES,
     GRADE,
     GRADE_QUESTION,
     MAX_MISSING,
@@ -233,7 +232,7 @@ class ContextRelevance(Metric):
         data = item_data(item)
         # a missing item that repeats the prompt is about the prompt, not the item: it never counts
         listed = list(answers.generated(missing_schema()).value.missing)
-        copies = COPIES if self.protocol == DEFAULT_PROTOCOL else branched.COPIES
+        copies = branched.copies_of(self.protocol)
         discarded = [m for m in listed if copies(m, data)]
         missing = [m for m in listed if m not in discarded]
         levels = [p["relevance"] for p in pieces]
