@@ -19,6 +19,8 @@ from localjudge.metrics import (
     recall,
     relevance,
 )
+from localjudge.metrics.base import DEFAULT_PROTOCOL
+from localjudge.metrics.branched import copies_of
 from localjudge.metrics.instructions import MISSING_QUESTION, MISSING_SYSTEM
 from localjudge.metrics.statements import split_statements
 
@@ -31,7 +33,6 @@ RECORDS = [
     if line.strip()
 ]
 SYSTEMS = {"recall": recall.SYSTEM, "position": position.SYSTEM, "relevance": relevance.SYSTEM}
-COPIES = {"recall": recall.COPIES, "position": position.COPIES, "relevance": relevance.COPIES}
 
 
 def check_content(records: list[dict[str, Any]], results: list[Any]) -> dict[str, int]:
@@ -74,7 +75,7 @@ def check_content(records: list[dict[str, Any]], results: list[Any]) -> dict[str
                 rec.get("response", ""),
             ]
         )
-        assert copied == COPIES[r.metric].reasons(reasons, data)
+        assert copied == copies_of(DEFAULT_PROTOCOL).reasons(reasons, data)
         counts["copied_reasons"] += len(copied)
     return counts
 
