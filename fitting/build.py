@@ -267,6 +267,35 @@ def usable(kind: str, names: tuple[str, ...], found: list[dict[str, Any]]) -> li
     return [r for r in found if r["kind"] == kind and all(n in r["readings"] for n in names)]
 
 
+#: the readings a protocol-2 support decision takes from its passage's reading under SYSTEM
+PASSAGE_READINGS = ("question", "question_alone")
+
+
+def with_passage_readings(found: list[dict[str, Any]], protocol: str) -> list[dict[str, Any]]:
+    """``found`` as the rule reads it under ``protocol``: from protocol 2 on, each
+    ``position.relevant_answer`` row (read after the item's answer, so no QUESTION reading of
+    its own) with the QUESTION readings of the same passage's reading under SYSTEM (its
+    ``position.relevant`` row: same source, list and piece), which reads that passage and the
+    QUESTION alone (the amendment of ``fitting/README.md``); protocol 1's rows as they are.
+    New row dicts where a reading is added; ``found`` is not changed."""
+    if protocol == "1":
+        return found
+    alone = {
+        (r["source"], r["id"], r["piece"]): r["readings"]
+        for r in found
+        if r["kind"] == "position.relevant"
+    }
+    out = []
+    for r in found:
+        passage = alone.get((r["source"], r["id"], r["piece"]))
+        if r["kind"] != "position.relevant_answer" or passage is None:
+            out.append(r)
+            continue
+        added = {n: passage[n] for n in PASSAGE_READINGS if n in passage}
+        out.append({**r, "readings": {**r["readings"], **added}})
+    return out
+
+
 def weighed(*kinds: ShippedKind | None) -> tuple[str, ...]:
     """The readings the shipped ``kinds`` decide from (``judged`` always), sorted: with
     :func:`usable`, the rows each of them can decide."""
