@@ -1,8 +1,8 @@
-"""Speed of each protocol against its floor, and of protocol 2 against protocol 1: the prompt
-tokens each evaluates.
+"""Speed of each protocol against its floor, and of each later one against protocol 1: the
+prompt tokens each evaluates.
 
     python benchmarks/speed/protocol_speed.py [-m MODEL] [--lists FILE] [--n-lists 20] [-t THREADS]
-                                        [-ngl N] [--reasons off|on|both] [--protocols 1 2]
+                                        [-ngl N] [--reasons off|on|both] [--protocols 1 3]
                                         [--sets examples top5]
 
 Each decision is a few forced tokens, so evaluating prompts is the floor of a run's time. For
@@ -19,10 +19,10 @@ and on, each protocol runs in turn, and the script prints per run:
   ~500-token prompt evaluated alone, best of three, as `localjudge doctor` measures it), and
   the wall clock over that bound;
 
-and then protocol 2 against protocol 1 with the same reasons: the evaluated tokens' ratio and
-how many times faster the wall clock is (issue 66's targets, default judge, reasons off: on the
-LLMJudge lists at most 2.5x their own tokens and 1.8x faster, on the examples at most 5x and
-1.6x faster, each within 1.15x of its floor; reasons on, 1.5x faster).
+and then each later protocol against protocol 1 with the same reasons: the evaluated tokens'
+ratio and how many times faster the wall clock is (issue 66's targets, default judge, reasons
+off: on the LLMJudge lists at most 2.5x their own tokens and 1.8x faster, on the examples at
+most 5x and 1.6x faster, each within 1.15x of its floor; reasons on, 1.5x faster).
 
 Sets: ``examples``, the 15 bundled examples (examples/rag.jsonl); ``top5``, LLMJudge dev lists
 of five passages (``--lists``: a file written by ``fitting/convert.py llmjudge``; their
@@ -116,18 +116,23 @@ def top5(path: Path, n: int) -> list[dict[str, Any]]:
 
 
 def compare(report: dict[str, Any]) -> None:
-    """Protocol 2 against protocol 1 with the same reasons: evaluated tokens and wall clock."""
+    """Each later protocol against protocol 1 with the same reasons: evaluated tokens and wall
+    clock."""
     runs = report["runs"]
     for which in ("off", "on"):
-        old, new = runs.get(f"p1 {which}"), runs.get(f"p2 {which}")
-        if old is None or new is None:
-            continue
-        t_old, t_new = (sum(m["evaluated"] for m in r["per_metric"].values()) for r in (old, new))
-        print(
-            f"reasons {which} | protocol 2 against 1 | tokens {t_new} / {t_old} = "
-            f"{t_new / t_old:.2f} | wall {new['wall']:.1f} s / {old['wall']:.1f} s: "
-            f"{old['wall'] / new['wall']:.2f}x faster"
-        )
+        old = runs.get(f"p1 {which}")
+        for name, new in runs.items():
+            protocol, reasons = name.removeprefix("p").split()
+            if old is None or reasons != which or protocol == "1":
+                continue
+            t_old, t_new = (
+                sum(m["evaluated"] for m in r["per_metric"].values()) for r in (old, new)
+            )
+            print(
+                f"reasons {which} | protocol {protocol} against 1 | tokens {t_new} / {t_old} = "
+                f"{t_new / t_old:.2f} | wall {new['wall']:.1f} s / {old['wall']:.1f} s: "
+                f"{old['wall'] / new['wall']:.2f}x faster"
+            )
 
 
 def table(name: str, n_items: int, report: dict[str, Any]) -> None:
@@ -173,8 +178,8 @@ def main() -> None:
     parser.add_argument(
         "--protocols",
         nargs="+",
-        choices=("1", "2"),
-        default=["1", "2"],
+        choices=("1", "2", "3"),
+        default=["1", "3"],
         help="the protocols to run, one after the other in each set's process",
     )
     args = parser.parse_args()

@@ -95,8 +95,10 @@ run_options = option_group(
         default=DEFAULT_PROTOCOL,
         show_default=True,
         help="The protocol the judge is asked by (the prompts and layout of every decision): "
-        "1, a call per decision; 2, each passage read once. A judge's fitted cut-offs apply "
-        "only under the protocol they were fitted under (see `localjudge models info`).",
+        "1, a call per decision; 2, each passage read once, the answer before it; 3, each "
+        "passage read once, every decision about it continuing from that reading. A judge's "
+        "fitted cut-offs apply only under the protocol they were fitted under (see "
+        "`localjudge models info`).",
     ),
     click.option(
         "--html", is_flag=True, help="Also write OUT/report.html (see `localjudge report`)."

@@ -69,9 +69,10 @@ class MetricResult:
 
 #: the protocols (the prompts and layout of every kind of decision) the metrics can ask by, oldest
 #: first: ``"1"``, one call per decision (:mod:`localjudge.metrics.instructions`); ``"2"``, each
-#: passage read once, its decisions branching from it (:mod:`localjudge.metrics.branched`).
+#: passage read once, its decisions branching from it (:mod:`localjudge.metrics.branched`);
+#: ``"3"``, protocol 2 with every decision about a passage continuing from its one reading.
 #: Their fingerprints: :mod:`localjudge.metrics.protocols`
-PROTOCOL_NAMES = ("1", "2")
+PROTOCOL_NAMES = ("1", "2", "3")
 #: the protocol a metric asks by unless told: the one every bundled judge's fits were made under
 DEFAULT_PROTOCOL = "1"
 

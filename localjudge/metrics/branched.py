@@ -1,5 +1,5 @@
-"""Protocol 2's prompts and layout: each passage read once for the decisions that weigh an
-answer, every decision continuing from a reading it shares.
+"""Protocols 2 and 3's prompts and layout: each passage read once for the decisions that weigh
+an answer, every decision continuing from a reading it shares.
 
 Protocol 1 (:mod:`localjudge.metrics.instructions`) reads a passage once per kind of call and
 an item's EXPECTED ANSWER and RESPONSE once per passage and kind. Protocol 2 lays an item's
@@ -27,6 +27,15 @@ format): :data:`ANSWER_SYSTEM`, :data:`SYSTEM` and :data:`CONTEXT_SYSTEM`, one p
   recall's STATEMENT and question, or relevance's missing information. Not under the opening
   either: a statement of the reference shown in the EXPECTED ANSWER would read as supported.
 
+Protocol 3 is protocol 2 with no path under :data:`ANSWER_SYSTEM`: every decision about a
+passage continues from its one reading under :data:`SYSTEM` (the QUESTION's tokens read), and
+the decisions that weigh an answer end on it in protocol 1's words (:func:`answer_ending`, with
+the EXPECTED ANSWER; :func:`used_ending`, with the RESPONSE); position on the QUESTION alone and
+the grade are protocol 2's. So a passage is read once per judge, and the answer once per
+passage. Why: protocol 2's support decision, shown the answer first, agreed with people less
+than protocol 1's on XQuAD's sentences (``fitting/compare.py``: kappa 0.678 against 0.785 on
+the validation part, paired difference -0.107 [-0.174, -0.047]).
+
 A passage's verdicts so depend on the QUESTION, that passage and the item's EXPECTED ANSWER or
 RESPONSE, never on its neighbours. With reasons on, each explained decision also marks its own
 end (:func:`reason_point`): its reason (:func:`~localjudge.metrics.asks.reason_request`)
@@ -48,7 +57,9 @@ from localjudge.metrics.instructions import (
     NO_PASSAGE,
     RELEVANT,
     RELEVANT_ANSWER,
+    RELEVANT_TARGET_QUESTION,
     SUPPORTED,
+    USED_QUESTION,
     contexts_opening,
     delimit_question,
     passage_opening,
@@ -57,10 +68,12 @@ from localjudge.metrics.instructions import (
 
 __all__ = [
     "COPIES",
+    "COPIES_3",
     "GRADE_ENDING",
     "MISSING_ENDING",
     "SYSTEM",
     "USED_ENDING",
+    "answer_ending",
     "baseline_ask",
     "context_ask",
     "copies_of",
@@ -69,6 +82,7 @@ __all__ = [
     "position_ending",
     "reason_point",
     "statement_ending",
+    "used_ending",
 ]
 
 SYSTEM = f"""You judge one PASSAGE that a search system retrieved for a QUESTION.
@@ -141,10 +155,29 @@ COPIES = PromptCopies(
 )
 
 
+#: the same for protocol 3 (its answer, position and ``used`` endings are protocol 1's texts)
+COPIES_3 = PromptCopies(
+    "\n".join(
+        [
+            SYSTEM,
+            CONTEXT_SYSTEM,
+            RELEVANT_ENDING,
+            RELEVANT_TARGET_QUESTION,
+            GRADE_ENDING,
+            USED_QUESTION,
+            SUPPORTED_ENDING,
+            MISSING_ENDING,
+            REASON_QUESTION,
+        ]
+    )
+)
+
+
 def copies_of(protocol: str) -> PromptCopies:
     """What tells verdict text that repeats the instructions of ``protocol`` (protocol 1's:
-    :data:`localjudge.metrics.instructions.COPIES`; protocol 2's: :data:`COPIES`)."""
-    return PROTOCOL_1_COPIES if protocol == "1" else COPIES
+    :data:`localjudge.metrics.instructions.COPIES`; protocol 2's: :data:`COPIES`; protocol
+    3's: :data:`COPIES_3`)."""
+    return {"1": PROTOCOL_1_COPIES, "3": COPIES_3}.get(protocol, COPIES)
 
 
 def item_opening(item: Item) -> str:
@@ -162,16 +195,34 @@ def item_opening(item: Item) -> str:
     return "".join(f"{block}\n" for block in blocks)
 
 
-def position_ending(item: Item) -> tuple[Decision, str, bool]:
-    """Position's decision about a passage of ``item``, its ending and whether it weighs the
-    item's opening: whether the PASSAGE states the EXPECTED ANSWER (the reference), else the
-    RESPONSE's answer, else whether it answers the QUESTION (the kinds of protocol 1's same
-    choice, :func:`localjudge.metrics.position.decision_for`)."""
-    if item.optional_text("reference"):
+def position_ending(item: Item, protocol: str = "2") -> tuple[Decision, str, bool]:
+    """Position's decision about a passage of ``item`` under ``protocol``, its ending and
+    whether it weighs the item's opening (the kinds of protocol 1's same choice,
+    :func:`localjudge.metrics.position.decision_for`). Protocol 2: whether the PASSAGE states
+    the EXPECTED ANSWER (the reference), else the RESPONSE's answer, after the item's opening,
+    else whether it answers the QUESTION (:data:`RELEVANT_ENDING`, after the passage's
+    reading under :data:`SYSTEM`). Protocol 3: every one of them continues from that reading,
+    with an answer by protocol 1's text (:func:`answer_ending`)."""
+    target = item.optional_text("reference") or item.optional_text("response")
+    if protocol == "3" and target:
+        return RELEVANT_ANSWER, answer_ending(target), False
+    if protocol == "2" and item.optional_text("reference"):
         return RELEVANT_ANSWER, ANSWER_ENDING, True
-    if item.optional_text("response"):
+    if protocol == "2" and item.optional_text("response"):
         return RELEVANT_ANSWER, RESPONSE_ANSWER_ENDING, True
     return RELEVANT, RELEVANT_ENDING, False
+
+
+def answer_ending(target: str) -> str:
+    """Protocol 3's ending of position's decision with an answer (protocol 1's own text): the
+    EXPECTED ANSWER (the reference, else the response), then whether the PASSAGE gives it."""
+    return f"{delimit('EXPECTED ANSWER', target)}\n{RELEVANT_TARGET_QUESTION}"
+
+
+def used_ending(item: Item) -> str:
+    """Protocol 3's ending of relevance's ``used`` (protocol 1's own text): the RESPONSE, then
+    whether it repeats information from the PASSAGE."""
+    return f"{delimit('RESPONSE', item.text('response'))}\n{USED_QUESTION}"
 
 
 def statement_ending(statement: str) -> str:

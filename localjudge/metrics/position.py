@@ -103,8 +103,8 @@ class ContextPosition(Metric):
             return MetricResult(
                 metric=self.name, value=0.0, reason="No context was retrieved.", verdicts=[]
             )
-        if self.protocol == "2":
-            decision, ending, answered = branched.position_ending(item)
+        if self.protocol != "1":
+            decision, ending, answered = branched.position_ending(item, self.protocol)
             asks = [
                 branched.passage_ask(
                     item, piece, ending, decision, at=i, answered=answered, reasons=self.reasons

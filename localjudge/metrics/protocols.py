@@ -55,6 +55,7 @@ __all__ = [
 PROTOCOLS: Mapping[str, str] = {
     "1": "070793edd4bf0881936344426b681676fa4a7fc7a79b633802fe7df76946a6f4",
     "2": "b305b8ed460c01ab5ee34e89456a15d315048d7937ae17c4833e1d11f6de82e9",
+    "3": "4359890ebd294c025d6a130850a41231e0dfbbb5bb356d0396a482581db6529e",
 }
 assert tuple(PROTOCOLS) == PROTOCOL_NAMES
 #: the protocol the metrics lay their asks out by unless a run names another

@@ -83,7 +83,7 @@ class ContextRecall(Metric):
         return {"reasons": self.reasons, **self.protocol_setting()}
 
     def build(self, item: Item) -> list[Ask]:
-        if self.protocol == "2":  # every statement continues from one reading of the contexts
+        if self.protocol != "1":  # every statement continues from one reading of the contexts
             contexts = item.contexts()
             return [
                 branched.supported_ask(item, contexts, s, at=i, reasons=self.reasons)

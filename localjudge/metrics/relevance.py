@@ -167,7 +167,7 @@ class ContextRelevance(Metric):
         }
 
     def build(self, item: Item) -> list[Ask]:
-        if self.protocol == "2":
+        if self.protocol != "1":
             return self._branched(item)
         question, contexts = item.text("user_input"), item.contexts()
         response = delimit("RESPONSE", item.text("response"))
@@ -186,21 +186,26 @@ class ContextRelevance(Metric):
         return [*asks, Ask(request, None, len(contexts), explain=False)]
 
     def _branched(self, item: Item) -> list[Ask]:
-        """Protocol 2's asks (:mod:`localjudge.metrics.branched`): per passage, its grade and
-        ``used`` continue from one reading of it; the missing information from one reading of
-        every context."""
+        """Protocol 2's and 3's asks (:mod:`localjudge.metrics.branched`): per passage, its
+        grade and ``used`` continue from a reading of it (protocol 3: one, under SYSTEM, with
+        ``used`` in protocol 1's words; protocol 2: ``used`` after the item's opening); the
+        missing information from one reading of every context."""
         item.text("response")  # required: the RESPONSE the used decisions are about
         contexts = item.contexts()
         asks = [branched.baseline_ask(item)]
+        answered = self.protocol == "2"
+        used = branched.USED_ENDING if answered else branched.used_ending(item)
         for i, piece in enumerate(contexts):
-            grade, used = branched.GRADE_ENDING, branched.USED_ENDING
+            grade = branched.GRADE_ENDING
             asks.append(
                 branched.passage_ask(
                     item, piece, grade, GRADE, at=i, answered=False, reasons=self.reasons
                 )
             )
             asks.append(
-                branched.passage_ask(item, piece, used, USED, at=i, answered=True, explain=False)
+                branched.passage_ask(
+                    item, piece, used, USED, at=i, answered=answered, explain=False
+                )
             )
         missing = branched.context_ask(
             item,

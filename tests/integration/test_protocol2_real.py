@@ -1,7 +1,8 @@
-"""Protocol 2 on the real engine (SmolLM2, whose CPU kernels give a sequence the same logits
-whatever shares its batch): every ask of three items, all three metrics, reads each node of
-protocol 2's tree once, and every output, probability and reading is the one the ask gets when
-it is evaluated from its instructions on with nothing kept."""
+"""Protocols 2 and 3 on the real engine (SmolLM2, whose CPU kernels give a sequence the same
+logits whatever shares its batch): every ask of three items, all three metrics, reads each node
+of the protocol's tree once, and every output, probability and reading is the one the ask gets
+when it is evaluated from its instructions on with nothing kept (what lets a row judged under
+one protocol stand for another's same request: ``fitting/carry.py``)."""
 
 from __future__ import annotations
 
@@ -73,8 +74,14 @@ def requests_of(protocol: str) -> list[JudgeRequest]:
     return out
 
 
-def test_protocol_2_reads_each_node_once_and_changes_no_output(fresh: Any) -> None:
-    requests = requests_of("2")
+#: per protocol, the distinct requests that read the QUESTION: the three items' baselines and the
+#: seven passages' grades; under protocol 3 also each passage's position and ``used``
+READ = {"2": 3 + 7, "3": 3 + 7 * 3}
+
+
+@pytest.mark.parametrize("protocol", ["2", "3"])
+def test_a_protocol_reads_each_node_once_and_changes_no_output(fresh: Any, protocol: str) -> None:
+    requests = requests_of(protocol)
     alone = one_by_one(fresh, requests)
     stats = fresh.engine.stats
     before = (stats.prompt_tokens_evaluated, stats.branch_loads)
@@ -84,13 +91,14 @@ def test_protocol_2_reads_each_node_once_and_changes_no_output(fresh: Any) -> No
     assert [g.raw for g in together] == [g.raw for g in alone]
     assert [g.decisions for g in together] == [g.decisions for g in alone]
     assert [g.reading for g in together] == [g.reading for g in alone]
-    assert sum(g.reading is not None for g in together) == 3 + 7  # baselines, graded passages
+    assert sum(g.reading is not None for g in together) == READ[protocol]
     assert stats.branch_loads - before[1] > 0
     floor, instructions = node_cost(fresh, requests)
     assert floor <= evaluated <= floor + instructions  # each node once (instructions held)
 
 
-def test_protocol_2_reads_fewer_tokens_than_protocol_1(fresh: Any) -> None:
+@pytest.mark.parametrize("protocol", ["2", "3"])
+def test_a_later_protocol_reads_fewer_tokens_than_protocol_1(fresh: Any, protocol: str) -> None:
     one, _ = node_cost(fresh, requests_of("1"))
-    two, _ = node_cost(fresh, requests_of("2"))
-    assert two < 0.8 * one
+    later, _ = node_cost(fresh, requests_of(protocol))
+    assert later < 0.8 * one

@@ -183,6 +183,6 @@ def test_a_run_by_protocol_2_records_it_and_leaves_fits_of_protocol_1_aside(regi
 def test_an_unknown_protocol_is_refused_by_the_command_line(tmp_path):
     data = tmp_path / "data.jsonl"
     data.write_text(json.dumps(RECORD) + "\n", "utf-8")
-    refused = CliRunner().invoke(main, ["eval", str(data), "--protocol", "3"])
+    refused = CliRunner().invoke(main, ["eval", str(data), "--protocol", "4"])
     assert refused.exit_code == 2
-    assert "'3' is not one of '1', '2'" in refused.output
+    assert "'4' is not one of '1', '2', '3'" in refused.output

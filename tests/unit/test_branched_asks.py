@@ -11,7 +11,7 @@ import pytest
 from localjudge.data.item import make_item
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance, branched
 from localjudge.metrics.asks import Answer, Ask, reason_request
-from localjudge.metrics.instructions import GRADE, NO_PASSAGE
+from localjudge.metrics.instructions import GRADE, NO_PASSAGE, passage_opening
 
 QUESTION = "Which is the highest mountain in Japan?"
 PASSAGES = [
@@ -194,3 +194,101 @@ def test_with_reasons_a_reason_continues_from_its_decisions_own_state():
             assert all(p not in after for p in PASSAGES)
         else:
             assert loud.request.branch_chars == quiet.request.branch_chars
+
+
+# --------------------------------------------------------------------------- protocol 3
+
+
+def _asks_of(protocol: str, record: dict[str, Any], *, reasons: bool = False) -> list[Ask]:
+    item = make_item(record, index=0)
+    out: list[Ask] = []
+    for metric in (
+        ContextPosition(reasons=reasons, protocol=protocol),
+        ContextRelevance(reasons=reasons, protocol=protocol),
+        ContextRecall(reasons=reasons, protocol=protocol),
+    ):
+        built = metric.build(item)
+        assert isinstance(built, list)
+        out.extend(built)
+    return out
+
+
+@pytest.mark.parametrize("i", range(len(PASSAGES)))
+def test_protocol_3_reads_a_passage_once_for_every_decision_about_it(i):
+    mine = _passage_asks(_asks_of("3", RECORD), i)
+    assert {a.decision.kind for a in mine if a.decision} == {
+        "position.relevant_answer",
+        "relevance.grade",
+        "relevance.used",
+    }
+    (reading,) = {_opening(a, 0) for a in mine}  # one node of the tree for all three
+    assert reading == passage_opening(QUESTION, PASSAGES[i])
+    item = make_item(RECORD, index=0)
+    endings = {a.decision.kind: _content(a)[len(reading) :] for a in mine if a.decision}
+    assert endings == {
+        "position.relevant_answer": branched.answer_ending(RECORD["reference"]),
+        "relevance.grade": branched.GRADE_ENDING,
+        "relevance.used": branched.used_ending(item),
+    }
+    for ask in mine:
+        assert ask.request.messages[0] == {"role": "system", "content": branched.SYSTEM}
+        start, end = ask.request.read_chars or (0, 0)
+        assert _content(ask)[start:end] == QUESTION  # each reads the QUESTION after it
+    assert all(branched.ANSWER_SYSTEM not in str(a.request.messages) for a in _asks_of("3", RECORD))
+
+
+def test_protocol_3_asks_as_protocol_1_or_2_did_each_decision():
+    """What lets rows judged under protocol 1 or 2 stand for protocol 3's (fitting/carry.py):
+    each of its asks is one of theirs but for where the branch points lie."""
+
+    def what(ask: Ask) -> tuple[Any, ...]:
+        r = ask.request
+        return (ask.at, ask.decision, str(r.messages), r.schema, r.read_chars, ask.baseline)
+
+    for record in (
+        RECORD,
+        {k: v for k, v in RECORD.items() if k != "reference"},
+        {k: v for k, v in RECORD.items() if k not in ("reference", "response")},
+    ):
+        earlier = {what(a) for p in ("1", "2") for a in _asks_of_some(p, record)}
+        for ask in _asks_of_some("3", record):
+            kind = ask.decision.kind if ask.decision else "missing"
+            assert what(ask) in earlier, (kind, ask.at)
+
+
+def _asks_of_some(protocol: str, record: dict[str, Any]) -> list[Ask]:
+    """The asks of the metrics ``record`` can be scored by."""
+    item = make_item(record, index=0)
+    metrics: list[Any] = [ContextPosition(protocol=protocol)]
+    if "response" in record:
+        metrics.append(ContextRelevance(protocol=protocol))
+    if "reference" in record:
+        metrics.append(ContextRecall(protocol=protocol))
+    out: list[Ask] = []
+    for metric in metrics:
+        built = metric.build(item)
+        assert isinstance(built, list)
+        out.extend(built)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("fields", "kind"),
+    [
+        ({}, "position.relevant"),
+        ({"response": "Fuji."}, "position.relevant_answer"),
+        ({"reference": "Fuji.", "response": "Mount Fuji."}, "position.relevant_answer"),
+    ],
+)
+def test_protocol_3_position_asks_by_what_the_item_gives(fields, kind):
+    record = {"user_input": QUESTION, "retrieved_contexts": PASSAGES[:1], **fields}
+    built = ContextPosition(protocol="3").build(make_item(record, index=0))
+    assert isinstance(built, list)
+    baseline, ask = built  # the QUESTION is always read: the baseline comes first
+    assert baseline.baseline
+    assert ask.decision is not None
+    assert ask.decision.kind == kind
+    target = fields.get("reference") or fields.get("response")
+    ending = branched.answer_ending(target) if target else branched.RELEVANT_ENDING
+    assert _content(ask) == passage_opening(QUESTION, PASSAGES[0]) + ending
+    assert ask.request.branch_chars == (len(passage_opening(QUESTION, PASSAGES[0])),)

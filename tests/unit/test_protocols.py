@@ -8,7 +8,7 @@ import pytest
 
 from localjudge.decisions import KINDS
 from localjudge.errors import ModelError, ProtocolError
-from localjudge.metrics import branched, instructions
+from localjudge.metrics import branched, instructions, position, recall, relevance
 from localjudge.metrics.base import PROTOCOL_NAMES
 from localjudge.metrics.protocols import (
     CURRENT,
@@ -36,35 +36,41 @@ def test_each_protocol_is_the_committed_one(name):
 
 
 def test_the_protocols_differ_and_the_default_is_protocol_1():
-    assert fingerprint("1") != fingerprint("2")
+    assert len({fingerprint(p) for p in PROTOCOLS}) == len(PROTOCOLS)
     assert fingerprint() == fingerprint(CURRENT) == fingerprint("1")
     assert tuple(PROTOCOLS) == PROTOCOL_NAMES
 
 
 @pytest.mark.parametrize(
-    ("module", "name", "protocol"),
+    ("module", "name", "protocols"),
     [
-        (instructions, "PASSAGE_SYSTEM", "1"),
-        (branched, "SYSTEM", "2"),
-        (branched, "ANSWER_SYSTEM", "2"),
-        (branched, "CONTEXT_SYSTEM", "2"),
-        (branched, "GRADE_ENDING", "2"),
-        (branched, "ANSWER_ENDING", "2"),
-        (branched, "RESPONSE_ANSWER_ENDING", "2"),
-        (branched, "USED_ENDING", "2"),
-        (branched, "MISSING_ENDING", "2"),
-        (branched, "SUPPORTED_ENDING", "2"),
+        (instructions, "PASSAGE_SYSTEM", {"1"}),
+        (instructions, "RELEVANT_TARGET_QUESTION", {"1", "3"}),  # protocol 3's answer ending
+        (instructions, "USED_QUESTION", {"1", "3"}),  # and its used ending
+        (branched, "SYSTEM", {"2", "3"}),
+        (branched, "ANSWER_SYSTEM", {"2"}),
+        (branched, "CONTEXT_SYSTEM", {"2", "3"}),
+        (branched, "RELEVANT_ENDING", {"2", "3"}),
+        (branched, "GRADE_ENDING", {"2", "3"}),
+        (branched, "ANSWER_ENDING", {"2"}),
+        (branched, "RESPONSE_ANSWER_ENDING", {"2"}),
+        (branched, "USED_ENDING", {"2"}),
+        (branched, "MISSING_ENDING", {"2", "3"}),
+        (branched, "SUPPORTED_ENDING", {"2", "3"}),
     ],
 )
 def test_a_changed_word_changes_that_protocols_fingerprint_only(
-    monkeypatch, module, name, protocol
+    monkeypatch, module, name, protocols
 ):
     before = {p: fingerprint(p) for p in PROTOCOLS}
-    changed = getattr(module, name).replace("the", "a", 1)
-    assert changed != getattr(module, name)
-    monkeypatch.setattr(module, name, changed)
+    text = getattr(module, name)
+    changed = text.replace("the", "a", 1)
+    assert changed != text
+    for holder in (instructions, branched, position, relevance, recall):  # every import of it
+        if getattr(holder, name, None) is text:
+            monkeypatch.setattr(holder, name, changed)
     after = {p: fingerprint(p) for p in PROTOCOLS}
-    assert {p for p in PROTOCOLS if after[p] != before[p]} == {protocol}
+    assert {p for p in PROTOCOLS if after[p] != before[p]} == protocols
 
 
 @pytest.mark.parametrize("name", list(PROTOCOLS))
