@@ -272,13 +272,14 @@ PASSAGE_READINGS = ("question", "question_alone")
 
 
 def with_passage_readings(found: list[dict[str, Any]], protocol: str) -> list[dict[str, Any]]:
-    """``found`` as the rule reads it under ``protocol``: from protocol 2 on, each
+    """``found`` as the rule reads it under ``protocol``: under protocol 2, each
     ``position.relevant_answer`` row (read after the item's answer, so no QUESTION reading of
     its own) with the QUESTION readings of the same passage's reading under SYSTEM (its
     ``position.relevant`` row: same source, list and piece), which reads that passage and the
-    QUESTION alone (the amendment of ``fitting/README.md``); protocol 1's rows as they are.
-    New row dicts where a reading is added; ``found`` is not changed."""
-    if protocol == "1":
+    QUESTION alone (the amendment of ``fitting/README.md``); another protocol's rows as they
+    are (each of their decisions reads the QUESTION itself). New row dicts where a reading is
+    added; ``found`` is not changed."""
+    if protocol != "2":
         return found
     alone = {
         (r["source"], r["id"], r["piece"]): r["readings"]

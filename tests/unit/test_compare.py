@@ -35,7 +35,8 @@ def test_a_support_decision_takes_the_question_readings_of_its_own_passage():
         _rows("position.relevant_answer", {"judged": -4.0}, source="xquadshort"),
     ]
     before = copy.deepcopy(found)
-    assert build.with_passage_readings(found, "1") is found  # protocol 1's rows read them
+    for protocol in ("1", "3"):  # their support decisions read the QUESTION themselves
+        assert build.with_passage_readings(found, protocol) is found
     joined = build.with_passage_readings(found, "2")
     assert found == before  # the rows read are not changed
     assert joined[2]["readings"] == {"judged": -1.0, "question": 0.9, "question_alone": -2.0}
