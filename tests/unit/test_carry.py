@@ -5,10 +5,15 @@ again from what the judge answered."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from benchmark_scripts import load
+from benchmark_scripts import ROOT, load
+
+from localjudge.metrics.base import PROTOCOL_NAMES
 
 carry = load("fitting/carry")
+row_files = load("fitting/row_files")
 
 LIST = {
     "source": "xquad",
@@ -77,3 +82,17 @@ def test_a_row_that_no_earlier_protocol_asked_alike_is_not_carried():
 def test_protocol_2_carries_nothing_of_protocol_1_that_it_asks_otherwise():
     with pytest.raises(SystemExit, match=r"position\.relevant: no protocol before 2"):
         carry.carry_source("xquad", [LIST], "2", _found("1"))
+
+
+def test_every_later_protocols_rows_name_it_and_say_where_carried_rows_came_from():
+    folders = sorted(ROOT.glob("fitting/rows-p*/*/judge.json"))
+    assert folders  # protocol 2's judged rows and protocol 3's carried ones
+    for meta_path in folders:
+        meta = json.loads(meta_path.read_text("utf-8"))
+        protocol = row_files.protocol_of(meta, meta_path.parent)  # a known one, or refused
+        assert meta_path.parts[-3] == f"rows-p{protocol.name}"
+        sources = {p.name.removesuffix(".jsonl.gz") for p in meta_path.parent.glob("*.jsonl.gz")}
+        carried = meta.get("carried", {})
+        assert set(carried) <= sources
+        for kinds in carried.values():
+            assert set(kinds.values()) <= set(PROTOCOL_NAMES[: PROTOCOL_NAMES.index(protocol.name)])
