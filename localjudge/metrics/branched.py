@@ -29,12 +29,13 @@ format): :data:`ANSWER_SYSTEM`, :data:`SYSTEM` and :data:`CONTEXT_SYSTEM`, one p
 
 Protocol 3 is protocol 2 with no path under :data:`ANSWER_SYSTEM`: every decision about a
 passage continues from its one reading under :data:`SYSTEM` (the QUESTION's tokens read), and
-the decisions that weigh an answer end on it in protocol 1's words (:func:`answer_ending`, with
-the EXPECTED ANSWER; :func:`used_ending`, with the RESPONSE); position on the QUESTION alone and
-the grade are protocol 2's. So a passage is read once per judge, and the answer once per
-passage. Why: protocol 2's support decision, shown the answer first, agreed with people less
-than protocol 1's on XQuAD's sentences (``fitting/compare.py``: kappa 0.678 against 0.785 on
-the validation part, paired difference -0.107 [-0.174, -0.047]).
+the decisions that weigh an answer end on it in protocol 1's words
+(:func:`~localjudge.metrics.instructions.answer_ending`, with the EXPECTED ANSWER;
+:func:`~localjudge.metrics.instructions.used_ending`, with the RESPONSE); position on the
+QUESTION alone and the grade are protocol 2's. So a passage is read once per judge, and the
+answer once per passage. Why: protocol 2's support decision, shown the answer first, agreed
+with people less than protocol 1's on XQuAD's sentences (``fitting/compare.py``: kappa 0.678
+against 0.785 on the validation part, paired difference -0.107 [-0.174, -0.047]).
 
 A passage's verdicts so depend on the QUESTION, that passage and the item's EXPECTED ANSWER or
 RESPONSE, never on its neighbours. With reasons on, each explained decision also marks its own
@@ -60,6 +61,7 @@ from localjudge.metrics.instructions import (
     RELEVANT_TARGET_QUESTION,
     SUPPORTED,
     USED_QUESTION,
+    answer_ending,
     contexts_opening,
     delimit_question,
     passage_opening,
@@ -73,7 +75,6 @@ __all__ = [
     "MISSING_ENDING",
     "SYSTEM",
     "USED_ENDING",
-    "answer_ending",
     "baseline_ask",
     "context_ask",
     "copies_of",
@@ -82,7 +83,6 @@ __all__ = [
     "position_ending",
     "reason_point",
     "statement_ending",
-    "used_ending",
 ]
 
 SYSTEM = f"""You judge one PASSAGE that a search system retrieved for a QUESTION.
@@ -202,7 +202,8 @@ def position_ending(item: Item, protocol: str = "2") -> tuple[Decision, str, boo
     the EXPECTED ANSWER (the reference), else the RESPONSE's answer, after the item's opening,
     else whether it answers the QUESTION (:data:`RELEVANT_ENDING`, after the passage's
     reading under :data:`SYSTEM`). Protocol 3: every one of them continues from that reading,
-    with an answer by protocol 1's text (:func:`answer_ending`)."""
+    with an answer by protocol 1's text
+    (:func:`~localjudge.metrics.instructions.answer_ending`)."""
     target = item.optional_text("reference") or item.optional_text("response")
     if protocol == "3" and target:
         return RELEVANT_ANSWER, answer_ending(target), False
@@ -211,18 +212,6 @@ def position_ending(item: Item, protocol: str = "2") -> tuple[Decision, str, boo
     if protocol == "2" and item.optional_text("response"):
         return RELEVANT_ANSWER, RESPONSE_ANSWER_ENDING, True
     return RELEVANT, RELEVANT_ENDING, False
-
-
-def answer_ending(target: str) -> str:
-    """Protocol 3's ending of position's decision with an answer (protocol 1's own text): the
-    EXPECTED ANSWER (the reference, else the response), then whether the PASSAGE gives it."""
-    return f"{delimit('EXPECTED ANSWER', target)}\n{RELEVANT_TARGET_QUESTION}"
-
-
-def used_ending(item: Item) -> str:
-    """Protocol 3's ending of relevance's ``used`` (protocol 1's own text): the RESPONSE, then
-    whether it repeats information from the PASSAGE."""
-    return f"{delimit('RESPONSE', item.text('response'))}\n{USED_QUESTION}"
 
 
 def statement_ending(statement: str) -> str:

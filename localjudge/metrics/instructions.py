@@ -40,6 +40,7 @@ __all__ = [
     "SUPPORTED",
     "USED",
     "USED_QUESTION",
+    "answer_ending",
     "ask_request",
     "baseline_ask",
     "contexts_opening",
@@ -47,6 +48,7 @@ __all__ = [
     "passage_ask",
     "passage_opening",
     "question_span",
+    "used_ending",
 ]
 
 #: the most pieces of missing information relevance lists
@@ -100,6 +102,19 @@ RELEVANT_TARGET_QUESTION = (
 GRADE_QUESTION = "Grade the PASSAGE: 0, 1, 2 or 3?"
 USED_QUESTION = "Does the RESPONSE repeat information from the PASSAGE? Answer yes or no."
 MISSING_QUESTION = "What information does the QUESTION need that no CONTEXT passage gives?"
+
+
+def answer_ending(target: str) -> str:
+    """What position's call with an answer ends on (protocols 1 and 3): the EXPECTED ANSWER
+    (the item's reference, else its response), then whether the PASSAGE gives it."""
+    return f"{delimit('EXPECTED ANSWER', target)}\n{RELEVANT_TARGET_QUESTION}"
+
+
+def used_ending(response: str) -> str:
+    """What relevance's ``used`` call ends on (protocols 1 and 3): the RESPONSE, then whether it
+    repeats information from the PASSAGE."""
+    return f"{delimit('RESPONSE', response)}\n{USED_QUESTION}"
+
 
 #: tells verdict text that repeats the instructions from text about the item
 COPIES = PromptCopies(

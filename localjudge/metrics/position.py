@@ -17,7 +17,6 @@ from localjudge.metrics.base import (
     MetricSettings,
     VerdictRow,
     checked_protocol,
-    delimit,
     item_data,
     mark_close_calls,
     piece_index,
@@ -29,7 +28,7 @@ from localjudge.metrics.instructions import (
     RELEVANT,
     RELEVANT_ANSWER,
     RELEVANT_QUESTION,
-    RELEVANT_TARGET_QUESTION,
+    answer_ending,
     baseline_ask,
     passage_ask,
     passage_opening,
@@ -114,11 +113,7 @@ class ContextPosition(Metric):
             # the QUESTION's reading, against the baseline, where the asks read it (no answer)
             return asks if answered else [branched.baseline_ask(item), *asks]
         target = expected_answer(item)
-        own = (
-            f"{delimit('EXPECTED ANSWER', target)}\n{RELEVANT_TARGET_QUESTION}"
-            if target
-            else RELEVANT_QUESTION
-        )
+        own = answer_ending(target) if target else RELEVANT_QUESTION
         decision = decision_for(item)
         return [
             baseline_ask(question),

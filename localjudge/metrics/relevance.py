@@ -24,7 +24,6 @@ from localjudge.metrics.base import (
     VerdictRow,
     chat,
     checked_protocol,
-    delimit,
     item_data,
     mark_close_calls,
     piece_index,
@@ -40,12 +39,12 @@ from localjudge.metrics.instructions import (
     MISSING_SYSTEM,
     PASSAGE_SYSTEM,
     USED,
-    USED_QUESTION,
     baseline_ask,
     contexts_opening,
     delimit_question,
     passage_ask,
     passage_opening,
+    used_ending,
 )
 from localjudge.scoring import (
     LEVEL_WEIGHTS,
@@ -170,12 +169,11 @@ class ContextRelevance(Metric):
         if self.protocol != "1":
             return self._branched(item)
         question, contexts = item.text("user_input"), item.contexts()
-        response = delimit("RESPONSE", item.text("response"))
         asks = [baseline_ask(question)]
         for i, piece in enumerate(contexts):
             shared = passage_opening(question, piece)
             asks.append(passage_ask(shared, GRADE_QUESTION, GRADE, at=i))
-            used = f"{response}\n{USED_QUESTION}"
+            used = used_ending(item.text("response"))
             asks.append(passage_ask(shared, used, USED, at=i, explain=False))
         shared = f"{delimit_question(question)}{contexts_opening(contexts)}"
         request = JudgeRequest(
@@ -194,7 +192,7 @@ class ContextRelevance(Metric):
         contexts = item.contexts()
         asks = [branched.baseline_ask(item)]
         answered = self.protocol == "2"
-        used = branched.USED_ENDING if answered else branched.used_ending(item)
+        used = branched.USED_ENDING if answered else used_ending(item.text("response"))
         for i, piece in enumerate(contexts):
             grade = branched.GRADE_ENDING
             asks.append(

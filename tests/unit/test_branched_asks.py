@@ -11,7 +11,13 @@ import pytest
 from localjudge.data.item import make_item
 from localjudge.metrics import ContextPosition, ContextRecall, ContextRelevance, branched
 from localjudge.metrics.asks import Answer, Ask, reason_request
-from localjudge.metrics.instructions import GRADE, NO_PASSAGE, passage_opening
+from localjudge.metrics.instructions import (
+    GRADE,
+    NO_PASSAGE,
+    answer_ending,
+    passage_opening,
+    used_ending,
+)
 
 QUESTION = "Which is the highest mountain in Japan?"
 PASSAGES = [
@@ -28,13 +34,13 @@ RECORD = {
 }
 
 
-def _asks(record: dict[str, Any], *, reasons: bool = False) -> list[Ask]:
+def _asks(record: dict[str, Any], *, reasons: bool = False, protocol: str = "2") -> list[Ask]:
     item = make_item(record, index=0)
     out: list[Ask] = []
     for metric in (
-        ContextPosition(reasons=reasons, protocol="2"),
-        ContextRelevance(reasons=reasons, protocol="2"),
-        ContextRecall(reasons=reasons, protocol="2"),
+        ContextPosition(reasons=reasons, protocol=protocol),
+        ContextRelevance(reasons=reasons, protocol=protocol),
+        ContextRecall(reasons=reasons, protocol=protocol),
     ):
         built = metric.build(item)
         assert isinstance(built, list)
@@ -199,23 +205,9 @@ def test_with_reasons_a_reason_continues_from_its_decisions_own_state():
 # --------------------------------------------------------------------------- protocol 3
 
 
-def _asks_of(protocol: str, record: dict[str, Any], *, reasons: bool = False) -> list[Ask]:
-    item = make_item(record, index=0)
-    out: list[Ask] = []
-    for metric in (
-        ContextPosition(reasons=reasons, protocol=protocol),
-        ContextRelevance(reasons=reasons, protocol=protocol),
-        ContextRecall(reasons=reasons, protocol=protocol),
-    ):
-        built = metric.build(item)
-        assert isinstance(built, list)
-        out.extend(built)
-    return out
-
-
 @pytest.mark.parametrize("i", range(len(PASSAGES)))
 def test_protocol_3_reads_a_passage_once_for_every_decision_about_it(i):
-    mine = _passage_asks(_asks_of("3", RECORD), i)
+    mine = _passage_asks(_asks(RECORD, protocol="3"), i)
     assert {a.decision.kind for a in mine if a.decision} == {
         "position.relevant_answer",
         "relevance.grade",
@@ -223,18 +215,19 @@ def test_protocol_3_reads_a_passage_once_for_every_decision_about_it(i):
     }
     (reading,) = {_opening(a, 0) for a in mine}  # one node of the tree for all three
     assert reading == passage_opening(QUESTION, PASSAGES[i])
-    item = make_item(RECORD, index=0)
     endings = {a.decision.kind: _content(a)[len(reading) :] for a in mine if a.decision}
     assert endings == {
-        "position.relevant_answer": branched.answer_ending(RECORD["reference"]),
+        "position.relevant_answer": answer_ending(RECORD["reference"]),
         "relevance.grade": branched.GRADE_ENDING,
-        "relevance.used": branched.used_ending(item),
+        "relevance.used": used_ending(RECORD["response"]),
     }
     for ask in mine:
         assert ask.request.messages[0] == {"role": "system", "content": branched.SYSTEM}
         start, end = ask.request.read_chars or (0, 0)
         assert _content(ask)[start:end] == QUESTION  # each reads the QUESTION after it
-    assert all(branched.ANSWER_SYSTEM not in str(a.request.messages) for a in _asks_of("3", RECORD))
+    assert all(
+        branched.ANSWER_SYSTEM not in str(a.request.messages) for a in _asks(RECORD, protocol="3")
+    )
 
 
 def test_protocol_3_asks_as_protocol_1_or_2_did_each_decision():
@@ -289,6 +282,6 @@ def test_protocol_3_position_asks_by_what_the_item_gives(fields, kind):
     assert ask.decision is not None
     assert ask.decision.kind == kind
     target = fields.get("reference") or fields.get("response")
-    ending = branched.answer_ending(target) if target else branched.RELEVANT_ENDING
+    ending = answer_ending(target) if target else branched.RELEVANT_ENDING
     assert _content(ask) == passage_opening(QUESTION, PASSAGES[0]) + ending
     assert ask.request.branch_chars == (len(passage_opening(QUESTION, PASSAGES[0])),)
