@@ -399,18 +399,27 @@ def ci(values: list[float]) -> list[float] | None:
 # --------------------------------------------------------------------------- a kind, a judge
 
 
+def rule_fit(
+    kind: str, found: list[dict[str, Any]]
+) -> tuple[str, dict[str, float | None], Fit, list[dict[str, Any]], list[dict[str, Any]]]:
+    """Step 1 of the rule for ``kind`` on ``found``: the candidate chosen on the choice part
+    (:func:`choose`) and its scores, its fit on the whole choice part, the choice part, and the
+    validation decisions that fit can decide (every reading it weighs)."""
+    mine = [r for r in found if r["kind"] == kind and r["source"] in KIND_SOURCES[kind]]
+    choice = [r for r in mine if r["part"] == "choice"]
+    chosen, scores = choose(kind, choice)
+    names = CANDIDATES[chosen]
+    the_fit = Fit.fitted(kind, names, usable(kind, names, choice))
+    checked = usable(kind, names, [r for r in mine if r["part"] == "validation"])
+    return chosen, scores, the_fit, choice, checked
+
+
 def build_kind(
     kind: str, found: list[dict[str, Any]], ref: str
 ) -> tuple[ShippedKind, dict[str, Any], Verdict]:
     """A kind's fit, its rule's verdict and evidence; returns (what ships if the rule holds,
     recorded as ``ref``, the evidence, the verdict)."""
-    mine = [r for r in found if r["kind"] == kind and r["source"] in KIND_SOURCES[kind]]
-    choice = [r for r in mine if r["part"] == "choice"]
-    validation = [r for r in mine if r["part"] == "validation"]
-    chosen, scores = choose(kind, choice)
-    names = CANDIDATES[chosen]
-    the_fit = Fit.fitted(kind, names, usable(kind, names, choice))
-    checked = usable(kind, names, validation)
+    chosen, scores, the_fit, choice, checked = rule_fit(kind, found)
     fitted, base = the_fit.hard(checked), Fit(kind, None, None).hard(checked)
     per, pooled, figures = paired(kind, checked, fitted, base)
     # the rule decides on the figures as written: float noise below the precision moves none

@@ -108,10 +108,10 @@ def carry_source(
 
 
 def rows_by_key(folder: Path, source: str) -> dict[Key, dict[str, Any]]:
-    path = folder / f"{source}.jsonl.gz"
-    if not path.is_file():
-        return {}
-    return {(r["id"], r["piece"], r["kind"]): r for r in rowsfile.read(path)}
+    """A source's rows in ``folder`` by (id, piece, kind)."""
+    return {
+        (r["id"], r["piece"], r["kind"]): r for r in rowsfile.read(folder / f"{source}.jsonl.gz")
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -124,11 +124,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--src", type=Path, default=devsets.SHARED, help="the shared/data folder")
     args = parser.parse_args(argv)
     target = rowsfile.root_of(args.to) / args.model
-    earlier = PROTOCOL_NAMES[: PROTOCOL_NAMES.index(args.to)]
-    for p in earlier:  # rows of a protocol this release does not know are refused
-        folder = rowsfile.root_of(p) / args.model
-        if (folder / "judge.json").is_file():
-            rowsfile.protocol_of(json.loads((folder / "judge.json").read_text("utf-8")), folder)
+    folders = {
+        p: rowsfile.root_of(p) / args.model
+        for p in PROTOCOL_NAMES[: PROTOCOL_NAMES.index(args.to)]
+        if (rowsfile.root_of(p) / args.model / "judge.json").is_file()
+    }
+    sha256s: set[str] = set()
+    for folder in folders.values():  # rows of a protocol this release does not know: refused
+        meta = json.loads((folder / "judge.json").read_text("utf-8"))
+        rowsfile.protocol_of(meta, folder)
+        sha256s.add(meta["sha256"])
+    if len(sha256s) != 1:
+        raise SystemExit(f"{args.model}: its rows folders name {len(sha256s)} judge files, not 1")
     judge = None
     if args.verify:
         from localjudge import load_judge
@@ -137,18 +144,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     meta_path = target / "judge.json"
     meta = json.loads(meta_path.read_text("utf-8")) if meta_path.is_file() else {}
     carried: dict[str, dict[str, str]] = meta.get("carried", {})
-    sha256 = None
     for source in args.only or devsets.SOURCES:
         found = {
-            p: rows_by_key(rowsfile.root_of(p) / args.model, source)
-            for p in earlier
-            if (rowsfile.root_of(p) / args.model / f"{source}.jsonl.gz").is_file()
+            p: rows_by_key(folder, source)
+            for p, folder in folders.items()
+            if (folder / f"{source}.jsonl.gz").is_file()
         }
-        for p in found:
-            was = json.loads((rowsfile.root_of(p) / args.model / "judge.json").read_text("utf-8"))
-            if sha256 not in (None, was["sha256"]):
-                raise SystemExit(f"{args.model}: its rows folders name two judge files")
-            sha256 = was["sha256"]
         items = devsets.SAMPLES[source](args.src)
         rows, kinds = carry_source(source, items, args.to, found)
         if judge is not None:
@@ -162,15 +163,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         rowsfile.write(target / f"{source}.jsonl.gz", rows)
         carried[source] = kinds
         print(f"{source}: {len(rows)} rows carried ({kinds})")
-    if sha256 is not None:
-        meta = {
-            "alias": args.model,
-            "sha256": sha256,
-            "reasons": False,
-            "protocol": protocol_ref(args.to).as_json(),
-            "carried": dict(sorted(carried.items())),
-        }
-        meta_path.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", "utf-8")
+    meta = {
+        "alias": args.model,
+        "sha256": sha256s.pop(),
+        "reasons": False,
+        "protocol": protocol_ref(args.to).as_json(),
+        "carried": dict(sorted(carried.items())),
+    }
+    meta_path.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", "utf-8")
     return 0
 
 

@@ -32,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
+import devsets
 import row_files as rowsfile
-from build import CANDIDATES, Fit, choose, fmt, graded, paired, usable, with_passage_readings
+from build import fmt, graded, paired, rule_fit, with_passage_readings
 from devsets import KIND_SOURCES
 
 DEFAULT_JUDGE = "qwen2.5-coder-1.5b"
@@ -48,14 +49,9 @@ def rows_of(alias: str, protocol: str, root: Path) -> list[dict[str, Any]]:
 
 def decided(kind: str, found: list[dict[str, Any]]) -> tuple[str, dict[tuple[Any, ...], int]]:
     """The candidate the rule chooses for ``kind`` on the choice part of ``found``, and the
-    hard value its fit gives each validation decision, by (source, id, piece)."""
-    mine = [r for r in found if r["kind"] == kind and r["source"] in KIND_SOURCES[kind]]
-    chosen, _ = choose(kind, [r for r in mine if r["part"] == "choice"])
-    names = CANDIDATES[chosen]
-    the_fit = Fit.fitted(
-        kind, names, usable(kind, names, [r for r in mine if r["part"] == "choice"])
-    )
-    checked = usable(kind, names, [r for r in mine if r["part"] == "validation"])
+    hard value its fit gives each validation decision, by (source, id, piece)
+    (:func:`build.rule_fit`: the build's own step)."""
+    chosen, _, the_fit, _, checked = rule_fit(kind, found)
     return chosen, {key(r): h for r, h in zip(checked, the_fit.hard(checked), strict=True)}
 
 
@@ -63,8 +59,8 @@ def key(row: dict[str, Any]) -> tuple[Any, ...]:
     return (row["source"], row["id"], row["piece"])
 
 
-#: XQuAD's roles of a passage (``devsets.ROLES``)
-ROLES = ("answer", "same", "other")
+#: XQuAD's roles of a passage: its answer's, the same article's without it, another article's
+ROLES = tuple(devsets.ROLES.values())
 
 
 def agree(found: list[dict[str, Any]], hard: list[int], idx: list[int], role: str) -> str:
